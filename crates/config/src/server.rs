@@ -1,0 +1,254 @@
+//! One server's definition: as written in a file (`RawServer`), and validated with variables
+//! expanded (`ServerSpec`), which is what the connection layer consumes.
+
+use crate::expand::{ExpandError, expand};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Where a server definition came from. Later scopes override earlier ones by name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scope {
+    User,
+    Project,
+    Local,
+    /// A file named with `--mcp-config`: the user's explicit choice.
+    Flag,
+}
+
+impl Scope {
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::User => "user",
+            Self::Project => "project",
+            Self::Local => "local",
+            Self::Flag => "flag",
+        }
+    }
+}
+
+/// A server entry exactly as written (before `${VAR}` expansion).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RawServer {
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    /// Start-up timeout in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<u64>,
+    /// Per-tool-call timeout in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_timeout: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trust: Option<bool>,
+}
+
+/// How to reach a server, with every variable expanded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Transport {
+    Stdio {
+        command: String,
+        args: Vec<String>,
+        env: BTreeMap<String, String>,
+        cwd: Option<PathBuf>,
+    },
+    Http {
+        url: String,
+        headers: BTreeMap<String, String>,
+    },
+}
+
+/// A validated, expanded server definition.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerSpec {
+    pub name: String,
+    pub scope: Scope,
+    pub transport: Transport,
+    pub startup_timeout: Duration,
+    pub tool_timeout: Duration,
+    /// Whether policy may believe this server's annotations. Never true for a project file.
+    pub trusted: bool,
+    /// Hash of the raw definition; approvals are keyed by it.
+    pub definition_hash: String,
+}
+
+pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
+pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Why a raw entry could not become a spec. `key` is relative to the server's entry.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct SpecError {
+    pub key: String,
+    pub message: String,
+}
+
+impl SpecError {
+    fn new(key: &str, message: impl Into<String>) -> Self {
+        Self { key: key.to_string(), message: message.into() }
+    }
+}
+
+/// A stable hash of what a definition runs or dials, as written. Editing the command, args,
+/// env, cwd, url or headers changes it, so a remembered approval no longer applies.
+pub fn definition_hash(raw: &RawServer) -> String {
+    // serde_json writes struct fields in declaration order and BTreeMaps sorted: canonical.
+    let bytes = serde_json::to_vec(&(
+        &raw.kind, &raw.command, &raw.args, &raw.env, &raw.cwd, &raw.url, &raw.headers,
+    ))
+    .unwrap_or_default();
+    let digest = Sha256::digest(&bytes);
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl RawServer {
+    pub fn is_enabled(&self) -> bool {
+        self.enabled.unwrap_or(true)
+    }
+
+    /// Validates and expands. `lookup` resolves `${VAR}` references.
+    pub fn to_spec(
+        &self,
+        name: &str,
+        scope: Scope,
+        lookup: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<ServerSpec, SpecError> {
+        let exp = |key: &str, value: &str| {
+            expand(value, lookup).map_err(|e: ExpandError| SpecError::new(key, e.to_string()))
+        };
+        let kind = self.kind.as_deref().unwrap_or(if self.url.is_some() && self.command.is_none() {
+            "http"
+        } else {
+            "stdio"
+        });
+        let transport = match kind {
+            "stdio" => {
+                let command = self
+                    .command
+                    .as_deref()
+                    .ok_or_else(|| SpecError::new("command", "a stdio server needs `command`"))?;
+                let command = exp("command", command)?;
+                if command.trim().is_empty() {
+                    return Err(SpecError::new("command", "`command` is empty"));
+                }
+                let args = (self.args.iter().enumerate())
+                    .map(|(i, a)| exp(&format!("args[{i}]"), a))
+                    .collect::<Result<_, _>>()?;
+                let env = (self.env.iter())
+                    .map(|(k, v)| Ok((k.clone(), exp(&format!("env.{k}"), v)?)))
+                    .collect::<Result<_, SpecError>>()?;
+                let cwd = self.cwd.as_deref().map(|c| exp("cwd", c)).transpose()?.map(PathBuf::from);
+                Transport::Stdio { command, args, env, cwd }
+            }
+            "http" | "sse" | "streamable-http" | "streamableHttp" => {
+                let url = self
+                    .url
+                    .as_deref()
+                    .ok_or_else(|| SpecError::new("url", "an http server needs `url`"))?;
+                let url = exp("url", url)?;
+                if !(url.starts_with("http://") || url.starts_with("https://")) {
+                    return Err(SpecError::new("url", format!("`{url}` is not an http(s) URL")));
+                }
+                let headers = (self.headers.iter())
+                    .map(|(k, v)| Ok((k.clone(), exp(&format!("headers.{k}"), v)?)))
+                    .collect::<Result<_, SpecError>>()?;
+                Transport::Http { url, headers }
+            }
+            other => {
+                return Err(SpecError::new(
+                    "type",
+                    format!("unknown server type `{other}` (expected stdio, http or sse)"),
+                ));
+            }
+        };
+        Ok(ServerSpec {
+            name: name.to_string(),
+            scope,
+            transport,
+            startup_timeout: self.timeout.map_or(DEFAULT_STARTUP_TIMEOUT, Duration::from_millis),
+            tool_timeout: self.tool_timeout.map_or(DEFAULT_TOOL_TIMEOUT, Duration::from_millis),
+            // A project file could otherwise vouch for its own servers.
+            trusted: scope != Scope::Project && self.trust.unwrap_or(false),
+            definition_hash: definition_hash(self),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(name: &str) -> Option<String> {
+        (name == "TOKEN").then(|| "s3cret".to_string())
+    }
+
+    fn raw(json: &str) -> RawServer {
+        serde_json::from_str(json).unwrap()
+    }
+
+    #[test]
+    fn stdio_and_http_specs_expand_variables() {
+        let s = raw(r#"{"command":"run","args":["--t=${TOKEN}"],"env":{"A":"${MISSING:-d}"}}"#)
+            .to_spec("a", Scope::User, &env)
+            .unwrap();
+        let Transport::Stdio { args, env: e, .. } = &s.transport else { panic!() };
+        assert_eq!(args, &["--t=s3cret"]);
+        assert_eq!(e["A"], "d");
+        let h = raw(r#"{"type":"http","url":"http://x/mcp","headers":{"Authorization":"Bearer ${TOKEN}"}}"#)
+            .to_spec("h", Scope::User, &env)
+            .unwrap();
+        assert!(matches!(h.transport, Transport::Http { ref headers, .. } if headers["Authorization"] == "Bearer s3cret"));
+    }
+
+    #[test]
+    fn missing_variable_names_the_key() {
+        let e = raw(r#"{"command":"x","env":{"K":"${NOPE}"}}"#)
+            .to_spec("a", Scope::User, &env)
+            .unwrap_err();
+        assert_eq!(e.key, "env.K");
+        assert!(e.message.contains("NOPE"));
+    }
+
+    #[test]
+    fn shape_errors_name_the_key() {
+        let missing = raw(r#"{"args":[]}"#).to_spec("a", Scope::User, &env).unwrap_err();
+        assert_eq!(missing.key, "command");
+        let bad_type = raw(r#"{"type":"ws","url":"x"}"#).to_spec("a", Scope::User, &env).unwrap_err();
+        assert_eq!(bad_type.key, "type");
+        let bad_url = raw(r#"{"type":"http","url":"ftp://x"}"#).to_spec("a", Scope::User, &env);
+        assert_eq!(bad_url.unwrap_err().key, "url");
+    }
+
+    #[test]
+    fn project_files_cannot_mark_their_servers_trusted() {
+        let r = raw(r#"{"command":"x","trust":true}"#);
+        assert!(r.to_spec("a", Scope::User, &env).unwrap().trusted);
+        assert!(!r.to_spec("a", Scope::Project, &env).unwrap().trusted);
+    }
+
+    #[test]
+    fn definition_hash_changes_with_what_runs_but_not_with_options() {
+        let a = raw(r#"{"command":"x","args":["1"]}"#);
+        let b = raw(r#"{"command":"x","args":["2"]}"#);
+        let c = raw(r#"{"command":"x","args":["1"],"timeout":5}"#);
+        assert_ne!(definition_hash(&a), definition_hash(&b));
+        assert_eq!(definition_hash(&a), definition_hash(&c));
+    }
+}

@@ -1,0 +1,11 @@
+//! Vocabulary shared by every mcp-host crate: host-assigned ids, the neutral MCP types the
+//! rest of the host sees (tools, content, call outcomes), per-server states, and the text
+//! sanitiser applied to every server-supplied string before it reaches a terminal.
+//! No I/O and no async runtime live here.
+
+pub mod sanitize;
+pub mod state;
+pub mod types;
+
+pub use state::{Era, ServerState, ServerStatus, TransportKind};
+pub use types::{CallOutcome, Content, ServerId, ToolDescriptor, ToolIssue};

@@ -1,0 +1,96 @@
+//! Neutral MCP types: what the host knows about a tool and a tool result, independent of the
+//! SDK and of the protocol era that delivered them.
+
+use serde::Serialize;
+use serde_json::Value;
+use std::fmt;
+use std::sync::Arc;
+
+/// The id the host assigned to a server from configuration (its config key). Routing uses this,
+/// never the server's self-reported `serverInfo.name`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(transparent)]
+pub struct ServerId(Arc<str>);
+
+impl ServerId {
+    pub fn new(name: &str) -> Self {
+        Self(Arc::from(name))
+    }
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for ServerId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// One tool as a server declared it. Every field is untrusted server input.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ToolDescriptor {
+    /// The server's own name for the tool, sent back verbatim in `tools/call`.
+    pub name: String,
+    pub title: Option<String>,
+    pub description: Option<String>,
+    #[serde(rename = "inputSchema")]
+    pub input_schema: Value,
+    #[serde(rename = "outputSchema", skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
+    /// Kept raw: policy decides later which hints it believes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Value>,
+}
+
+/// A tool entry the host could not accept, reported instead of silently dropped.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ToolIssue {
+    /// The tool's name when it had a readable one, else its index in the list.
+    pub tool: String,
+    pub reason: String,
+}
+
+/// One content block of a tool result.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Content {
+    Text {
+        text: String,
+    },
+    Image {
+        #[serde(rename = "mimeType")]
+        mime_type: Option<String>,
+        /// Length of the base64 payload; the payload itself is kept in `data`.
+        data: String,
+    },
+    Audio {
+        #[serde(rename = "mimeType")]
+        mime_type: Option<String>,
+        data: String,
+    },
+    ResourceLink {
+        uri: String,
+        name: Option<String>,
+    },
+    Resource {
+        uri: String,
+        text: Option<String>,
+        #[serde(rename = "mimeType")]
+        mime_type: Option<String>,
+    },
+    /// A block type this host does not know; kept so nothing is lost.
+    Unknown {
+        raw: Value,
+    },
+}
+
+/// The outcome of a `tools/call` that got a result (which may still be a tool-level error).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CallOutcome {
+    pub content: Vec<Content>,
+    #[serde(rename = "structuredContent", skip_serializing_if = "Option::is_none")]
+    pub structured: Option<Value>,
+    #[serde(rename = "isError")]
+    pub is_error: bool,
+}
