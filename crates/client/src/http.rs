@@ -1,0 +1,99 @@
+//! Building the Streamable HTTP transport (rmcp's client, our reqwest client and caps) and
+//! classifying its failures by type, never by message text.
+
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::common::client_side_sse::ExponentialBackoff;
+use rmcp::transport::streamable_http_client::{HttpStatusError, StreamableHttpClientTransportConfig};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Largest JSON body or SSE event accepted from a server.
+pub const MAX_HTTP_MESSAGE: usize = 16 * 1024 * 1024;
+
+/// Installs ring as rustls' process-wide crypto provider (we avoid aws-lc's C build).
+/// Idempotent; a provider installed earlier by the embedding program wins.
+pub fn install_crypto_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
+pub fn http_client(connect_timeout: Duration) -> Result<reqwest::Client, reqwest::Error> {
+    install_crypto_provider();
+    reqwest::Client::builder().connect_timeout(connect_timeout).build()
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum HeaderError {
+    #[error("header `{0}` is not a valid HTTP header name")]
+    Name(String),
+    #[error("header `{0}` has a value that is not valid in HTTP")]
+    Value(String),
+}
+
+pub fn transport(
+    client: reqwest::Client,
+    url: &str,
+    headers: &BTreeMap<String, String>,
+) -> Result<StreamableHttpClientTransport<reqwest::Client>, HeaderError> {
+    let mut custom = HashMap::new();
+    let mut auth = None;
+    for (k, v) in headers {
+        if k.eq_ignore_ascii_case("authorization") {
+            // rmcp sends this itself; passing it as a custom header would be rejected.
+            auth = Some(v.strip_prefix("Bearer ").unwrap_or(v).to_string());
+            continue;
+        }
+        let name = reqwest::header::HeaderName::from_bytes(k.as_bytes())
+            .map_err(|_| HeaderError::Name(k.clone()))?;
+        let value =
+            reqwest::header::HeaderValue::from_str(v).map_err(|_| HeaderError::Value(k.clone()))?;
+        custom.insert(name, value);
+    }
+    let mut retry = ExponentialBackoff::default();
+    retry.max_times = Some(5);
+    retry.base_duration = Duration::from_millis(500);
+    retry.max_delay = Some(Duration::from_secs(8));
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_string())
+        .custom_headers(custom)
+        .max_sse_event_size(MAX_HTTP_MESSAGE)
+        .max_json_response_size(MAX_HTTP_MESSAGE);
+    config.retry_config = Arc::new(retry);
+    if let Some(token) = auth {
+        config = config.auth_header(token);
+    }
+    Ok(StreamableHttpClientTransport::with_client(client, config))
+}
+
+/// How an HTTP failure should be treated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HttpFailure {
+    /// 5xx, 429, connection refused, timeouts: worth retrying.
+    Transient,
+    /// Anything else (404, 400, TLS, bad URL): retrying will not help.
+    Permanent,
+}
+
+/// Walks an error's source chain looking for the typed causes that tell transient from
+/// permanent.
+pub fn classify(err: &(dyn std::error::Error + 'static)) -> HttpFailure {
+    let mut cur = Some(err);
+    while let Some(e) = cur {
+        if e.downcast_ref::<HttpStatusError>().is_some() {
+            return HttpFailure::Transient;
+        }
+        if let Some(r) = e.downcast_ref::<reqwest::Error>() {
+            let server_error = r.status().is_some_and(|s| s.is_server_error() || s.as_u16() == 429);
+            if r.is_connect() || r.is_timeout() || server_error {
+                return HttpFailure::Transient;
+            }
+        }
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            use std::io::ErrorKind::*;
+            if matches!(io.kind(), ConnectionRefused | ConnectionReset | TimedOut | ConnectionAborted) {
+                return HttpFailure::Transient;
+            }
+        }
+        cur = e.source();
+    }
+    HttpFailure::Permanent
+}

@@ -1,0 +1,175 @@
+//! Tolerant decoding of the results the host depends on. A server's `tools/list` page with one
+//! broken tool still yields every other tool (the broken one is reported), and a tool result
+//! with an unknown content type keeps that block instead of failing the call. Works on raw
+//! JSON, so it does not care which protocol era or SDK type produced it.
+
+use mcp_host_core::{CallOutcome, Content, ToolDescriptor, ToolIssue};
+use serde_json::{Map, Value};
+
+/// The largest nesting depth accepted in a schema; deeper ones are reported, not used.
+pub const MAX_SCHEMA_DEPTH: usize = 64;
+
+/// One decoded `tools/list` page.
+#[derive(Debug, Default, PartialEq)]
+pub struct ToolPage {
+    pub tools: Vec<ToolDescriptor>,
+    pub issues: Vec<ToolIssue>,
+    pub next_cursor: Option<String>,
+}
+
+fn str_field(obj: &Map<String, Value>, key: &str) -> Option<String> {
+    obj.get(key).and_then(Value::as_str).map(str::to_string)
+}
+
+fn depth(v: &Value) -> usize {
+    match v {
+        Value::Object(m) => 1 + m.values().map(depth).max().unwrap_or(0),
+        Value::Array(a) => 1 + a.iter().map(depth).max().unwrap_or(0),
+        _ => 0,
+    }
+}
+
+pub fn parse_tool_page(result: &Value) -> Result<ToolPage, String> {
+    let obj = result.as_object().ok_or("tools/list result is not an object")?;
+    let list = obj.get("tools").and_then(Value::as_array).ok_or("tools/list result has no `tools` array")?;
+    let mut page = ToolPage {
+        // An empty-string cursor is a valid cursor; only absence ends the list.
+        next_cursor: str_field(obj, "nextCursor"),
+        ..ToolPage::default()
+    };
+    for (i, item) in list.iter().enumerate() {
+        match parse_tool(item) {
+            Ok(t) => page.tools.push(t),
+            Err(reason) => {
+                let tool = item.get("name").and_then(Value::as_str).map_or_else(|| format!("#{i}"), str::to_string);
+                page.issues.push(ToolIssue { tool, reason });
+            }
+        }
+    }
+    Ok(page)
+}
+
+fn parse_tool(item: &Value) -> Result<ToolDescriptor, String> {
+    let obj = item.as_object().ok_or("entry is not an object")?;
+    let name = str_field(obj, "name").ok_or("missing or non-string `name`")?;
+    if name.is_empty() {
+        return Err("empty `name`".into());
+    }
+    let input_schema = match obj.get("inputSchema") {
+        Some(s @ Value::Object(m)) => {
+            if m.get("type").is_some_and(|t| t != "object") {
+                return Err("`inputSchema` root type is not \"object\"".into());
+            }
+            s.clone()
+        }
+        Some(_) => return Err("`inputSchema` is not an object".into()),
+        None => return Err("missing `inputSchema`".into()),
+    };
+    if depth(&input_schema) > MAX_SCHEMA_DEPTH {
+        return Err(format!("`inputSchema` nests deeper than {MAX_SCHEMA_DEPTH}"));
+    }
+    let output_schema = obj.get("outputSchema").filter(|v| v.is_object()).cloned();
+    let annotations = obj.get("annotations").filter(|v| v.is_object()).cloned();
+    Ok(ToolDescriptor {
+        name,
+        title: str_field(obj, "title"),
+        description: str_field(obj, "description"),
+        input_schema,
+        output_schema,
+        annotations,
+    })
+}
+
+pub fn parse_call_result(result: &Value) -> Result<CallOutcome, String> {
+    let obj = result.as_object().ok_or("tools/call result is not an object")?;
+    let content = match obj.get("content") {
+        Some(Value::Array(blocks)) => blocks.iter().map(parse_content).collect(),
+        None | Some(Value::Null) => Vec::new(),
+        Some(_) => return Err("`content` is not an array".into()),
+    };
+    Ok(CallOutcome {
+        content,
+        structured: obj.get("structuredContent").filter(|v| !v.is_null()).cloned(),
+        is_error: obj.get("isError").and_then(Value::as_bool).unwrap_or(false),
+    })
+}
+
+fn parse_content(block: &Value) -> Content {
+    let unknown = || Content::Unknown { raw: block.clone() };
+    let Some(obj) = block.as_object() else { return unknown() };
+    let s = |k| str_field(obj, k);
+    match obj.get("type").and_then(Value::as_str) {
+        Some("text") => s("text").map_or_else(unknown, |text| Content::Text { text }),
+        Some("image") => s("data").map_or_else(unknown, |data| Content::Image { mime_type: s("mimeType"), data }),
+        Some("audio") => s("data").map_or_else(unknown, |data| Content::Audio { mime_type: s("mimeType"), data }),
+        Some("resource_link") => s("uri").map_or_else(unknown, |uri| Content::ResourceLink { uri, name: s("name") }),
+        Some("resource") => {
+            let Some(r) = obj.get("resource").and_then(Value::as_object) else { return unknown() };
+            match str_field(r, "uri") {
+                Some(uri) => Content::Resource {
+                    uri,
+                    text: str_field(r, "text"),
+                    mime_type: str_field(r, "mimeType"),
+                },
+                None => unknown(),
+            }
+        }
+        _ => unknown(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn one_broken_tool_does_not_drop_the_page() {
+        let page = parse_tool_page(&json!({"tools": [
+            {"name": "good", "inputSchema": {"type": "object"}},
+            {"name": "no_schema"},
+            {"name": "bad_root", "inputSchema": {"type": "string"}},
+            {"inputSchema": {"type": "object"}},
+            42,
+            {"name": "ok2", "inputSchema": {"type": "object"}, "icons": "weird", "x-extra": 1}
+        ], "nextCursor": ""})).unwrap();
+        let names: Vec<_> = page.tools.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["good", "ok2"]);
+        let issues: Vec<_> = page.issues.iter().map(|i| i.tool.as_str()).collect();
+        assert_eq!(issues, ["no_schema", "bad_root", "#3", "#4"]);
+        assert_eq!(page.next_cursor.as_deref(), Some(""), "empty cursor is a cursor");
+    }
+
+    #[test]
+    fn absurdly_deep_schemas_are_reported() {
+        let mut schema = json!({"type": "object"});
+        for _ in 0..100 {
+            schema = json!({"type": "object", "properties": {"x": schema}});
+        }
+        let page = parse_tool_page(&json!({"tools": [{"name": "deep", "inputSchema": schema}]})).unwrap();
+        assert!(page.tools.is_empty());
+        assert!(page.issues[0].reason.contains("deeper"));
+    }
+
+    #[test]
+    fn call_results_keep_unknown_blocks_and_error_flag() {
+        let out = parse_call_result(&json!({
+            "content": [{"type": "text", "text": "hi"}, {"type": "hologram", "x": 1},
+                        {"type": "image", "data": "AAA"}, {"type": "resource_link", "uri": "file:///a"}],
+            "isError": true
+        }))
+        .unwrap();
+        assert!(out.is_error);
+        assert_eq!(out.content[0], Content::Text { text: "hi".into() });
+        assert!(matches!(out.content[1], Content::Unknown { .. }));
+        assert!(matches!(out.content[2], Content::Image { mime_type: None, .. }));
+        assert!(matches!(out.content[3], Content::ResourceLink { name: None, .. }));
+    }
+
+    #[test]
+    fn a_result_without_content_is_empty_not_an_error() {
+        let out = parse_call_result(&json!({"structuredContent": {"a": 1}})).unwrap();
+        assert!(out.content.is_empty() && !out.is_error);
+        assert_eq!(out.structured, Some(json!({"a": 1})));
+    }
+}

@@ -1,0 +1,18 @@
+//! The MCP client side of mcp-host: supervised stdio processes and Streamable HTTP
+//! connections, protocol-era negotiation, and the connection manager that keeps one session
+//! per configured server. rmcp is used only inside `session` and `http`; everything this
+//! crate exports speaks the neutral types of `mcp-host-core`.
+
+pub mod backoff;
+mod http;
+pub mod lenient;
+pub mod manager;
+pub mod procs;
+pub mod session;
+pub mod stdio;
+pub mod supervisor;
+
+pub use http::{http_client, install_crypto_provider};
+pub use manager::{CallError, Manager, ManagerOptions, ServerSetup};
+pub use session::{ConnectError, EraChoice, Endpoint, RequestError, Session, ToolList};
+pub use stdio::{StdioLaunch, SupervisorCommand};

@@ -1,0 +1,311 @@
+//! The connection manager: exactly one supervised session per configured server, all started
+//! in parallel. Each server has its own task that connects, publishes its state, refreshes
+//! tools on `list_changed`, restarts or reconnects inside the retry policy, and stops in
+//! order on shutdown. A server that fails, hangs or lies affects only its own task.
+
+use crate::backoff::{Next, Retrier, RetryPolicy};
+use crate::session::{ConnectError, EraChoice, Endpoint, RequestError, Session, ToolList};
+use crate::stdio::{StdioLaunch, SupervisorCommand};
+use mcp_host_config::{ServerSpec, Transport};
+use mcp_host_core::{CallOutcome, ServerId, ServerState, ServerStatus, TransportKind};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+/// Everything the manager needs from its environment, passed in explicitly.
+#[derive(Clone, Debug)]
+pub struct ManagerOptions {
+    pub supervisor: SupervisorCommand,
+    /// The host's environment; only allow-listed variables reach servers.
+    pub host_env: Arc<BTreeMap<String, String>>,
+    pub retry: RetryPolicy,
+    pub http_client: reqwest::Client,
+}
+
+/// One configured server as the manager receives it.
+#[derive(Clone, Debug)]
+pub struct ServerSetup {
+    pub id: ServerId,
+    pub transport: TransportKind,
+    /// What to start; `None` for servers that only show a state (disabled, pending, invalid).
+    pub spec: Option<ServerSpec>,
+    pub initial: ServerState,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    #[error("no server named `{0}` is configured")]
+    UnknownServer(String),
+    #[error("server `{server}` is not ready (state: {state})")]
+    NotReady { server: String, state: String },
+    #[error("server `{server}`: {source}")]
+    Request { server: String, source: RequestError },
+}
+
+struct Slot {
+    transport: TransportKind,
+    spec: Option<ServerSpec>,
+    status: watch::Receiver<ServerStatus>,
+    session: RwLock<Option<Arc<Session>>>,
+    tools: RwLock<Arc<ToolList>>,
+}
+
+pub struct Manager {
+    slots: BTreeMap<ServerId, Arc<Slot>>,
+    tasks: Vec<JoinHandle<()>>,
+    stop: CancellationToken,
+}
+
+impl std::fmt::Debug for Manager {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Manager").field("servers", &self.slots.keys()).finish_non_exhaustive()
+    }
+}
+
+impl Manager {
+    /// Starts every startable server at once and returns immediately.
+    pub fn start(servers: Vec<ServerSetup>, opts: ManagerOptions) -> Self {
+        if let Some(dir) = &opts.supervisor.record_dir {
+            let _ = std::fs::create_dir_all(dir);
+            let ended = crate::procs::reap_leftovers(dir);
+            if ended > 0 {
+                tracing::warn!(ended, "ended server processes left behind by an earlier host");
+            }
+        }
+        let stop = CancellationToken::new();
+        let mut slots = BTreeMap::new();
+        let mut tasks = Vec::new();
+        for s in servers {
+            let (tx, rx) = watch::channel(ServerStatus::new(s.initial.clone()));
+            let slot = Arc::new(Slot {
+                transport: s.transport,
+                spec: s.spec.clone(),
+                status: rx,
+                session: RwLock::new(None),
+                tools: RwLock::new(Arc::new(ToolList::default())),
+            });
+            if let Some(spec) = s.spec {
+                let endpoint = endpoint(&spec, &opts);
+                let runner = Runner { spec, endpoint, slot: slot.clone(), status: tx, opts: opts.clone() };
+                tasks.push(tokio::spawn(runner.run(stop.child_token())));
+            }
+            slots.insert(s.id, slot);
+        }
+        Self { slots, tasks, stop }
+    }
+
+    pub fn ids(&self) -> impl Iterator<Item = &ServerId> {
+        self.slots.keys()
+    }
+
+    pub fn status(&self, id: &ServerId) -> Option<ServerStatus> {
+        self.slots.get(id).map(|s| s.status.borrow().clone())
+    }
+
+    pub fn transport(&self, id: &ServerId) -> Option<TransportKind> {
+        self.slots.get(id).map(|s| s.transport)
+    }
+
+    pub fn spec(&self, id: &ServerId) -> Option<&ServerSpec> {
+        self.slots.get(id).and_then(|s| s.spec.as_ref())
+    }
+
+    pub fn tools(&self, id: &ServerId) -> Option<Arc<ToolList>> {
+        self.slots.get(id).and_then(|s| s.tools.read().ok().map(|t| t.clone()))
+    }
+
+    /// A receiver that sees every state change of one server.
+    pub fn watch(&self, id: &ServerId) -> Option<watch::Receiver<ServerStatus>> {
+        self.slots.get(id).map(|s| s.status.clone())
+    }
+
+    /// Waits until every server has settled (ready, failed, needs auth, ...) or `limit`
+    /// passes. Returns whether all settled.
+    pub async fn wait_settled(&self, limit: Duration) -> bool {
+        let all = async {
+            for slot in self.slots.values() {
+                let mut rx = slot.status.clone();
+                let _ = rx.wait_for(|s| s.state.is_settled()).await;
+            }
+        };
+        tokio::time::timeout(limit, all).await.is_ok()
+    }
+
+    /// Calls a tool on a ready server with the server's tool timeout.
+    pub async fn call(
+        &self,
+        id: &ServerId,
+        tool: &str,
+        arguments: Option<Map<String, Value>>,
+        cancel: &CancellationToken,
+    ) -> Result<CallOutcome, CallError> {
+        let slot = self.slots.get(id).ok_or_else(|| CallError::UnknownServer(id.to_string()))?;
+        let session = slot.session.read().ok().and_then(|s| s.clone());
+        let (Some(session), Some(spec)) = (session, slot.spec.as_ref()) else {
+            let state = slot.status.borrow().state.label().to_string();
+            return Err(CallError::NotReady { server: id.to_string(), state });
+        };
+        session
+            .call_tool(tool, arguments, spec.tool_timeout, cancel)
+            .await
+            .map_err(|source| CallError::Request { server: id.to_string(), source })
+    }
+
+    /// Stops every server in parallel, in the spec's order, and waits for all of them.
+    pub async fn shutdown(self) {
+        self.stop.cancel();
+        futures::future::join_all(self.tasks).await;
+    }
+}
+
+fn endpoint(spec: &ServerSpec, opts: &ManagerOptions) -> Endpoint {
+    match &spec.transport {
+        Transport::Stdio { command, args, env, cwd } => Endpoint::Stdio {
+            launch: StdioLaunch { command: command.clone(), args: args.clone(), env: env.clone(), cwd: cwd.clone() },
+            supervisor: opts.supervisor.clone(),
+            host_env: opts.host_env.clone(),
+        },
+        Transport::Http { url, headers } => Endpoint::Http {
+            url: url.clone(),
+            headers: headers.clone(),
+            client: opts.http_client.clone(),
+        },
+    }
+}
+
+/// The task that owns one server's lifecycle.
+struct Runner {
+    spec: ServerSpec,
+    endpoint: Endpoint,
+    slot: Arc<Slot>,
+    status: watch::Sender<ServerStatus>,
+    opts: ManagerOptions,
+}
+
+enum Ended {
+    Stopped,
+    Lost(String),
+}
+
+impl Runner {
+    fn publish(&self, f: impl FnOnce(&mut ServerStatus)) {
+        self.status.send_modify(f);
+    }
+
+    fn set_state(&self, state: ServerState) {
+        self.publish(|s| s.state = state);
+    }
+
+    async fn run(self, stop: CancellationToken) {
+        let remote = matches!(self.endpoint, Endpoint::Http { .. });
+        let mut retrier = Retrier::new(self.opts.retry.clone(), remote);
+        // Once an era worked, reconnects use it directly instead of probing again.
+        let mut era_choice = EraChoice::Auto;
+        loop {
+            self.set_state(ServerState::Starting);
+            let connect = Session::connect(&self.endpoint, era_choice, self.spec.startup_timeout);
+            let result = tokio::select! {
+                r = connect => r,
+                () = stop.cancelled() => break,
+            };
+            let (reason, transient) = match result {
+                Ok(session) => {
+                    retrier.on_ready();
+                    era_choice =
+                        if session.era().is_modern() { EraChoice::Modern } else { EraChoice::Legacy };
+                    match self.serve(Arc::new(session), &stop).await {
+                        Ended::Stopped => break,
+                        Ended::Lost(reason) => (reason, true),
+                    }
+                }
+                Err(ConnectError::NeedsAuth(reason)) => {
+                    self.set_state(ServerState::NeedsAuth { reason });
+                    stop.cancelled().await;
+                    break;
+                }
+                Err(e) => {
+                    if let ConnectError::Handshake { stderr_tail, .. } = &e {
+                        let tail = stderr_tail.clone();
+                        self.publish(|s| s.stderr_tail = tail);
+                    }
+                    (e.to_string(), e.is_transient())
+                }
+            };
+            match retrier.on_failure(transient, tokio::time::Instant::now(), rand::random::<f64>()) {
+                Next::GiveUp => {
+                    self.set_state(ServerState::Failed { reason });
+                    stop.cancelled().await;
+                    break;
+                }
+                Next::RetryAfter { attempt, delay } => {
+                    tracing::info!(server = %self.spec.name, attempt, ?delay, %reason, "retrying");
+                    self.publish(|s| {
+                        s.state = ServerState::Backoff { attempt, retry_in: delay, reason };
+                        s.restarts += 1;
+                    });
+                    tokio::select! {
+                        () = tokio::time::sleep(delay) => {}
+                        () = stop.cancelled() => break,
+                    }
+                }
+            }
+        }
+        self.set_state(ServerState::Stopped);
+    }
+
+    /// Runs a ready session until it ends or the host stops.
+    async fn serve(&self, session: Arc<Session>, stop: &CancellationToken) -> Ended {
+        if let Err(e) = self.refresh_tools(&session).await {
+            let reason = format!("listing tools failed: {e}");
+            session.shutdown().await;
+            return Ended::Lost(reason);
+        }
+        if let Ok(mut s) = self.slot.session.write() {
+            *s = Some(session.clone());
+        }
+        let era = session.era().clone();
+        self.publish(|s| {
+            s.state = ServerState::Ready;
+            s.era = Some(era);
+        });
+        let ended = loop {
+            tokio::select! {
+                () = session.closed() => {
+                    let (how, tail) = session.reap().await;
+                    self.publish(|s| s.stderr_tail = tail);
+                    break Ended::Lost(how);
+                }
+                () = session.tools_changed.notified() => {
+                    if let Err(e) = self.refresh_tools(&session).await {
+                        tracing::warn!(server = %self.spec.name, error = %e, "tool refresh failed");
+                    }
+                }
+                () = stop.cancelled() => {
+                    session.shutdown().await;
+                    break Ended::Stopped;
+                }
+            }
+        };
+        if let Ok(mut s) = self.slot.session.write() {
+            *s = None;
+        }
+        ended
+    }
+
+    async fn refresh_tools(&self, session: &Session) -> Result<(), RequestError> {
+        let list = session.list_tools(self.spec.startup_timeout).await?;
+        for issue in &list.issues {
+            tracing::warn!(server = %self.spec.name, tool = %issue.tool, reason = %issue.reason, "tool skipped");
+        }
+        let count = list.tools.len();
+        if let Ok(mut t) = self.slot.tools.write() {
+            *t = Arc::new(list);
+        }
+        self.publish(|s| s.tool_count = count);
+        Ok(())
+    }
+}

@@ -1,0 +1,466 @@
+//! One protocol session with one server, behind host-owned types. This is the only module
+//! (with `http.rs`) that touches rmcp: it picks the era (probe `server/discover`, fall back
+//! to `initialize` on a fresh connection), puts a deadline on every request, cancels what it
+//! gives up on, follows cursors with caps, and decodes results leniently.
+
+use crate::http::{self, HttpFailure};
+use crate::lenient::{self, ToolPage};
+use crate::stdio::{ProcessExit, SpawnError, StdioLaunch, StdioProcess, SupervisorCommand};
+use mcp_host_core::{CallOutcome, Era, ToolDescriptor, ToolIssue};
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, ClientCapabilities, ClientConfig, ClientRequest,
+    Implementation, ListToolsRequest, PaginatedRequestParams, ProtocolVersion, ServerResult,
+};
+use rmcp::service::{
+    ClientInitializeError, ClientLifecycleMode, NotificationContext, PeerRequestOptions,
+    RoleClient, RunningService, ServiceError, serve_client_with_lifecycle,
+};
+use rmcp::transport::{Transport, async_rw::AsyncRwTransport};
+use rmcp::{ClientHandler, service::RxJsonRpcMessage, service::TxJsonRpcMessage};
+use serde_json::Value;
+use std::collections::{BTreeMap, HashSet};
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+/// Largest stdout line (one JSON-RPC message) accepted from a stdio server.
+pub const MAX_STDIO_LINE: usize = 16 * 1024 * 1024;
+/// Pagination caps: a hostile server must not keep the host listing forever.
+pub const MAX_LIST_PAGES: usize = 100;
+pub const MAX_TOOLS_PER_SERVER: usize = 5000;
+
+/// Where a server lives.
+#[derive(Clone, Debug)]
+pub enum Endpoint {
+    Stdio { launch: StdioLaunch, supervisor: SupervisorCommand, host_env: Arc<BTreeMap<String, String>> },
+    Http { url: String, headers: BTreeMap<String, String>, client: reqwest::Client },
+}
+
+/// Which lifecycle to use. `Auto` probes; the others are used once the era is known.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EraChoice {
+    Auto,
+    Modern,
+    Legacy,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    #[error(transparent)]
+    Spawn(#[from] SpawnError),
+    #[error(transparent)]
+    Header(#[from] http::HeaderError),
+    #[error("server requires authorization: {0}")]
+    NeedsAuth(String),
+    #[error("no answer to the handshake within {0:?}")]
+    Timeout(Duration),
+    #[error("{detail}{}", stderr_suffix(.stderr_tail))]
+    Handshake {
+        detail: String,
+        /// Worth another try with a fresh connection (network blips, 5xx, a crash).
+        transient: bool,
+        stderr_tail: Vec<String>,
+    },
+}
+
+fn stderr_suffix(tail: &[String]) -> String {
+    match tail.last() {
+        Some(line) => format!(" (stderr: {line})"),
+        None => String::new(),
+    }
+}
+
+impl ConnectError {
+    /// Whether retrying later might succeed.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, Self::Handshake { transient: true, .. })
+    }
+}
+
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum RequestError {
+    #[error("no response within {0:?} (request cancelled)")]
+    Timeout(Duration),
+    #[error("request cancelled")]
+    Cancelled,
+    #[error("connection to the server is closed")]
+    Closed,
+    #[error("server error {code}: {message}")]
+    Server { code: i32, message: String },
+    #[error("invalid response: {0}")]
+    Protocol(String),
+    #[error("server requires authorization")]
+    NeedsAuth,
+}
+
+/// Decoded tools of one server.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ToolList {
+    pub tools: Vec<ToolDescriptor>,
+    pub issues: Vec<ToolIssue>,
+}
+
+/// Receives server→host callbacks for one server.
+#[derive(Clone)]
+pub struct HostHandler {
+    info: ClientConfig,
+    tools_changed: Arc<Notify>,
+}
+
+impl ClientHandler for HostHandler {
+    fn get_info(&self) -> ClientConfig {
+        self.info.clone()
+    }
+
+    fn on_tool_list_changed(
+        &self,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        self.tools_changed.notify_one();
+        std::future::ready(())
+    }
+}
+
+fn client_config(version: ProtocolVersion) -> ClientConfig {
+    // We declare no roots, sampling or elicitation: capabilities bind us to implement them.
+    ClientConfig::new(
+        ClientCapabilities::default(),
+        Implementation::new("mcp-host", env!("CARGO_PKG_VERSION")),
+    )
+    .with_protocol_version(version)
+}
+
+/// Marks `closed` when the transport ends, however it ends.
+struct Watched<T> {
+    inner: T,
+    closed: CancellationToken,
+}
+
+impl<T: Transport<RoleClient>> Transport<RoleClient> for Watched<T> {
+    type Error = T::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        self.inner.send(item)
+    }
+
+    fn receive(&mut self) -> impl Future<Output = Option<RxJsonRpcMessage<RoleClient>>> + Send {
+        async move {
+            let msg = self.inner.receive().await;
+            if msg.is_none() {
+                self.closed.cancel();
+            }
+            msg
+        }
+    }
+
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        async move {
+            let r = self.inner.close().await;
+            self.closed.cancel();
+            r
+        }
+    }
+}
+
+impl<T> Drop for Watched<T> {
+    fn drop(&mut self) {
+        self.closed.cancel();
+    }
+}
+
+type Service = RunningService<RoleClient, HostHandler>;
+
+/// A live session.
+pub struct Session {
+    service: Service,
+    /// Taken out (under the lock, never held across an await) when the session ends.
+    process: std::sync::Mutex<Option<StdioProcess>>,
+    stderr: Option<Arc<std::sync::Mutex<crate::stdio::StderrRing>>>,
+    closed: CancellationToken,
+    era: Era,
+    /// Notified when the server says its tool list changed.
+    pub tools_changed: Arc<Notify>,
+    pub server_name: Option<String>,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session").field("era", &self.era).finish_non_exhaustive()
+    }
+}
+
+impl Session {
+    /// Connects, choosing the era. With `Auto`, a handshake that fails at the protocol level
+    /// is retried once as legacy on a fresh connection (a new process for stdio), because
+    /// some servers lock a connection to the era of its first request.
+    pub async fn connect(
+        endpoint: &Endpoint,
+        choice: EraChoice,
+        timeout: Duration,
+    ) -> Result<Self, ConnectError> {
+        let first = match choice {
+            EraChoice::Auto => ClientLifecycleMode::Auto {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                legacy_version: Some(ProtocolVersion::V_2025_11_25),
+            },
+            EraChoice::Modern => ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+            EraChoice::Legacy => ClientLifecycleMode::Initialize,
+        };
+        let stdio = matches!(endpoint, Endpoint::Stdio { .. });
+        match Self::open(endpoint, first, timeout).await {
+            // A stdio server that died or misbehaved during the probe may simply be a legacy
+            // server that insists on `initialize` first: treat it as legacy and respawn.
+            Err(ConnectError::Handshake { detail, transient, .. })
+                if choice == EraChoice::Auto && (stdio || !transient) =>
+            {
+                tracing::debug!(%detail, "probe failed; retrying as legacy on a fresh connection");
+                Self::open(endpoint, ClientLifecycleMode::Initialize, timeout).await
+            }
+            other => other,
+        }
+    }
+
+    async fn open(
+        endpoint: &Endpoint,
+        mode: ClientLifecycleMode,
+        timeout: Duration,
+    ) -> Result<Self, ConnectError> {
+        let tools_changed = Arc::new(Notify::new());
+        let handler = HostHandler {
+            info: client_config(ProtocolVersion::V_2025_11_25),
+            tools_changed: tools_changed.clone(),
+        };
+        let closed = CancellationToken::new();
+        let (result, process) = match endpoint {
+            Endpoint::Stdio { launch, supervisor, host_env } => {
+                let (process, stdin, stdout) = StdioProcess::spawn(launch, supervisor, host_env)?;
+                let inner =
+                    AsyncRwTransport::new_client(stdout, stdin).with_max_line_length(MAX_STDIO_LINE);
+                let t = Watched { inner, closed: closed.clone() };
+                let r = tokio::time::timeout(timeout, serve_client_with_lifecycle(handler, t, mode)).await;
+                (r, Some(process))
+            }
+            Endpoint::Http { url, headers, client } => {
+                let inner = http::transport(client.clone(), url, headers)?;
+                let t = Watched { inner, closed: closed.clone() };
+                let r = tokio::time::timeout(timeout, serve_client_with_lifecycle(handler, t, mode)).await;
+                (r, None)
+            }
+        };
+        let service = match result {
+            Ok(Ok(service)) => service,
+            Ok(Err(e)) => return Err(handshake_error(&e, process).await),
+            Err(_) => {
+                if let Some(mut p) = process {
+                    tokio::spawn(async move { p.shutdown().await });
+                }
+                return Err(ConnectError::Timeout(timeout));
+            }
+        };
+        let info = service.peer().peer_info();
+        let era = Era {
+            version: info.as_ref().map_or_else(
+                || "unknown".to_string(),
+                |i| i.protocol_version.as_str().to_string(),
+            ),
+        };
+        let server_name = info.and_then(|i| i.server_info.as_ref().map(|s| s.name.clone()));
+        service.peer().set_response_cache_config(rmcp::service::ClientCacheConfig::disabled()).await;
+        let stderr = process.as_ref().map(|p| p.stderr.clone());
+        let process = std::sync::Mutex::new(process);
+        Ok(Self { service, process, stderr, closed, era, tools_changed, server_name })
+    }
+
+    pub fn era(&self) -> &Era {
+        &self.era
+    }
+
+    pub fn stderr_tail(&self, n: usize) -> Vec<String> {
+        (self.stderr.as_ref().and_then(|r| r.lock().ok().map(|r| r.tail(n)))).unwrap_or_default()
+    }
+
+    fn take_process(&self) -> Option<StdioProcess> {
+        self.process.lock().ok().and_then(|mut p| p.take())
+    }
+
+    /// Ends the protocol loop, which drops the transport and so closes the server's stdin.
+    async fn close_transport(&self, wait: Duration) {
+        self.service.cancellation_token().cancel();
+        let _ = tokio::time::timeout(wait, self.closed.cancelled()).await;
+    }
+
+    /// Resolves when the connection has ended (server exited, stream closed).
+    pub async fn closed(&self) {
+        self.closed.cancelled().await;
+    }
+
+    /// Sends one request with a deadline; on timeout or cancellation the server is told.
+    async fn request(
+        &self,
+        req: ClientRequest,
+        timeout: Duration,
+        cancel: &CancellationToken,
+    ) -> Result<ServerResult, RequestError> {
+        let mut handle = self
+            .service
+            .peer()
+            .send_request_with_option(req, PeerRequestOptions::no_options())
+            .await
+            .map_err(map_service_error)?;
+        let why = tokio::select! {
+            r = &mut handle.rx => {
+                return r.map_err(|_| RequestError::Closed)?.map_err(map_service_error);
+            }
+            () = tokio::time::sleep(timeout) => RequestError::Timeout(timeout),
+            () = cancel.cancelled() => RequestError::Cancelled,
+            () = self.closed.cancelled() => return Err(RequestError::Closed),
+        };
+        let reason = match why {
+            RequestError::Timeout(_) => "timeout",
+            _ => "cancelled by the host",
+        };
+        // Best effort: a dead connection cannot be told anything.
+        let _ = tokio::time::timeout(Duration::from_secs(1), handle.cancel(Some(reason.into()))).await;
+        Err(why)
+    }
+
+    /// Every tool, following cursors with a page cap and loop detection. Each page gets
+    /// `page_timeout`.
+    pub async fn list_tools(&self, page_timeout: Duration) -> Result<ToolList, RequestError> {
+        let never = CancellationToken::new();
+        let mut out = ToolList::default();
+        let mut seen_cursors = HashSet::new();
+        let mut seen_names = HashSet::new();
+        let mut cursor: Option<String> = None;
+        for page_no in 1..=MAX_LIST_PAGES + 1 {
+            if page_no > MAX_LIST_PAGES {
+                out.issues.push(issue("*", format!("stopped after {MAX_LIST_PAGES} pages")));
+                break;
+            }
+            let params = PaginatedRequestParams::default().with_cursor(cursor.clone());
+            let req = ClientRequest::ListToolsRequest(ListToolsRequest::with_param(params));
+            let result = self.request(req, page_timeout, &never).await?;
+            let page: ToolPage = lenient::parse_tool_page(&to_value(&result)?)
+                .map_err(RequestError::Protocol)?;
+            out.issues.extend(page.issues);
+            for t in page.tools {
+                if out.tools.len() >= MAX_TOOLS_PER_SERVER {
+                    out.issues.push(issue(&t.name, format!("over {MAX_TOOLS_PER_SERVER} tools")));
+                } else if seen_names.insert(t.name.clone()) {
+                    out.tools.push(t);
+                } else {
+                    out.issues.push(issue(&t.name, "duplicate tool name; first kept".into()));
+                }
+            }
+            match page.next_cursor {
+                None => break,
+                Some(c) if !seen_cursors.insert(c.clone()) => {
+                    out.issues.push(issue("*", format!("cursor {c:?} repeated; stopped listing")));
+                    break;
+                }
+                Some(c) => cursor = Some(c),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Calls a tool. `Ok` even when the tool reports `isError`; `Err` for protocol trouble.
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: Option<serde_json::Map<String, Value>>,
+        timeout: Duration,
+        cancel: &CancellationToken,
+    ) -> Result<CallOutcome, RequestError> {
+        let mut params = CallToolRequestParams::new(name.to_string());
+        if let Some(args) = arguments {
+            params = params.with_arguments(args);
+        }
+        let req = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        match self.request(req, timeout, cancel).await? {
+            ServerResult::InputRequiredResult(_) => Err(RequestError::Protocol(
+                "the server asked for more input (input_required), which this host does not support yet".into(),
+            )),
+            ServerResult::CreateTaskResult(_) => Err(RequestError::Protocol(
+                "the server answered with a task, which this host does not support yet".into(),
+            )),
+            other => lenient::parse_call_result(&to_value(&other)?).map_err(RequestError::Protocol),
+        }
+    }
+
+    /// Closes the session: stdin is closed first, then the process is stopped in order.
+    /// Returns how the server process ended (`None` for HTTP).
+    pub async fn shutdown(&self) -> Option<ProcessExit> {
+        self.close_transport(Duration::from_secs(2)).await;
+        let mut p = self.take_process()?;
+        Some(p.shutdown().await)
+    }
+
+    /// After [`Session::closed`] fired: says why, reaping the process (stdio) and
+    /// returning the last stderr lines.
+    pub async fn reap(&self) -> (String, Vec<String>) {
+        self.close_transport(Duration::from_secs(1)).await;
+        let Some(mut p) = self.take_process() else {
+            return ("the connection closed".into(), Vec::new());
+        };
+        let how = match tokio::time::timeout(Duration::from_secs(3), p.wait_exit()).await {
+            Ok(how) => how,
+            // stdout closed but the process lives on: stop it.
+            Err(_) => p.shutdown().await,
+        };
+        p.stderr_closed().await;
+        (format!("server {how}"), p.stderr_tail(5))
+    }
+}
+
+fn issue(tool: &str, reason: String) -> ToolIssue {
+    ToolIssue { tool: tool.to_string(), reason }
+}
+
+fn to_value(r: &ServerResult) -> Result<Value, RequestError> {
+    serde_json::to_value(r).map_err(|e| RequestError::Protocol(e.to_string()))
+}
+
+fn map_service_error(e: ServiceError) -> RequestError {
+    if e.is_authorization_required() {
+        return RequestError::NeedsAuth;
+    }
+    match e {
+        ServiceError::McpError(d) => RequestError::Server { code: d.code.0, message: d.message.to_string() },
+        ServiceError::Timeout { timeout } => RequestError::Timeout(timeout),
+        ServiceError::Cancelled { .. } => RequestError::Cancelled,
+        ServiceError::TransportClosed | ServiceError::TransportSend(_) => RequestError::Closed,
+        other => RequestError::Protocol(other.to_string()),
+    }
+}
+
+async fn handshake_error(e: &ClientInitializeError, process: Option<StdioProcess>) -> ConnectError {
+    if e.is_authorization_required() {
+        let challenge = e.auth_challenge().unwrap_or("401/403 from server");
+        return ConnectError::NeedsAuth(challenge.to_string());
+    }
+    let mut stderr_tail = Vec::new();
+    let mut transient = false;
+    if let Some(mut p) = process {
+        // A crash at start: wait briefly for the exit so its last words are in the ring.
+        if let Ok(how) = tokio::time::timeout(Duration::from_secs(2), p.wait_exit()).await {
+            p.stderr_closed().await;
+            stderr_tail = p.stderr_tail(5);
+            transient = how != ProcessExit::SpawnFailed;
+            let detail = format!("server {how} during the handshake ({e})");
+            return ConnectError::Handshake { detail, transient, stderr_tail };
+        }
+        stderr_tail = p.stderr_tail(5);
+        tokio::spawn(async move { p.shutdown().await });
+    } else if let ClientInitializeError::TransportError { error, .. } = e {
+        transient = http::classify(error) == HttpFailure::Transient;
+    }
+    ConnectError::Handshake { detail: e.to_string(), transient, stderr_tail }
+}

@@ -1,0 +1,343 @@
+//! Starting a stdio server under its supervisor, with a filtered environment, a lifeline
+//! pipe, and its stderr drained into a bounded ring of recent lines; and stopping it in the
+//! spec's order: close stdin, wait, SIGTERM (the supervisor passes it to the whole tree),
+//! wait, SIGKILL, always reap.
+
+use crate::supervisor::{LIFELINE_FD, SUPERVISE_ARG, SupervisorArgs};
+use mcp_host_core::sanitize::strip_terminal_escapes;
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use std::collections::{BTreeMap, VecDeque};
+use std::ffi::OsString;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::AsyncReadExt;
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio_util::sync::CancellationToken;
+
+/// The variables a server inherits from the host; everything else must be declared in the
+/// server's `env`. Secrets in the host's environment stay in the host.
+pub const ENV_ALLOW_LIST: &[&str] = &[
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "TMPDIR", "TZ", "XDG_RUNTIME_DIR",
+    "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME",
+];
+
+/// Whether a host variable passes the allow-list (`LC_*` is a prefix rule).
+pub fn env_allowed(name: &str) -> bool {
+    ENV_ALLOW_LIST.contains(&name) || name.starts_with("LC_")
+}
+
+/// How to run the supervisor: normally the host's own executable with [`SUPERVISE_ARG`].
+#[derive(Clone, Debug)]
+pub struct SupervisorCommand {
+    pub program: PathBuf,
+    pub grace: Duration,
+    /// Where supervisors leave run records (see `procs::reap_leftovers`).
+    pub record_dir: Option<PathBuf>,
+}
+
+/// Everything needed to start one stdio server.
+#[derive(Clone, Debug)]
+pub struct StdioLaunch {
+    pub command: String,
+    pub args: Vec<String>,
+    pub env: BTreeMap<String, String>,
+    pub cwd: Option<PathBuf>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SpawnError {
+    #[error("command `{command}` not found{}", searched_hint(.path))]
+    NotFound { command: String, path: Option<String> },
+    #[error("working directory {0} does not exist")]
+    BadCwd(PathBuf),
+    #[error("cannot start supervisor: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+fn searched_hint(path: &Option<String>) -> String {
+    match path {
+        Some(p) => format!(" on PATH ({p})"),
+        None => String::new(),
+    }
+}
+
+/// The last lines a server wrote to stderr, each capped, sanitised for display.
+#[derive(Debug)]
+pub struct StderrRing {
+    lines: VecDeque<String>,
+    max_lines: usize,
+    pub total_bytes: u64,
+}
+
+const MAX_STDERR_LINE: usize = 2048;
+
+impl StderrRing {
+    pub fn new(max_lines: usize) -> Self {
+        Self { lines: VecDeque::new(), max_lines, total_bytes: 0 }
+    }
+
+    fn push(&mut self, raw: &[u8]) {
+        let text = strip_terminal_escapes(&String::from_utf8_lossy(raw));
+        let text = text.trim_end();
+        if text.is_empty() {
+            return;
+        }
+        if self.lines.len() == self.max_lines {
+            self.lines.pop_front();
+        }
+        self.lines.push_back(text.to_string());
+    }
+
+    pub fn tail(&self, n: usize) -> Vec<String> {
+        self.lines.iter().skip(self.lines.len().saturating_sub(n)).cloned().collect()
+    }
+}
+
+/// A running supervised server process. Dropping it closes the lifeline, which makes the
+/// supervisor end the server's tree even if nobody calls [`StdioProcess::shutdown`].
+#[derive(Debug)]
+pub struct StdioProcess {
+    child: Child,
+    _lifeline: OwnedFd,
+    pub stderr: Arc<Mutex<StderrRing>>,
+    stderr_done: CancellationToken,
+    grace: Duration,
+}
+
+/// How a server process ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProcessExit {
+    Code(i32),
+    Signal(i32),
+    /// The supervisor could not start the server's program.
+    SpawnFailed,
+    /// Did not stop when asked; killed.
+    Killed,
+    /// Waiting failed (should not happen).
+    Unknown,
+}
+
+impl std::fmt::Display for ProcessExit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Code(c) => write!(f, "exited with status {c}"),
+            Self::Signal(s) => write!(f, "was killed by signal {s}"),
+            Self::SpawnFailed => write!(f, "could not be started"),
+            Self::Killed => write!(f, "did not stop and was killed"),
+            Self::Unknown => write!(f, "ended"),
+        }
+    }
+}
+
+/// Resolves `command` the way `execvp` will in the child, so a typo is a clear, permanent
+/// error instead of a crash loop.
+fn resolve(command: &str, path_var: Option<&str>, cwd: &Path) -> Result<PathBuf, SpawnError> {
+    let executable = |p: &Path| {
+        use std::os::unix::fs::PermissionsExt;
+        p.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if command.contains('/') {
+        let p = cwd.join(command);
+        return if executable(&p) {
+            Ok(p)
+        } else {
+            Err(SpawnError::NotFound { command: command.into(), path: None })
+        };
+    }
+    for dir in path_var.unwrap_or_default().split(':').filter(|d| !d.is_empty()) {
+        let p = cwd.join(dir).join(command);
+        if executable(&p) {
+            return Ok(p);
+        }
+    }
+    Err(SpawnError::NotFound { command: command.into(), path: path_var.map(str::to_string) })
+}
+
+impl StdioProcess {
+    /// Starts the server under a supervisor. `host_env` is the host's environment, filtered
+    /// here through the allow-list.
+    pub fn spawn(
+        launch: &StdioLaunch,
+        supervisor: &SupervisorCommand,
+        host_env: &BTreeMap<String, String>,
+    ) -> Result<(Self, ChildStdin, ChildStdout), SpawnError> {
+        let mut env: BTreeMap<String, String> =
+            host_env.iter().filter(|(k, _)| env_allowed(k)).map(|(k, v)| (k.clone(), v.clone())).collect();
+        env.extend(launch.env.clone());
+        let cwd = match &launch.cwd {
+            Some(c) if !c.is_dir() => return Err(SpawnError::BadCwd(c.clone())),
+            Some(c) => c.clone(),
+            None => std::env::current_dir()?,
+        };
+        let program = resolve(&launch.command, env.get("PATH").map(String::as_str), &cwd)?;
+        let sup_args = SupervisorArgs {
+            grace: supervisor.grace,
+            record_dir: supervisor.record_dir.clone(),
+            program: program.into_os_string(),
+            args: launch.args.iter().map(OsString::from).collect(),
+        };
+        let (lifeline_read, lifeline_write) =
+            nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(std::io::Error::from)?;
+
+        let mut cmd = Command::new(&supervisor.program);
+        cmd.arg(SUPERVISE_ARG)
+            .args(sup_args.to_argv())
+            .env_clear()
+            .envs(&env)
+            .current_dir(&cwd)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            // Its own group: a Ctrl-C in the terminal is the host's to handle.
+            .process_group(0)
+            .kill_on_drop(true);
+        let read_fd = lifeline_read.as_raw_fd();
+        // SAFETY: dup2 and fcntl are async-signal-safe; no allocation happens here.
+        unsafe {
+            cmd.pre_exec(move || {
+                if read_fd == LIFELINE_FD {
+                    nix::fcntl::fcntl(
+                        std::os::fd::BorrowedFd::borrow_raw(read_fd),
+                        nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::empty()),
+                    )?;
+                } else if nix::libc::dup2(read_fd, LIFELINE_FD) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let mut child = cmd.spawn()?;
+        drop(lifeline_read);
+        let (Some(stdin), Some(stdout), Some(stderr)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            return Err(SpawnError::Io(std::io::Error::other("child pipes missing")));
+        };
+        let ring = Arc::new(Mutex::new(StderrRing::new(64)));
+        let stderr_done = CancellationToken::new();
+        tokio::spawn(drain_stderr(stderr, ring.clone(), stderr_done.clone()));
+        let process = Self {
+            child,
+            _lifeline: lifeline_write,
+            stderr: ring,
+            stderr_done,
+            grace: supervisor.grace,
+        };
+        Ok((process, stdin, stdout))
+    }
+
+    pub fn stderr_tail(&self, n: usize) -> Vec<String> {
+        self.stderr.lock().map(|r| r.tail(n)).unwrap_or_default()
+    }
+
+    pub fn pid(&self) -> Option<u32> {
+        self.child.id()
+    }
+
+    /// Waits for the server (its supervisor) to exit.
+    pub async fn wait_exit(&mut self) -> ProcessExit {
+        match self.child.wait().await {
+            Ok(status) => describe_exit(status),
+            Err(_) => ProcessExit::Unknown,
+        }
+    }
+
+    /// Waits (briefly) until everything the server wrote to stderr has been read.
+    pub async fn stderr_closed(&self) {
+        let _ = tokio::time::timeout(Duration::from_secs(1), self.stderr_done.cancelled()).await;
+    }
+
+    /// Stops the server. The caller has already closed stdin (by closing the transport).
+    pub async fn shutdown(&mut self) -> ProcessExit {
+        if let Ok(Ok(status)) = tokio::time::timeout(self.grace, self.child.wait()).await {
+            return describe_exit(status);
+        }
+        if let Some(pid) = self.child.id() {
+            let _ = kill(Pid::from_raw(pid as i32), Signal::SIGTERM);
+        }
+        // The supervisor needs its own grace period to TERM and then KILL the tree.
+        let budget = self.grace * 2 + Duration::from_secs(1);
+        if let Ok(Ok(status)) = tokio::time::timeout(budget, self.child.wait()).await {
+            return describe_exit(status);
+        }
+        let _ = self.child.kill().await;
+        ProcessExit::Killed
+    }
+}
+
+fn describe_exit(status: std::process::ExitStatus) -> ProcessExit {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(crate::supervisor::EXIT_SPAWN_FAILED), _) => ProcessExit::SpawnFailed,
+        (Some(c), _) => ProcessExit::Code(c),
+        (None, Some(s)) => ProcessExit::Signal(s),
+        _ => ProcessExit::Unknown,
+    }
+}
+
+/// Reads stderr continuously so the server never blocks on a full pipe; keeps whole lines,
+/// each capped, and drops the rest of an over-long line.
+async fn drain_stderr(
+    mut stderr: tokio::process::ChildStderr,
+    ring: Arc<Mutex<StderrRing>>,
+    done: CancellationToken,
+) {
+    let _done = done.drop_guard();
+    let mut buf = vec![0u8; 8192];
+    let mut line: Vec<u8> = Vec::new();
+    loop {
+        let n = match stderr.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        let Ok(mut r) = ring.lock() else { return };
+        r.total_bytes += n as u64;
+        for chunk in buf[..n].split_inclusive(|b| *b == b'\n') {
+            let room = MAX_STDERR_LINE.saturating_sub(line.len());
+            let body = chunk.strip_suffix(b"\n").unwrap_or(chunk);
+            line.extend_from_slice(&body[..body.len().min(room)]);
+            if chunk.ends_with(b"\n") {
+                r.push(&line);
+                line.clear();
+            }
+        }
+    }
+    if !line.is_empty()
+        && let Ok(mut r) = ring.lock()
+    {
+        r.push(&line);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn allow_list_keeps_locale_and_path_and_drops_secrets() {
+        assert!(env_allowed("PATH") && env_allowed("LC_ALL"));
+        assert!(!env_allowed("AWS_SECRET_ACCESS_KEY") && !env_allowed("ANTHROPIC_API_KEY"));
+    }
+
+    #[test]
+    fn ring_keeps_the_last_lines_sanitised() {
+        let mut r = StderrRing::new(2);
+        r.push(b"one");
+        r.push(b"\x1b[31mtwo\x1b[0m");
+        r.push(b"three");
+        assert_eq!(r.tail(5), vec!["two", "three"]);
+    }
+
+    #[test]
+    fn resolve_finds_commands_on_path_and_reports_misses() {
+        let cwd = std::env::current_dir().unwrap();
+        assert!(resolve("sh", Some("/usr/bin:/bin"), &cwd).is_ok());
+        let e = resolve("no-such-binary-xyz", Some("/bin"), &cwd).unwrap_err();
+        assert!(e.to_string().contains("no-such-binary-xyz"), "{e}");
+        assert!(e.to_string().contains("/bin"), "{e}");
+    }
+}
