@@ -34,12 +34,20 @@ pub struct RestartBudget {
 
 impl RestartBudget {
     pub fn new(max: usize, window: Duration) -> Self {
-        Self { max, window, spent: VecDeque::new() }
+        Self {
+            max,
+            window,
+            spent: VecDeque::new(),
+        }
     }
 
     /// Spends one restart if the budget allows it at `now`.
     pub fn try_spend(&mut self, now: Instant) -> bool {
-        while self.spent.front().is_some_and(|t| now.duration_since(*t) >= self.window) {
+        while self
+            .spent
+            .front()
+            .is_some_and(|t| now.duration_since(*t) >= self.window)
+        {
             self.spent.pop_front();
         }
         if self.spent.len() >= self.max {
@@ -60,7 +68,11 @@ mod tests {
 
     #[test]
     fn doubles_caps_and_jitters_within_bounds() {
-        let b = Backoff { base: Duration::from_secs(1), max: Duration::from_secs(10), jitter: 0.2 };
+        let b = Backoff {
+            base: Duration::from_secs(1),
+            max: Duration::from_secs(10),
+            jitter: 0.2,
+        };
         assert_eq!(b.delay(1, 0.5), Duration::from_secs(1));
         assert_eq!(b.delay(2, 0.5), Duration::from_secs(2));
         assert_eq!(b.delay(4, 0.5), Duration::from_secs(8));
@@ -76,9 +88,15 @@ mod tests {
         assert!(budget.try_spend(Instant::now()));
         tokio::time::advance(Duration::from_secs(30)).await;
         assert!(budget.try_spend(Instant::now()));
-        assert!(!budget.try_spend(Instant::now()), "third restart inside the window");
+        assert!(
+            !budget.try_spend(Instant::now()),
+            "third restart inside the window"
+        );
         tokio::time::advance(Duration::from_secs(30)).await;
-        assert!(budget.try_spend(Instant::now()), "the first one has left the window");
+        assert!(
+            budget.try_spend(Instant::now()),
+            "the first one has left the window"
+        );
         assert!(!budget.try_spend(Instant::now()));
     }
 }
@@ -99,7 +117,11 @@ pub struct RetryPolicy {
 impl Default for RetryPolicy {
     fn default() -> Self {
         Self {
-            backoff: Backoff { base: Duration::from_secs(1), max: Duration::from_secs(30), jitter: 0.2 },
+            backoff: Backoff {
+                base: Duration::from_secs(1),
+                max: Duration::from_secs(30),
+                jitter: 0.2,
+            },
             initial_retries: 3,
             restart_budget: 5,
             restart_window: Duration::from_secs(600),
@@ -127,7 +149,13 @@ pub struct Retrier {
 impl Retrier {
     pub fn new(policy: RetryPolicy, remote: bool) -> Self {
         let budget = RestartBudget::new(policy.restart_budget, policy.restart_window);
-        Self { policy, remote, budget, attempt: 0, ever_ready: false }
+        Self {
+            policy,
+            remote,
+            budget,
+            attempt: 0,
+            ever_ready: false,
+        }
     }
 
     pub fn on_ready(&mut self) {
@@ -158,7 +186,10 @@ impl Retrier {
             // Restarts that keep coming back wait longer each time.
             self.budget.spent() as u32
         };
-        Next::RetryAfter { attempt, delay: self.policy.backoff.delay(attempt, unit) }
+        Next::RetryAfter {
+            attempt,
+            delay: self.policy.backoff.delay(attempt, unit),
+        }
     }
 }
 
@@ -168,20 +199,29 @@ mod retrier_tests {
 
     fn policy() -> RetryPolicy {
         RetryPolicy {
-            backoff: Backoff { base: Duration::from_secs(1), max: Duration::from_secs(60), jitter: 0.0 },
+            backoff: Backoff {
+                base: Duration::from_secs(1),
+                max: Duration::from_secs(60),
+                jitter: 0.0,
+            },
             ..RetryPolicy::default()
         }
     }
 
     fn delays(r: &mut Retrier, n: usize) -> Vec<Next> {
-        (0..n).map(|_| r.on_failure(true, Instant::now(), 0.5)).collect()
+        (0..n)
+            .map(|_| r.on_failure(true, Instant::now(), 0.5))
+            .collect()
     }
 
     #[tokio::test(start_paused = true)]
     async fn first_connection_retries_three_times_then_gives_up() {
         let mut r = Retrier::new(policy(), true);
         let got = delays(&mut r, 4);
-        let secs = |s| Next::RetryAfter { attempt: s as u32, delay: Duration::from_secs(1 << (s - 1)) };
+        let secs = |s: u32| Next::RetryAfter {
+            attempt: s,
+            delay: Duration::from_secs(1u64 << (s - 1)),
+        };
         assert_eq!(got, vec![secs(1), secs(2), secs(3), Next::GiveUp]);
     }
 
@@ -199,7 +239,10 @@ mod retrier_tests {
         let expect: Vec<_> = [1, 2, 4, 8, 16]
             .iter()
             .enumerate()
-            .map(|(i, s)| Next::RetryAfter { attempt: i as u32 + 1, delay: Duration::from_secs(*s) })
+            .map(|(i, s)| Next::RetryAfter {
+                attempt: i as u32 + 1,
+                delay: Duration::from_secs(*s),
+            })
             .chain([Next::GiveUp])
             .collect();
         assert_eq!(got, expect);
@@ -211,12 +254,25 @@ mod retrier_tests {
         r.on_ready();
         for i in 1..=5u32 {
             let next = r.on_failure(true, Instant::now(), 0.5);
-            assert_eq!(next, Next::RetryAfter { attempt: i, delay: Duration::from_secs(1 << (i - 1)) });
+            assert_eq!(
+                next,
+                Next::RetryAfter {
+                    attempt: i,
+                    delay: Duration::from_secs(1u64 << (i - 1))
+                }
+            );
             r.on_ready(); // came back, then crashed again
             tokio::time::advance(Duration::from_secs(10)).await;
         }
-        assert_eq!(r.on_failure(true, Instant::now(), 0.5), Next::GiveUp, "budget spent");
+        assert_eq!(
+            r.on_failure(true, Instant::now(), 0.5),
+            Next::GiveUp,
+            "budget spent"
+        );
         tokio::time::advance(Duration::from_secs(600)).await;
-        assert!(matches!(r.on_failure(true, Instant::now(), 0.5), Next::RetryAfter { .. }));
+        assert!(matches!(
+            r.on_failure(true, Instant::now(), 0.5),
+            Next::RetryAfter { .. }
+        ));
     }
 }

@@ -3,7 +3,9 @@
 
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::common::client_side_sse::ExponentialBackoff;
-use rmcp::transport::streamable_http_client::{HttpStatusError, StreamableHttpClientTransportConfig};
+use rmcp::transport::streamable_http_client::{
+    HttpStatusError, StreamableHttpClientTransportConfig, StreamableHttpError,
+};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,7 +21,9 @@ pub fn install_crypto_provider() {
 
 pub fn http_client(connect_timeout: Duration) -> Result<reqwest::Client, reqwest::Error> {
     install_crypto_provider();
-    reqwest::Client::builder().connect_timeout(connect_timeout).build()
+    reqwest::Client::builder()
+        .connect_timeout(connect_timeout)
+        .build()
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -78,22 +82,58 @@ pub enum HttpFailure {
 pub fn classify(err: &(dyn std::error::Error + 'static)) -> HttpFailure {
     let mut cur = Some(err);
     while let Some(e) = cur {
+        // rmcp's error does not expose its client error as `source()`; look inside it.
+        match e.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
+            Some(StreamableHttpError::Client(r)) => return classify(r),
+            Some(StreamableHttpError::Io(io)) => return classify(io),
+            Some(
+                StreamableHttpError::HttpStatus(_) | StreamableHttpError::UnexpectedEndOfStream,
+            ) => {
+                return HttpFailure::Transient;
+            }
+            _ => {}
+        }
         if e.downcast_ref::<HttpStatusError>().is_some() {
             return HttpFailure::Transient;
         }
         if let Some(r) = e.downcast_ref::<reqwest::Error>() {
-            let server_error = r.status().is_some_and(|s| s.is_server_error() || s.as_u16() == 429);
+            let server_error = r
+                .status()
+                .is_some_and(|s| s.is_server_error() || s.as_u16() == 429);
             if r.is_connect() || r.is_timeout() || server_error {
                 return HttpFailure::Transient;
             }
         }
         if let Some(io) = e.downcast_ref::<std::io::Error>() {
             use std::io::ErrorKind::*;
-            if matches!(io.kind(), ConnectionRefused | ConnectionReset | TimedOut | ConnectionAborted) {
+            if matches!(
+                io.kind(),
+                ConnectionRefused | ConnectionReset | TimedOut | ConnectionAborted
+            ) {
                 return HttpFailure::Transient;
             }
         }
         cur = e.source();
     }
     HttpFailure::Permanent
+}
+
+/// The error's own text followed by its deepest cause ("error sending request ...:
+/// Connection refused"), which is what a person needs; rmcp's wrappers add only type names.
+pub fn describe(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut top: &(dyn std::error::Error + 'static) = err;
+    if let Some(StreamableHttpError::Client(r)) =
+        err.downcast_ref::<StreamableHttpError<reqwest::Error>>()
+    {
+        top = r;
+    }
+    let mut deepest = top;
+    while let Some(next) = deepest.source() {
+        deepest = next;
+    }
+    if std::ptr::addr_eq(deepest, top) {
+        top.to_string()
+    } else {
+        format!("{top}: {deepest}")
+    }
 }

@@ -30,8 +30,13 @@ fn depth(v: &Value) -> usize {
 }
 
 pub fn parse_tool_page(result: &Value) -> Result<ToolPage, String> {
-    let obj = result.as_object().ok_or("tools/list result is not an object")?;
-    let list = obj.get("tools").and_then(Value::as_array).ok_or("tools/list result has no `tools` array")?;
+    let obj = result
+        .as_object()
+        .ok_or("tools/list result is not an object")?;
+    let list = obj
+        .get("tools")
+        .and_then(Value::as_array)
+        .ok_or("tools/list result has no `tools` array")?;
     let mut page = ToolPage {
         // An empty-string cursor is a valid cursor; only absence ends the list.
         next_cursor: str_field(obj, "nextCursor"),
@@ -41,7 +46,10 @@ pub fn parse_tool_page(result: &Value) -> Result<ToolPage, String> {
         match parse_tool(item) {
             Ok(t) => page.tools.push(t),
             Err(reason) => {
-                let tool = item.get("name").and_then(Value::as_str).map_or_else(|| format!("#{i}"), str::to_string);
+                let tool = item
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .map_or_else(|| format!("#{i}"), str::to_string);
                 page.issues.push(ToolIssue { tool, reason });
             }
         }
@@ -66,7 +74,9 @@ fn parse_tool(item: &Value) -> Result<ToolDescriptor, String> {
         None => return Err("missing `inputSchema`".into()),
     };
     if depth(&input_schema) > MAX_SCHEMA_DEPTH {
-        return Err(format!("`inputSchema` nests deeper than {MAX_SCHEMA_DEPTH}"));
+        return Err(format!(
+            "`inputSchema` nests deeper than {MAX_SCHEMA_DEPTH}"
+        ));
     }
     let output_schema = obj.get("outputSchema").filter(|v| v.is_object()).cloned();
     let annotations = obj.get("annotations").filter(|v| v.is_object()).cloned();
@@ -81,7 +91,9 @@ fn parse_tool(item: &Value) -> Result<ToolDescriptor, String> {
 }
 
 pub fn parse_call_result(result: &Value) -> Result<CallOutcome, String> {
-    let obj = result.as_object().ok_or("tools/call result is not an object")?;
+    let obj = result
+        .as_object()
+        .ok_or("tools/call result is not an object")?;
     let content = match obj.get("content") {
         Some(Value::Array(blocks)) => blocks.iter().map(parse_content).collect(),
         None | Some(Value::Null) => Vec::new(),
@@ -89,22 +101,38 @@ pub fn parse_call_result(result: &Value) -> Result<CallOutcome, String> {
     };
     Ok(CallOutcome {
         content,
-        structured: obj.get("structuredContent").filter(|v| !v.is_null()).cloned(),
+        structured: obj
+            .get("structuredContent")
+            .filter(|v| !v.is_null())
+            .cloned(),
         is_error: obj.get("isError").and_then(Value::as_bool).unwrap_or(false),
     })
 }
 
 fn parse_content(block: &Value) -> Content {
     let unknown = || Content::Unknown { raw: block.clone() };
-    let Some(obj) = block.as_object() else { return unknown() };
+    let Some(obj) = block.as_object() else {
+        return unknown();
+    };
     let s = |k| str_field(obj, k);
     match obj.get("type").and_then(Value::as_str) {
         Some("text") => s("text").map_or_else(unknown, |text| Content::Text { text }),
-        Some("image") => s("data").map_or_else(unknown, |data| Content::Image { mime_type: s("mimeType"), data }),
-        Some("audio") => s("data").map_or_else(unknown, |data| Content::Audio { mime_type: s("mimeType"), data }),
-        Some("resource_link") => s("uri").map_or_else(unknown, |uri| Content::ResourceLink { uri, name: s("name") }),
+        Some("image") => s("data").map_or_else(unknown, |data| Content::Image {
+            mime_type: s("mimeType"),
+            data,
+        }),
+        Some("audio") => s("data").map_or_else(unknown, |data| Content::Audio {
+            mime_type: s("mimeType"),
+            data,
+        }),
+        Some("resource_link") => s("uri").map_or_else(unknown, |uri| Content::ResourceLink {
+            uri,
+            name: s("name"),
+        }),
         Some("resource") => {
-            let Some(r) = obj.get("resource").and_then(Value::as_object) else { return unknown() };
+            let Some(r) = obj.get("resource").and_then(Value::as_object) else {
+                return unknown();
+            };
             match str_field(r, "uri") {
                 Some(uri) => Content::Resource {
                     uri,
@@ -132,12 +160,17 @@ mod tests {
             {"inputSchema": {"type": "object"}},
             42,
             {"name": "ok2", "inputSchema": {"type": "object"}, "icons": "weird", "x-extra": 1}
-        ], "nextCursor": ""})).unwrap();
+        ], "nextCursor": ""}))
+        .unwrap();
         let names: Vec<_> = page.tools.iter().map(|t| t.name.as_str()).collect();
         assert_eq!(names, ["good", "ok2"]);
         let issues: Vec<_> = page.issues.iter().map(|i| i.tool.as_str()).collect();
         assert_eq!(issues, ["no_schema", "bad_root", "#3", "#4"]);
-        assert_eq!(page.next_cursor.as_deref(), Some(""), "empty cursor is a cursor");
+        assert_eq!(
+            page.next_cursor.as_deref(),
+            Some(""),
+            "empty cursor is a cursor"
+        );
     }
 
     #[test]
@@ -146,7 +179,8 @@ mod tests {
         for _ in 0..100 {
             schema = json!({"type": "object", "properties": {"x": schema}});
         }
-        let page = parse_tool_page(&json!({"tools": [{"name": "deep", "inputSchema": schema}]})).unwrap();
+        let page =
+            parse_tool_page(&json!({"tools": [{"name": "deep", "inputSchema": schema}]})).unwrap();
         assert!(page.tools.is_empty());
         assert!(page.issues[0].reason.contains("deeper"));
     }
@@ -162,8 +196,17 @@ mod tests {
         assert!(out.is_error);
         assert_eq!(out.content[0], Content::Text { text: "hi".into() });
         assert!(matches!(out.content[1], Content::Unknown { .. }));
-        assert!(matches!(out.content[2], Content::Image { mime_type: None, .. }));
-        assert!(matches!(out.content[3], Content::ResourceLink { name: None, .. }));
+        assert!(matches!(
+            out.content[2],
+            Content::Image {
+                mime_type: None,
+                ..
+            }
+        ));
+        assert!(matches!(
+            out.content[3],
+            Content::ResourceLink { name: None, .. }
+        ));
     }
 
     #[test]

@@ -14,5 +14,5 @@ pub mod supervisor;
 
 pub use http::{http_client, install_crypto_provider};
 pub use manager::{CallError, Manager, ManagerOptions, ServerSetup};
-pub use session::{ConnectError, EraChoice, Endpoint, RequestError, Session, ToolList};
+pub use session::{ConnectError, Endpoint, EraChoice, RequestError, Session, ToolList};
 pub use stdio::{StdioLaunch, SupervisorCommand};

@@ -4,7 +4,7 @@
 //! order on shutdown. A server that fails, hangs or lies affects only its own task.
 
 use crate::backoff::{Next, Retrier, RetryPolicy};
-use crate::session::{ConnectError, EraChoice, Endpoint, RequestError, Session, ToolList};
+use crate::session::{ConnectError, Endpoint, EraChoice, RequestError, Session, ToolList};
 use crate::stdio::{StdioLaunch, SupervisorCommand};
 use mcp_host_config::{ServerSpec, Transport};
 use mcp_host_core::{CallOutcome, ServerId, ServerState, ServerStatus, TransportKind};
@@ -43,7 +43,10 @@ pub enum CallError {
     #[error("server `{server}` is not ready (state: {state})")]
     NotReady { server: String, state: String },
     #[error("server `{server}`: {source}")]
-    Request { server: String, source: RequestError },
+    Request {
+        server: String,
+        source: RequestError,
+    },
 }
 
 struct Slot {
@@ -62,7 +65,9 @@ pub struct Manager {
 
 impl std::fmt::Debug for Manager {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Manager").field("servers", &self.slots.keys()).finish_non_exhaustive()
+        f.debug_struct("Manager")
+            .field("servers", &self.slots.keys())
+            .finish_non_exhaustive()
     }
 }
 
@@ -73,7 +78,10 @@ impl Manager {
             let _ = std::fs::create_dir_all(dir);
             let ended = crate::procs::reap_leftovers(dir);
             if ended > 0 {
-                tracing::warn!(ended, "ended server processes left behind by an earlier host");
+                tracing::warn!(
+                    ended,
+                    "ended server processes left behind by an earlier host"
+                );
             }
         }
         let stop = CancellationToken::new();
@@ -90,7 +98,13 @@ impl Manager {
             });
             if let Some(spec) = s.spec {
                 let endpoint = endpoint(&spec, &opts);
-                let runner = Runner { spec, endpoint, slot: slot.clone(), status: tx, opts: opts.clone() };
+                let runner = Runner {
+                    spec,
+                    endpoint,
+                    slot: slot.clone(),
+                    status: tx,
+                    opts: opts.clone(),
+                };
                 tasks.push(tokio::spawn(runner.run(stop.child_token())));
             }
             slots.insert(s.id, slot);
@@ -115,7 +129,9 @@ impl Manager {
     }
 
     pub fn tools(&self, id: &ServerId) -> Option<Arc<ToolList>> {
-        self.slots.get(id).and_then(|s| s.tools.read().ok().map(|t| t.clone()))
+        self.slots
+            .get(id)
+            .and_then(|s| s.tools.read().ok().map(|t| t.clone()))
     }
 
     /// A receiver that sees every state change of one server.
@@ -143,16 +159,25 @@ impl Manager {
         arguments: Option<Map<String, Value>>,
         cancel: &CancellationToken,
     ) -> Result<CallOutcome, CallError> {
-        let slot = self.slots.get(id).ok_or_else(|| CallError::UnknownServer(id.to_string()))?;
+        let slot = self
+            .slots
+            .get(id)
+            .ok_or_else(|| CallError::UnknownServer(id.to_string()))?;
         let session = slot.session.read().ok().and_then(|s| s.clone());
         let (Some(session), Some(spec)) = (session, slot.spec.as_ref()) else {
             let state = slot.status.borrow().state.label().to_string();
-            return Err(CallError::NotReady { server: id.to_string(), state });
+            return Err(CallError::NotReady {
+                server: id.to_string(),
+                state,
+            });
         };
         session
             .call_tool(tool, arguments, spec.tool_timeout, cancel)
             .await
-            .map_err(|source| CallError::Request { server: id.to_string(), source })
+            .map_err(|source| CallError::Request {
+                server: id.to_string(),
+                source,
+            })
     }
 
     /// Stops every server in parallel, in the spec's order, and waits for all of them.
@@ -164,8 +189,18 @@ impl Manager {
 
 fn endpoint(spec: &ServerSpec, opts: &ManagerOptions) -> Endpoint {
     match &spec.transport {
-        Transport::Stdio { command, args, env, cwd } => Endpoint::Stdio {
-            launch: StdioLaunch { command: command.clone(), args: args.clone(), env: env.clone(), cwd: cwd.clone() },
+        Transport::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => Endpoint::Stdio {
+            launch: StdioLaunch {
+                command: command.clone(),
+                args: args.clone(),
+                env: env.clone(),
+                cwd: cwd.clone(),
+            },
             supervisor: opts.supervisor.clone(),
             host_env: opts.host_env.clone(),
         },
@@ -215,8 +250,11 @@ impl Runner {
             let (reason, transient) = match result {
                 Ok(session) => {
                     retrier.on_ready();
-                    era_choice =
-                        if session.era().is_modern() { EraChoice::Modern } else { EraChoice::Legacy };
+                    era_choice = if session.era().is_modern() {
+                        EraChoice::Modern
+                    } else {
+                        EraChoice::Legacy
+                    };
                     match self.serve(Arc::new(session), &stop).await {
                         Ended::Stopped => break,
                         Ended::Lost(reason) => (reason, true),
@@ -235,7 +273,11 @@ impl Runner {
                     (e.to_string(), e.is_transient())
                 }
             };
-            match retrier.on_failure(transient, tokio::time::Instant::now(), rand::random::<f64>()) {
+            match retrier.on_failure(
+                transient,
+                tokio::time::Instant::now(),
+                rand::random::<f64>(),
+            ) {
                 Next::GiveUp => {
                     self.set_state(ServerState::Failed { reason });
                     stop.cancelled().await;
@@ -244,7 +286,11 @@ impl Runner {
                 Next::RetryAfter { attempt, delay } => {
                     tracing::info!(server = %self.spec.name, attempt, ?delay, %reason, "retrying");
                     self.publish(|s| {
-                        s.state = ServerState::Backoff { attempt, retry_in: delay, reason };
+                        s.state = ServerState::Backoff {
+                            attempt,
+                            retry_in: delay,
+                            reason,
+                        };
                         s.restarts += 1;
                     });
                     tokio::select! {

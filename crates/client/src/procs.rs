@@ -39,7 +39,9 @@ pub fn read_proc(pid: i32) -> Option<ProcInfo> {
 
 /// Every process currently visible.
 pub fn all_processes() -> Vec<ProcInfo> {
-    let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
     dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
         .filter_map(read_proc)
         .collect()
@@ -104,7 +106,9 @@ fn same_process(pid: i32, start_ticks: u64) -> bool {
 /// start time both match the record, or it is in the recorded server's process group and
 /// started after it.
 pub fn reap_leftovers(dir: &Path) -> usize {
-    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
     let mut signalled = 0;
     for entry in entries.flatten() {
         let path = entry.path();
@@ -138,12 +142,20 @@ mod tests {
     fn parses_stat_with_hostile_command_names() {
         let line = "4242 (evil) 1 2 (x) S 17 4242 4242 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 987654 1000 10";
         let p = parse_stat(line).unwrap();
-        assert_eq!((p.pid, p.ppid, p.pgid, p.start_ticks), (4242, 17, 4242, 987654));
+        assert_eq!(
+            (p.pid, p.ppid, p.pgid, p.start_ticks),
+            (4242, 17, 4242, 987654)
+        );
     }
 
     #[test]
     fn descendants_walk_the_whole_tree() {
-        let p = |pid, ppid| ProcInfo { pid, ppid, pgid: pid, start_ticks: 0 };
+        let p = |pid, ppid| ProcInfo {
+            pid,
+            ppid,
+            pgid: pid,
+            start_ticks: 0,
+        };
         let procs = [p(10, 1), p(11, 10), p(12, 11), p(13, 1), p(14, 12)];
         let mut d = descendants(10, &procs);
         d.sort();

@@ -34,8 +34,16 @@ pub const MAX_TOOLS_PER_SERVER: usize = 5000;
 /// Where a server lives.
 #[derive(Clone, Debug)]
 pub enum Endpoint {
-    Stdio { launch: StdioLaunch, supervisor: SupervisorCommand, host_env: Arc<BTreeMap<String, String>> },
-    Http { url: String, headers: BTreeMap<String, String>, client: reqwest::Client },
+    Stdio {
+        launch: StdioLaunch,
+        supervisor: SupervisorCommand,
+        host_env: Arc<BTreeMap<String, String>>,
+    },
+    Http {
+        url: String,
+        headers: BTreeMap<String, String>,
+        client: reqwest::Client,
+    },
 }
 
 /// Which lifecycle to use. `Auto` probes; the others are used once the era is known.
@@ -75,7 +83,13 @@ fn stderr_suffix(tail: &[String]) -> String {
 impl ConnectError {
     /// Whether retrying later might succeed.
     pub fn is_transient(&self) -> bool {
-        matches!(self, Self::Handshake { transient: true, .. })
+        matches!(
+            self,
+            Self::Handshake {
+                transient: true,
+                ..
+            }
+        )
     }
 }
 
@@ -190,7 +204,9 @@ pub struct Session {
 
 impl std::fmt::Debug for Session {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Session").field("era", &self.era).finish_non_exhaustive()
+        f.debug_struct("Session")
+            .field("era", &self.era)
+            .finish_non_exhaustive()
     }
 }
 
@@ -217,9 +233,9 @@ impl Session {
         match Self::open(endpoint, first, timeout).await {
             // A stdio server that died or misbehaved during the probe may simply be a legacy
             // server that insists on `initialize` first: treat it as legacy and respawn.
-            Err(ConnectError::Handshake { detail, transient, .. })
-                if choice == EraChoice::Auto && (stdio || !transient) =>
-            {
+            Err(ConnectError::Handshake {
+                detail, transient, ..
+            }) if choice == EraChoice::Auto && (stdio || !transient) => {
                 tracing::debug!(%detail, "probe failed; retrying as legacy on a fresh connection");
                 Self::open(endpoint, ClientLifecycleMode::Initialize, timeout).await
             }
@@ -239,18 +255,36 @@ impl Session {
         };
         let closed = CancellationToken::new();
         let (result, process) = match endpoint {
-            Endpoint::Stdio { launch, supervisor, host_env } => {
+            Endpoint::Stdio {
+                launch,
+                supervisor,
+                host_env,
+            } => {
                 let (process, stdin, stdout) = StdioProcess::spawn(launch, supervisor, host_env)?;
-                let inner =
-                    AsyncRwTransport::new_client(stdout, stdin).with_max_line_length(MAX_STDIO_LINE);
-                let t = Watched { inner, closed: closed.clone() };
-                let r = tokio::time::timeout(timeout, serve_client_with_lifecycle(handler, t, mode)).await;
+                let inner = AsyncRwTransport::new_client(stdout, stdin)
+                    .with_max_line_length(MAX_STDIO_LINE);
+                let t = Watched {
+                    inner,
+                    closed: closed.clone(),
+                };
+                let r =
+                    tokio::time::timeout(timeout, serve_client_with_lifecycle(handler, t, mode))
+                        .await;
                 (r, Some(process))
             }
-            Endpoint::Http { url, headers, client } => {
+            Endpoint::Http {
+                url,
+                headers,
+                client,
+            } => {
                 let inner = http::transport(client.clone(), url, headers)?;
-                let t = Watched { inner, closed: closed.clone() };
-                let r = tokio::time::timeout(timeout, serve_client_with_lifecycle(handler, t, mode)).await;
+                let t = Watched {
+                    inner,
+                    closed: closed.clone(),
+                };
+                let r =
+                    tokio::time::timeout(timeout, serve_client_with_lifecycle(handler, t, mode))
+                        .await;
                 (r, None)
             }
         };
@@ -272,10 +306,21 @@ impl Session {
             ),
         };
         let server_name = info.and_then(|i| i.server_info.as_ref().map(|s| s.name.clone()));
-        service.peer().set_response_cache_config(rmcp::service::ClientCacheConfig::disabled()).await;
+        service
+            .peer()
+            .set_response_cache_config(rmcp::service::ClientCacheConfig::disabled())
+            .await;
         let stderr = process.as_ref().map(|p| p.stderr.clone());
         let process = std::sync::Mutex::new(process);
-        Ok(Self { service, process, stderr, closed, era, tools_changed, server_name })
+        Ok(Self {
+            service,
+            process,
+            stderr,
+            closed,
+            era,
+            tools_changed,
+            server_name,
+        })
     }
 
     pub fn era(&self) -> &Era {
@@ -283,7 +328,11 @@ impl Session {
     }
 
     pub fn stderr_tail(&self, n: usize) -> Vec<String> {
-        (self.stderr.as_ref().and_then(|r| r.lock().ok().map(|r| r.tail(n)))).unwrap_or_default()
+        (self
+            .stderr
+            .as_ref()
+            .and_then(|r| r.lock().ok().map(|r| r.tail(n))))
+        .unwrap_or_default()
     }
 
     fn take_process(&self) -> Option<StdioProcess> {
@@ -327,7 +376,8 @@ impl Session {
             _ => "cancelled by the host",
         };
         // Best effort: a dead connection cannot be told anything.
-        let _ = tokio::time::timeout(Duration::from_secs(1), handle.cancel(Some(reason.into()))).await;
+        let _ =
+            tokio::time::timeout(Duration::from_secs(1), handle.cancel(Some(reason.into()))).await;
         Err(why)
     }
 
@@ -341,28 +391,34 @@ impl Session {
         let mut cursor: Option<String> = None;
         for page_no in 1..=MAX_LIST_PAGES + 1 {
             if page_no > MAX_LIST_PAGES {
-                out.issues.push(issue("*", format!("stopped after {MAX_LIST_PAGES} pages")));
+                out.issues
+                    .push(issue("*", format!("stopped after {MAX_LIST_PAGES} pages")));
                 break;
             }
             let params = PaginatedRequestParams::default().with_cursor(cursor.clone());
             let req = ClientRequest::ListToolsRequest(ListToolsRequest::with_param(params));
             let result = self.request(req, page_timeout, &never).await?;
-            let page: ToolPage = lenient::parse_tool_page(&to_value(&result)?)
-                .map_err(RequestError::Protocol)?;
+            let page: ToolPage =
+                lenient::parse_tool_page(&to_value(&result)?).map_err(RequestError::Protocol)?;
             out.issues.extend(page.issues);
             for t in page.tools {
                 if out.tools.len() >= MAX_TOOLS_PER_SERVER {
-                    out.issues.push(issue(&t.name, format!("over {MAX_TOOLS_PER_SERVER} tools")));
+                    out.issues
+                        .push(issue(&t.name, format!("over {MAX_TOOLS_PER_SERVER} tools")));
                 } else if seen_names.insert(t.name.clone()) {
                     out.tools.push(t);
                 } else {
-                    out.issues.push(issue(&t.name, "duplicate tool name; first kept".into()));
+                    out.issues
+                        .push(issue(&t.name, "duplicate tool name; first kept".into()));
                 }
             }
             match page.next_cursor {
                 None => break,
                 Some(c) if !seen_cursors.insert(c.clone()) => {
-                    out.issues.push(issue("*", format!("cursor {c:?} repeated; stopped listing")));
+                    out.issues.push(issue(
+                        "*",
+                        format!("cursor {c:?} repeated; stopped listing"),
+                    ));
                     break;
                 }
                 Some(c) => cursor = Some(c),
@@ -421,7 +477,10 @@ impl Session {
 }
 
 fn issue(tool: &str, reason: String) -> ToolIssue {
-    ToolIssue { tool: tool.to_string(), reason }
+    ToolIssue {
+        tool: tool.to_string(),
+        reason,
+    }
 }
 
 fn to_value(r: &ServerResult) -> Result<Value, RequestError> {
@@ -433,7 +492,10 @@ fn map_service_error(e: ServiceError) -> RequestError {
         return RequestError::NeedsAuth;
     }
     match e {
-        ServiceError::McpError(d) => RequestError::Server { code: d.code.0, message: d.message.to_string() },
+        ServiceError::McpError(d) => RequestError::Server {
+            code: d.code.0,
+            message: d.message.to_string(),
+        },
         ServiceError::Timeout { timeout } => RequestError::Timeout(timeout),
         ServiceError::Cancelled { .. } => RequestError::Cancelled,
         ServiceError::TransportClosed | ServiceError::TransportSend(_) => RequestError::Closed,
@@ -455,12 +517,37 @@ async fn handshake_error(e: &ClientInitializeError, process: Option<StdioProcess
             stderr_tail = p.stderr_tail(5);
             transient = how != ProcessExit::SpawnFailed;
             let detail = format!("server {how} during the handshake ({e})");
-            return ConnectError::Handshake { detail, transient, stderr_tail };
+            return ConnectError::Handshake {
+                detail,
+                transient,
+                stderr_tail,
+            };
         }
         stderr_tail = p.stderr_tail(5);
         tokio::spawn(async move { p.shutdown().await });
-    } else if let ClientInitializeError::TransportError { error, .. } = e {
-        transient = http::classify(error) == HttpFailure::Transient;
+    } else if let Some(error) = transport_error(e) {
+        transient = http::classify(error.error.as_ref()) == HttpFailure::Transient;
+        let detail = http::describe(error.error.as_ref());
+        return ConnectError::Handshake {
+            detail,
+            transient,
+            stderr_tail,
+        };
     }
-    ConnectError::Handshake { detail: e.to_string(), transient, stderr_tail }
+    ConnectError::Handshake {
+        detail: e.to_string(),
+        transient,
+        stderr_tail,
+    }
+}
+
+/// The transport failure behind a handshake error, looking through a failed legacy fallback.
+fn transport_error(e: &ClientInitializeError) -> Option<&rmcp::transport::DynamicTransportError> {
+    match e {
+        ClientInitializeError::TransportError { error, .. } => Some(error),
+        ClientInitializeError::LegacyFallbackFailed { fallback, discover } => {
+            transport_error(fallback).or_else(|| transport_error(discover))
+        }
+        _ => None,
+    }
 }

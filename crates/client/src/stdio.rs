@@ -21,8 +21,19 @@ use tokio_util::sync::CancellationToken;
 /// The variables a server inherits from the host; everything else must be declared in the
 /// server's `env`. Secrets in the host's environment stay in the host.
 pub const ENV_ALLOW_LIST: &[&str] = &[
-    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "TMPDIR", "TZ", "XDG_RUNTIME_DIR",
-    "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME",
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "TERM",
+    "LANG",
+    "TMPDIR",
+    "TZ",
+    "XDG_RUNTIME_DIR",
+    "XDG_CONFIG_HOME",
+    "XDG_DATA_HOME",
+    "XDG_CACHE_HOME",
 ];
 
 /// Whether a host variable passes the allow-list (`LC_*` is a prefix rule).
@@ -51,7 +62,10 @@ pub struct StdioLaunch {
 #[derive(Debug, thiserror::Error)]
 pub enum SpawnError {
     #[error("command `{command}` not found{}", searched_hint(.path))]
-    NotFound { command: String, path: Option<String> },
+    NotFound {
+        command: String,
+        path: Option<String>,
+    },
     #[error("working directory {0} does not exist")]
     BadCwd(PathBuf),
     #[error("cannot start supervisor: {0}")]
@@ -77,7 +91,11 @@ const MAX_STDERR_LINE: usize = 2048;
 
 impl StderrRing {
     pub fn new(max_lines: usize) -> Self {
-        Self { lines: VecDeque::new(), max_lines, total_bytes: 0 }
+        Self {
+            lines: VecDeque::new(),
+            max_lines,
+            total_bytes: 0,
+        }
     }
 
     fn push(&mut self, raw: &[u8]) {
@@ -93,7 +111,11 @@ impl StderrRing {
     }
 
     pub fn tail(&self, n: usize) -> Vec<String> {
-        self.lines.iter().skip(self.lines.len().saturating_sub(n)).cloned().collect()
+        self.lines
+            .iter()
+            .skip(self.lines.len().saturating_sub(n))
+            .cloned()
+            .collect()
     }
 }
 
@@ -138,23 +160,34 @@ impl std::fmt::Display for ProcessExit {
 fn resolve(command: &str, path_var: Option<&str>, cwd: &Path) -> Result<PathBuf, SpawnError> {
     let executable = |p: &Path| {
         use std::os::unix::fs::PermissionsExt;
-        p.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        p.metadata()
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
     };
     if command.contains('/') {
         let p = cwd.join(command);
         return if executable(&p) {
             Ok(p)
         } else {
-            Err(SpawnError::NotFound { command: command.into(), path: None })
+            Err(SpawnError::NotFound {
+                command: command.into(),
+                path: None,
+            })
         };
     }
-    for dir in path_var.unwrap_or_default().split(':').filter(|d| !d.is_empty()) {
+    for dir in path_var
+        .unwrap_or_default()
+        .split(':')
+        .filter(|d| !d.is_empty())
+    {
         let p = cwd.join(dir).join(command);
         if executable(&p) {
             return Ok(p);
         }
     }
-    Err(SpawnError::NotFound { command: command.into(), path: path_var.map(str::to_string) })
+    Err(SpawnError::NotFound {
+        command: command.into(),
+        path: path_var.map(str::to_string),
+    })
 }
 
 impl StdioProcess {
@@ -165,8 +198,11 @@ impl StdioProcess {
         supervisor: &SupervisorCommand,
         host_env: &BTreeMap<String, String>,
     ) -> Result<(Self, ChildStdin, ChildStdout), SpawnError> {
-        let mut env: BTreeMap<String, String> =
-            host_env.iter().filter(|(k, _)| env_allowed(k)).map(|(k, v)| (k.clone(), v.clone())).collect();
+        let mut env: BTreeMap<String, String> = host_env
+            .iter()
+            .filter(|(k, _)| env_allowed(k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
         env.extend(launch.env.clone());
         let cwd = match &launch.cwd {
             Some(c) if !c.is_dir() => return Err(SpawnError::BadCwd(c.clone())),

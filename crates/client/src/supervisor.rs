@@ -39,7 +39,10 @@ pub struct SupervisorArgs {
 impl SupervisorArgs {
     /// The arguments after [`SUPERVISE_ARG`], as the host writes them.
     pub fn to_argv(&self) -> Vec<OsString> {
-        let mut v = vec![OsString::from("--grace-ms"), self.grace.as_millis().to_string().into()];
+        let mut v = vec![
+            OsString::from("--grace-ms"),
+            self.grace.as_millis().to_string().into(),
+        ];
         if let Some(d) = &self.record_dir {
             v.push("--record-dir".into());
             v.push(d.clone().into());
@@ -59,18 +62,28 @@ impl SupervisorArgs {
             match arg.to_str() {
                 Some("--grace-ms") => {
                     let v = it.next().ok_or("--grace-ms needs a value")?;
-                    let ms = v.to_str().and_then(|s| s.parse().ok()).ok_or("bad --grace-ms")?;
+                    let ms = v
+                        .to_str()
+                        .and_then(|s| s.parse().ok())
+                        .ok_or("bad --grace-ms")?;
                     grace = Duration::from_millis(ms);
                 }
                 Some("--record-dir") => {
-                    record_dir = Some(PathBuf::from(it.next().ok_or("--record-dir needs a value")?));
+                    record_dir = Some(PathBuf::from(
+                        it.next().ok_or("--record-dir needs a value")?,
+                    ));
                 }
                 Some("--") => break,
                 _ => return Err(format!("unexpected argument {arg:?}")),
             }
         }
         let program = it.next().ok_or("missing PROGRAM after --")?;
-        Ok(Self { grace, record_dir, program, args: it.collect() })
+        Ok(Self {
+            grace,
+            record_dir,
+            program,
+            args: it.collect(),
+        })
     }
 }
 
@@ -103,10 +116,16 @@ fn run(args: &SupervisorArgs) -> Result<i32, String> {
     .is_ok();
 
     let mut mask = SigSet::empty();
-    for s in [Signal::SIGCHLD, Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP] {
+    for s in [
+        Signal::SIGCHLD,
+        Signal::SIGTERM,
+        Signal::SIGINT,
+        Signal::SIGHUP,
+    ] {
         mask.add(s);
     }
-    mask.thread_block().map_err(|e| format!("sigprocmask: {e}"))?;
+    mask.thread_block()
+        .map_err(|e| format!("sigprocmask: {e}"))?;
     let sfd = SignalFd::with_flags(&mask, SfdFlags::SFD_CLOEXEC | SfdFlags::SFD_NONBLOCK)
         .map_err(|e| format!("signalfd: {e}"))?;
 
@@ -115,15 +134,17 @@ fn run(args: &SupervisorArgs) -> Result<i32, String> {
     // SAFETY: the closure only calls async-signal-safe functions (sigprocmask, prctl).
     unsafe {
         cmd.pre_exec(|| {
-            SigSet::all().thread_unblock().map_err(std::io::Error::from)?;
+            SigSet::all()
+                .thread_unblock()
+                .map_err(std::io::Error::from)?;
             // We are single-threaded, so this fires exactly when this supervisor dies.
             nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(std::io::Error::from)?;
             Ok(())
         });
     }
-    let child = cmd.spawn().map_err(|e| {
-        format!("cannot start `{}`: {e}", args.program.to_string_lossy())
-    })?;
+    let child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot start `{}`: {e}", args.program.to_string_lossy()))?;
     let server = child.id() as i32;
     let record_path = args.record_dir.as_ref().map(|d| RunRecord::path_in(d, me));
     if let (Some(path), Some(me_info), Some(srv)) =
@@ -167,7 +188,10 @@ fn wait_for_stop(sfd: &SignalFd, lifeline_ok: bool, server: i32, code: &mut Opti
         if poll(&mut fds, PollTimeout::NONE).is_err() {
             continue; // EINTR
         }
-        let lifeline_gone = fds.get(1).and_then(|f| f.revents()).is_some_and(|r| !r.is_empty());
+        let lifeline_gone = fds
+            .get(1)
+            .and_then(|f| f.revents())
+            .is_some_and(|r| !r.is_empty());
         if lifeline_gone {
             // The host never writes; readable or hung up both mean it is gone.
             return Stop::Terminate;

@@ -16,7 +16,9 @@ pub fn expand(input: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<St
     while let Some(start) = rest.find("${") {
         out.push_str(&rest[..start]);
         let after = &rest[start + 2..];
-        let end = after.find('}').ok_or_else(|| ExpandError::Unterminated(input.to_string()))?;
+        let end = after
+            .find('}')
+            .ok_or_else(|| ExpandError::Unterminated(input.to_string()))?;
         let body = &after[..end];
         let (name, default) = match body.split_once(":-") {
             Some((n, d)) => (n, Some(d)),
@@ -59,7 +61,13 @@ mod tests {
 
     #[test]
     fn errors_name_the_variable() {
-        assert_eq!(expand("a${NOPE}", &vars), Err(ExpandError::Missing("NOPE".into())));
-        assert!(matches!(expand("${HOME", &vars), Err(ExpandError::Unterminated(_))));
+        assert_eq!(
+            expand("a${NOPE}", &vars),
+            Err(ExpandError::Missing("NOPE".into()))
+        );
+        assert!(matches!(
+            expand("${HOME", &vars),
+            Err(ExpandError::Unterminated(_))
+        ));
     }
 }

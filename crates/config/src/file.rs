@@ -90,13 +90,25 @@ pub(crate) fn parse_config_slice(file: &Path, full: &str, slice: &str) -> Config
         let key = format!("mcpServers.{name}");
         let de = &mut serde_json::Deserializer::from_str(raw.get());
         match serde_path_to_error::deserialize::<_, RawServer>(de) {
-            Ok(server) => out.servers.push((name, Located { value: server, line, column })),
+            Ok(server) => out.servers.push((
+                name,
+                Located {
+                    value: server,
+                    line,
+                    column,
+                },
+            )),
             Err(e) => {
                 let sub = path_or_empty(e.path());
                 let inner = e.into_inner();
                 let (l, c) = shift((line, column), inner.line(), inner.column());
-                let full_key = if sub.is_empty() { key } else { format!("{key}.{sub}") };
-                out.problems.push(problem(l, c, &full_key, describe(&inner)));
+                let full_key = if sub.is_empty() {
+                    key
+                } else {
+                    format!("{key}.{sub}")
+                };
+                out.problems
+                    .push(problem(l, c, &full_key, describe(&inner)));
             }
         }
     }
@@ -105,7 +117,11 @@ pub(crate) fn parse_config_slice(file: &Path, full: &str, slice: &str) -> Config
 
 /// Converts a position inside a slice that starts at `base` into one in the whole file.
 fn shift(base: (usize, usize), line: usize, column: usize) -> (usize, usize) {
-    if line <= 1 { (base.0, base.1 + column.saturating_sub(1)) } else { (base.0 + line - 1, column) }
+    if line <= 1 {
+        (base.0, base.1 + column.saturating_sub(1))
+    } else {
+        (base.0 + line - 1, column)
+    }
 }
 
 fn path_or_empty(path: &serde_path_to_error::Path) -> String {
@@ -124,7 +140,9 @@ fn describe(e: &serde_json::Error) -> String {
 
 /// Line and column (1-based) of `slice`, which must point into `text`.
 fn position_of(text: &str, slice: &str) -> (usize, usize) {
-    let offset = (slice.as_ptr() as usize).saturating_sub(text.as_ptr() as usize).min(text.len());
+    let offset = (slice.as_ptr() as usize)
+        .saturating_sub(text.as_ptr() as usize)
+        .min(text.len());
     let before = &text[..offset];
     let line = before.matches('\n').count() + 1;
     let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;

@@ -25,9 +25,13 @@ pub struct ConfigPaths {
 impl ConfigPaths {
     /// XDG defaults: `$XDG_CONFIG_HOME` or `~/.config`, `$XDG_DATA_HOME` or `~/.local/share`.
     pub fn from_env(lookup: &dyn Fn(&str) -> Option<String>, cwd: PathBuf) -> Self {
-        let home = lookup("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/"));
+        let home = lookup("HOME")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("/"));
         let dir = |var: &str, fallback: &str| {
-            lookup(var).filter(|v| !v.is_empty()).map_or_else(|| home.join(fallback), PathBuf::from)
+            lookup(var)
+                .filter(|v| !v.is_empty())
+                .map_or_else(|| home.join(fallback), PathBuf::from)
         };
         Self {
             user_file: dir("XDG_CONFIG_HOME", ".config").join("mcp-host/config.json"),
@@ -96,10 +100,17 @@ pub fn load(
     lookup: &dyn Fn(&str) -> Option<String>,
 ) -> LoadedConfig {
     let (project_root, project_file) = find_project(&paths.cwd);
-    let mut out = LoadedConfig { project_root: project_root.clone(), ..Default::default() };
+    let mut out = LoadedConfig {
+        project_root: project_root.clone(),
+        ..Default::default()
+    };
     let mut layers: Vec<(Scope, PathBuf, ConfigFile)> = Vec::new();
     if !opts.strict {
-        layers.push((Scope::User, paths.user_file.clone(), read_file(&paths.user_file, false)));
+        layers.push((
+            Scope::User,
+            paths.user_file.clone(),
+            read_file(&paths.user_file, false),
+        ));
         if let Some(pf) = &project_file {
             let parsed = read_file(pf, true);
             out.project_servers = (parsed.servers.iter())
@@ -108,7 +119,11 @@ pub fn load(
             layers.push((Scope::Project, pf.clone(), parsed));
         }
         let local = paths.local_file();
-        layers.push((Scope::Local, local.clone(), read_local(&local, &project_root)));
+        layers.push((
+            Scope::Local,
+            local.clone(),
+            read_local(&local, &project_root),
+        ));
     }
     for f in &opts.extra_files {
         layers.push((Scope::Flag, f.clone(), read_file(f, true)));
@@ -118,7 +133,13 @@ pub fn load(
     for (scope, file, parsed) in layers {
         out.problems.extend(parsed.problems);
         for (name, located) in parsed.servers {
-            let v = (scope, file.clone(), located.line, located.column, located.value);
+            let v = (
+                scope,
+                file.clone(),
+                located.line,
+                located.column,
+                located.value,
+            );
             merged.insert(name, v);
         }
     }
@@ -128,16 +149,28 @@ pub fn load(
         } else {
             TransportKind::Stdio
         };
-        let readiness = readiness(&name, scope, &raw, ledger, &project_root, lookup, |key, m| {
-            ConfigProblem {
+        let readiness = readiness(
+            &name,
+            scope,
+            &raw,
+            ledger,
+            &project_root,
+            lookup,
+            |key, m| ConfigProblem {
                 file: file.clone(),
                 line,
                 column,
                 key: format!("mcpServers.{name}.{key}"),
                 message: m,
-            }
+            },
+        );
+        out.entries.push(ServerEntry {
+            name,
+            scope,
+            transport,
+            file,
+            readiness,
         });
-        out.entries.push(ServerEntry { name, scope, transport, file, readiness });
     }
     out
 }
@@ -259,7 +292,11 @@ mod tests {
             cwd: repo.join("a/b"),
         };
         fs::create_dir_all(paths.user_file.parent().unwrap()).unwrap();
-        Fixture { _dir: dir, paths, repo }
+        Fixture {
+            _dir: dir,
+            paths,
+            repo,
+        }
     }
 
     fn no_env(_: &str) -> Option<String> {
@@ -284,7 +321,11 @@ mod tests {
         let fx = fixture();
         let both = r#"{"shared":{"command":"u"},"user_only":{"command":"u"}}"#;
         fs::write(&fx.paths.user_file, servers(both)).unwrap();
-        fs::write(fx.repo.join(".mcp.json"), servers(r#"{"shared":{"command":"p"},"local_too":{"command":"p"}}"#)).unwrap();
+        fs::write(
+            fx.repo.join(".mcp.json"),
+            servers(r#"{"shared":{"command":"p"},"local_too":{"command":"p"}}"#),
+        )
+        .unwrap();
         fs::create_dir_all(&fx.paths.data_dir).unwrap();
         let local = format!(
             "{{\"projects\": {{{:?}: {}}}}}",
@@ -310,12 +351,21 @@ mod tests {
 
         let (name, hash) = cfg.project_servers[0].clone();
         let mut ledger = TrustLedger::open(&fx.paths.trust_file()).unwrap();
-        ledger.record(&cfg.project_root, &name, &hash, TrustAnswer::Approved).unwrap();
-        assert!(matches!(run(&fx, &LoadOptions::default()).entries[0].readiness, ServerReadiness::Start(_)));
+        ledger
+            .record(&cfg.project_root, &name, &hash, TrustAnswer::Approved)
+            .unwrap();
+        assert!(matches!(
+            run(&fx, &LoadOptions::default()).entries[0].readiness,
+            ServerReadiness::Start(_)
+        ));
 
         fs::write(&mcp, servers(r#"{"p":{"command":"two"}}"#)).unwrap();
         let cfg = run(&fx, &LoadOptions::default());
-        assert_eq!(cfg.entries[0].readiness, ServerReadiness::PendingApproval, "edit asks again");
+        assert_eq!(
+            cfg.entries[0].readiness,
+            ServerReadiness::PendingApproval,
+            "edit asks again"
+        );
     }
 
     #[test]
@@ -324,10 +374,16 @@ mod tests {
         fs::write(&fx.paths.user_file, servers(r#"{"u":{"command":"u"}}"#)).unwrap();
         let flag = fx.repo.join("flag.json");
         fs::write(&flag, servers(r#"{"f":{"command":"f"}}"#)).unwrap();
-        let opts = LoadOptions { extra_files: vec![flag], strict: true };
+        let opts = LoadOptions {
+            extra_files: vec![flag],
+            strict: true,
+        };
         let cfg = run(&fx, &opts);
         assert_eq!(cfg.entries.len(), 1);
-        assert!(matches!(cfg.entries[0].readiness, ServerReadiness::Start(_)));
+        assert!(matches!(
+            cfg.entries[0].readiness,
+            ServerReadiness::Start(_)
+        ));
     }
 
     #[test]
@@ -335,21 +391,43 @@ mod tests {
         let fx = fixture();
         fs::write(&fx.paths.user_file, "{ not json").unwrap();
         let flag = fx.repo.join("flag.json");
-        fs::write(&flag, servers(r#"{"ok":{"command":"x"},"bad":{"command":"x","env":{"T":"${UNSET_VAR}"}}}"#)).unwrap();
-        let cfg = run(&fx, &LoadOptions { extra_files: vec![flag.clone()], strict: false });
+        fs::write(
+            &flag,
+            servers(r#"{"ok":{"command":"x"},"bad":{"command":"x","env":{"T":"${UNSET_VAR}"}}}"#),
+        )
+        .unwrap();
+        let cfg = run(
+            &fx,
+            &LoadOptions {
+                extra_files: vec![flag.clone()],
+                strict: false,
+            },
+        );
         assert_eq!(cfg.problems.len(), 1);
         assert_eq!(cfg.problems[0].file, fx.paths.user_file);
         let bad = cfg.entries.iter().find(|e| e.name == "bad").unwrap();
-        let ServerReadiness::Invalid(p) = &bad.readiness else { panic!("{:?}", bad.readiness) };
+        let ServerReadiness::Invalid(p) = &bad.readiness else {
+            panic!("{:?}", bad.readiness)
+        };
         assert_eq!(p.key, "mcpServers.bad.env.T");
         assert!(p.message.contains("UNSET_VAR"));
-        assert!(matches!(cfg.entries.iter().find(|e| e.name == "ok").unwrap().readiness, ServerReadiness::Start(_)));
+        assert!(matches!(
+            cfg.entries
+                .iter()
+                .find(|e| e.name == "ok")
+                .unwrap()
+                .readiness,
+            ServerReadiness::Start(_)
+        ));
     }
 
     #[test]
     fn missing_flag_file_is_a_problem_missing_user_file_is_not() {
         let fx = fixture();
-        let opts = LoadOptions { extra_files: vec![fx.repo.join("nope.json")], strict: false };
+        let opts = LoadOptions {
+            extra_files: vec![fx.repo.join("nope.json")],
+            strict: false,
+        };
         let cfg = run(&fx, &opts);
         assert_eq!(cfg.problems.len(), 1);
         assert!(cfg.problems[0].message.contains("cannot read"));
@@ -358,7 +436,11 @@ mod tests {
     #[test]
     fn project_search_stops_at_the_git_root() {
         let fx = fixture();
-        fs::write(fx.repo.parent().unwrap().join(".mcp.json"), servers(r#"{"outside":{"command":"x"}}"#)).unwrap();
+        fs::write(
+            fx.repo.parent().unwrap().join(".mcp.json"),
+            servers(r#"{"outside":{"command":"x"}}"#),
+        )
+        .unwrap();
         let cfg = run(&fx, &LoadOptions::default());
         assert!(cfg.entries.is_empty());
         assert_eq!(cfg.project_root, fx.repo);

@@ -102,7 +102,10 @@ pub struct SpecError {
 
 impl SpecError {
     fn new(key: &str, message: impl Into<String>) -> Self {
-        Self { key: key.to_string(), message: message.into() }
+        Self {
+            key: key.to_string(),
+            message: message.into(),
+        }
     }
 }
 
@@ -111,7 +114,13 @@ impl SpecError {
 pub fn definition_hash(raw: &RawServer) -> String {
     // serde_json writes struct fields in declaration order and BTreeMaps sorted: canonical.
     let bytes = serde_json::to_vec(&(
-        &raw.kind, &raw.command, &raw.args, &raw.env, &raw.cwd, &raw.url, &raw.headers,
+        &raw.kind,
+        &raw.command,
+        &raw.args,
+        &raw.env,
+        &raw.cwd,
+        &raw.url,
+        &raw.headers,
     ))
     .unwrap_or_default();
     let digest = Sha256::digest(&bytes);
@@ -133,11 +142,14 @@ impl RawServer {
         let exp = |key: &str, value: &str| {
             expand(value, lookup).map_err(|e: ExpandError| SpecError::new(key, e.to_string()))
         };
-        let kind = self.kind.as_deref().unwrap_or(if self.url.is_some() && self.command.is_none() {
-            "http"
-        } else {
-            "stdio"
-        });
+        let kind =
+            self.kind
+                .as_deref()
+                .unwrap_or(if self.url.is_some() && self.command.is_none() {
+                    "http"
+                } else {
+                    "stdio"
+                });
         let transport = match kind {
             "stdio" => {
                 let command = self
@@ -154,8 +166,18 @@ impl RawServer {
                 let env = (self.env.iter())
                     .map(|(k, v)| Ok((k.clone(), exp(&format!("env.{k}"), v)?)))
                     .collect::<Result<_, SpecError>>()?;
-                let cwd = self.cwd.as_deref().map(|c| exp("cwd", c)).transpose()?.map(PathBuf::from);
-                Transport::Stdio { command, args, env, cwd }
+                let cwd = self
+                    .cwd
+                    .as_deref()
+                    .map(|c| exp("cwd", c))
+                    .transpose()?
+                    .map(PathBuf::from);
+                Transport::Stdio {
+                    command,
+                    args,
+                    env,
+                    cwd,
+                }
             }
             "http" | "sse" | "streamable-http" | "streamableHttp" => {
                 let url = self
@@ -164,7 +186,10 @@ impl RawServer {
                     .ok_or_else(|| SpecError::new("url", "an http server needs `url`"))?;
                 let url = exp("url", url)?;
                 if !(url.starts_with("http://") || url.starts_with("https://")) {
-                    return Err(SpecError::new("url", format!("`{url}` is not an http(s) URL")));
+                    return Err(SpecError::new(
+                        "url",
+                        format!("`{url}` is not an http(s) URL"),
+                    ));
                 }
                 let headers = (self.headers.iter())
                     .map(|(k, v)| Ok((k.clone(), exp(&format!("headers.{k}"), v)?)))
@@ -182,8 +207,12 @@ impl RawServer {
             name: name.to_string(),
             scope,
             transport,
-            startup_timeout: self.timeout.map_or(DEFAULT_STARTUP_TIMEOUT, Duration::from_millis),
-            tool_timeout: self.tool_timeout.map_or(DEFAULT_TOOL_TIMEOUT, Duration::from_millis),
+            startup_timeout: self
+                .timeout
+                .map_or(DEFAULT_STARTUP_TIMEOUT, Duration::from_millis),
+            tool_timeout: self
+                .tool_timeout
+                .map_or(DEFAULT_TOOL_TIMEOUT, Duration::from_millis),
             // A project file could otherwise vouch for its own servers.
             trusted: scope != Scope::Project && self.trust.unwrap_or(false),
             definition_hash: definition_hash(self),
@@ -208,13 +237,19 @@ mod tests {
         let s = raw(r#"{"command":"run","args":["--t=${TOKEN}"],"env":{"A":"${MISSING:-d}"}}"#)
             .to_spec("a", Scope::User, &env)
             .unwrap();
-        let Transport::Stdio { args, env: e, .. } = &s.transport else { panic!() };
+        let Transport::Stdio { args, env: e, .. } = &s.transport else {
+            panic!()
+        };
         assert_eq!(args, &["--t=s3cret"]);
         assert_eq!(e["A"], "d");
-        let h = raw(r#"{"type":"http","url":"http://x/mcp","headers":{"Authorization":"Bearer ${TOKEN}"}}"#)
-            .to_spec("h", Scope::User, &env)
-            .unwrap();
-        assert!(matches!(h.transport, Transport::Http { ref headers, .. } if headers["Authorization"] == "Bearer s3cret"));
+        let h = raw(
+            r#"{"type":"http","url":"http://x/mcp","headers":{"Authorization":"Bearer ${TOKEN}"}}"#,
+        )
+        .to_spec("h", Scope::User, &env)
+        .unwrap();
+        assert!(
+            matches!(h.transport, Transport::Http { ref headers, .. } if headers["Authorization"] == "Bearer s3cret")
+        );
     }
 
     #[test]
@@ -228,9 +263,13 @@ mod tests {
 
     #[test]
     fn shape_errors_name_the_key() {
-        let missing = raw(r#"{"args":[]}"#).to_spec("a", Scope::User, &env).unwrap_err();
+        let missing = raw(r#"{"args":[]}"#)
+            .to_spec("a", Scope::User, &env)
+            .unwrap_err();
         assert_eq!(missing.key, "command");
-        let bad_type = raw(r#"{"type":"ws","url":"x"}"#).to_spec("a", Scope::User, &env).unwrap_err();
+        let bad_type = raw(r#"{"type":"ws","url":"x"}"#)
+            .to_spec("a", Scope::User, &env)
+            .unwrap_err();
         assert_eq!(bad_type.key, "type");
         let bad_url = raw(r#"{"type":"http","url":"ftp://x"}"#).to_spec("a", Scope::User, &env);
         assert_eq!(bad_url.unwrap_err().key, "url");

@@ -20,7 +20,10 @@ pub enum TrustError {
     #[error("cannot read trust ledger {path}: {source}")]
     Read { path: PathBuf, source: io::Error },
     #[error("trust ledger {path} is corrupt ({source}); fix or delete it")]
-    Corrupt { path: PathBuf, source: serde_json::Error },
+    Corrupt {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
     #[error("cannot write trust ledger {path}: {source}")]
     Write { path: PathBuf, source: io::Error },
 }
@@ -47,12 +50,22 @@ pub struct TrustLedger {
 impl TrustLedger {
     pub fn open(path: &Path) -> Result<Self, TrustError> {
         let file = match std::fs::read_to_string(path) {
-            Ok(text) => serde_json::from_str(&text)
-                .map_err(|source| TrustError::Corrupt { path: path.to_path_buf(), source })?,
+            Ok(text) => serde_json::from_str(&text).map_err(|source| TrustError::Corrupt {
+                path: path.to_path_buf(),
+                source,
+            })?,
             Err(e) if e.kind() == io::ErrorKind::NotFound => LedgerFile::default(),
-            Err(source) => return Err(TrustError::Read { path: path.to_path_buf(), source }),
+            Err(source) => {
+                return Err(TrustError::Read {
+                    path: path.to_path_buf(),
+                    source,
+                });
+            }
         };
-        Ok(Self { path: path.to_path_buf(), file })
+        Ok(Self {
+            path: path.to_path_buf(),
+            file,
+        })
     }
 
     /// The remembered answer for this exact definition, if any.
@@ -69,14 +82,26 @@ impl TrustLedger {
         hash: &str,
         answer: TrustAnswer,
     ) -> Result<(), TrustError> {
-        let rec = Record { hash: hash.to_string(), answer };
-        self.file.projects.entry(key(project)).or_default().insert(name.to_string(), rec);
-        let write_err = |source| TrustError::Write { path: self.path.clone(), source };
+        let rec = Record {
+            hash: hash.to_string(),
+            answer,
+        };
+        self.file
+            .projects
+            .entry(key(project))
+            .or_default()
+            .insert(name.to_string(), rec);
+        let write_err = |source| TrustError::Write {
+            path: self.path.clone(),
+            source,
+        };
         if let Some(dir) = self.path.parent() {
             std::fs::create_dir_all(dir).map_err(write_err)?;
         }
         let tmp = self.path.with_extension("json.tmp");
-        let text = serde_json::to_string_pretty(&self.file).map_err(io::Error::other).map_err(write_err)?;
+        let text = serde_json::to_string_pretty(&self.file)
+            .map_err(io::Error::other)
+            .map_err(write_err)?;
         std::fs::write(&tmp, text).map_err(write_err)?;
         std::fs::rename(&tmp, &self.path).map_err(write_err)
     }
@@ -100,7 +125,11 @@ mod tests {
         l.record(proj, "git", "h1", TrustAnswer::Approved).unwrap();
         let l = TrustLedger::open(&path).unwrap();
         assert_eq!(l.answer(proj, "git", "h1"), Some(TrustAnswer::Approved));
-        assert_eq!(l.answer(proj, "git", "h2"), None, "edited definition must ask again");
+        assert_eq!(
+            l.answer(proj, "git", "h2"),
+            None,
+            "edited definition must ask again"
+        );
         assert_eq!(l.answer(Path::new("/other"), "git", "h1"), None);
     }
 

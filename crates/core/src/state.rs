@@ -93,6 +93,12 @@ pub struct ServerStatus {
 
 impl ServerStatus {
     pub fn new(state: ServerState) -> Self {
-        Self { state, era: None, tool_count: 0, stderr_tail: Vec::new(), restarts: 0 }
+        Self {
+            state,
+            era: None,
+            tool_count: 0,
+            stderr_tail: Vec::new(),
+            restarts: 0,
+        }
     }
 }

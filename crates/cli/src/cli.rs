@@ -1,0 +1,78 @@
+//! Command-line grammar (clap derive). Parsing only; the work is in `commands`.
+
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "mcp-host",
+    version,
+    about = "Connect a language model to many MCP servers"
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    /// More logging on stderr (-v info, -vv debug); MCP_HOST_LOG overrides.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ConfigArgs {
+    /// Also load MCP servers from this file (repeatable). Needs no approval.
+    #[arg(long = "mcp-config", value_name = "FILE", global = true)]
+    pub mcp_config: Vec<PathBuf>,
+    /// Use only the servers from --mcp-config files.
+    #[arg(long = "strict-mcp-config", global = true)]
+    pub strict_mcp_config: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Start every configured server and show its state (or approve/deny project servers).
+    Servers(ServersArgs),
+    /// List the tools of every ready server (or of one).
+    Tools(ToolsArgs),
+    /// Call one tool directly, without a model.
+    Call(CallArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ServersArgs {
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    #[command(subcommand)]
+    pub action: Option<ServersAction>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ServersAction {
+    /// Allow a server from this project's .mcp.json to start (this exact definition).
+    Approve { name: String },
+    /// Keep a server from this project's .mcp.json from starting.
+    Deny { name: String },
+}
+
+#[derive(Debug, Args)]
+pub struct ToolsArgs {
+    /// Only this server.
+    #[arg(long)]
+    pub server: Option<String>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CallArgs {
+    pub server: String,
+    pub tool: String,
+    /// Arguments as a JSON object, or `-` to read them from stdin.
+    #[arg(long, value_name = "JSON|-")]
+    pub args: Option<String>,
+    /// Print the whole result as JSON.
+    #[arg(long)]
+    pub json: bool,
+}

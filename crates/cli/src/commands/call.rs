@@ -1,0 +1,105 @@
+//! `mcp-host call SERVER TOOL [--args JSON|-] [--json]`: exit 0 on success, 1 when the call
+//! failed or the tool reported `isError`.
+
+use super::with_manager;
+use crate::cli::CallArgs;
+use crate::host::Host;
+use crate::output::{one_line, render_content};
+use anyhow::{Context, bail};
+use mcp_host_core::ServerId;
+use serde_json::{Map, Value};
+use std::io::Read;
+use std::process::ExitCode;
+use tokio_util::sync::CancellationToken;
+
+fn parse_args(raw: Option<&str>) -> anyhow::Result<Option<Map<String, Value>>> {
+    let text = match raw {
+        None => return Ok(None),
+        Some("-") => {
+            let mut s = String::new();
+            std::io::stdin()
+                .read_to_string(&mut s)
+                .context("cannot read --args from stdin")?;
+            s
+        }
+        Some(s) => s.to_string(),
+    };
+    match serde_json::from_str::<Value>(&text).context("--args is not valid JSON")? {
+        Value::Object(m) => Ok(Some(m)),
+        other => bail!("--args must be a JSON object, got {}", type_name(&other)),
+    }
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+pub async fn run(host: &Host, args: CallArgs) -> anyhow::Result<ExitCode> {
+    let arguments = parse_args(args.args.as_deref())?;
+    if !host.config.entries.iter().any(|e| e.name == args.server) {
+        bail!("no server named `{}` is configured", args.server);
+    }
+    let manager = host.start(Some(&args.server))?;
+    let limit = host.settle_limit();
+    let id = ServerId::new(&args.server);
+    with_manager(manager, async move |m| {
+        m.wait_settled(limit).await;
+        let cancel = CancellationToken::new();
+        let outcome = match m.call(&id, &args.tool, arguments, &cancel).await {
+            Ok(o) => o,
+            Err(e) => {
+                let detail = m
+                    .status(&id)
+                    .and_then(|s| s.state.error().map(|e| one_line(e, 300)));
+                eprintln!(
+                    "error: {e}{}",
+                    detail.map(|d| format!(": {d}")).unwrap_or_default()
+                );
+                return Ok(ExitCode::FAILURE);
+            }
+        };
+        if args.json {
+            println!("{}", serde_json::to_string_pretty(&outcome)?);
+        } else {
+            let mut text: Vec<String> = outcome.content.iter().map(render_content).collect();
+            if text.is_empty()
+                && let Some(s) = &outcome.structured
+            {
+                text.push(crate::output::one_line(&s.to_string(), usize::MAX));
+            }
+            let body = text.join("\n");
+            if outcome.is_error {
+                eprintln!("error: tool `{}` reported an error:\n{body}", args.tool);
+            } else {
+                println!("{body}");
+            }
+        }
+        Ok(if outcome.is_error {
+            ExitCode::FAILURE
+        } else {
+            ExitCode::SUCCESS
+        })
+    })
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn args_must_be_an_object() {
+        assert!(parse_args(Some("{\"a\":1}")).unwrap().is_some());
+        assert!(parse_args(None).unwrap().is_none());
+        let e = parse_args(Some("[1]")).unwrap_err().to_string();
+        assert!(e.contains("an array"), "{e}");
+        assert!(parse_args(Some("{nope")).is_err());
+    }
+}

@@ -1,0 +1,119 @@
+//! `mcp-host servers [--json]` and `mcp-host servers approve|deny NAME`.
+
+use super::with_manager;
+use crate::cli::{ServersAction, ServersArgs};
+use crate::host::Host;
+use crate::output::{one_line, table};
+use anyhow::bail;
+use mcp_host_config::TrustAnswer;
+use mcp_host_core::TransportKind;
+use serde::Serialize;
+use std::process::ExitCode;
+
+#[derive(Serialize)]
+struct Row {
+    name: String,
+    scope: &'static str,
+    transport: TransportKind,
+    state: &'static str,
+    era: Option<String>,
+    tools: usize,
+    error: Option<String>,
+    restarts: u32,
+    stderr_tail: Vec<String>,
+}
+
+pub async fn run(host: &Host, args: ServersArgs) -> anyhow::Result<ExitCode> {
+    if let Some(action) = args.action {
+        return answer(host, action);
+    }
+    let manager = host.start(None)?;
+    let limit = host.settle_limit();
+    with_manager(manager, async move |m| {
+        m.wait_settled(limit).await;
+        let rows: Vec<Row> = m
+            .ids()
+            .map(|id| {
+                let st = m.status(id).unwrap_or_else(|| {
+                    mcp_host_core::ServerStatus::new(mcp_host_core::ServerState::Stopped)
+                });
+                Row {
+                    name: id.to_string(),
+                    scope: host.scope_of(id.as_str()),
+                    transport: m.transport(id).unwrap_or(TransportKind::Stdio),
+                    state: st.state.label(),
+                    era: st.era.map(|e| e.version),
+                    tools: st.tool_count,
+                    error: st.state.error().map(str::to_string),
+                    restarts: st.restarts,
+                    stderr_tail: st.stderr_tail,
+                }
+            })
+            .collect();
+        if args.json {
+            println!("{}", serde_json::to_string_pretty(&rows)?);
+        } else {
+            let cells: Vec<Vec<String>> = rows
+                .iter()
+                .map(|r| {
+                    vec![
+                        r.name.clone(),
+                        r.scope.into(),
+                        format!("{:?}", r.transport).to_lowercase(),
+                        r.era.clone().unwrap_or_else(|| "-".into()),
+                        r.state.into(),
+                        r.tools.to_string(),
+                        r.error
+                            .as_deref()
+                            .map(|e| one_line(e, 100))
+                            .unwrap_or_default(),
+                    ]
+                })
+                .collect();
+            print!(
+                "{}",
+                table(
+                    &[
+                        "NAME",
+                        "SCOPE",
+                        "TRANSPORT",
+                        "ERA",
+                        "STATE",
+                        "TOOLS",
+                        "ERROR"
+                    ],
+                    &cells
+                )
+            );
+            if rows.iter().any(|r| r.state == "pending_approval") {
+                println!(
+                    "\nProject servers wait for you: mcp-host servers approve NAME (or deny NAME)."
+                );
+            }
+        }
+        Ok(ExitCode::SUCCESS)
+    })
+    .await
+}
+
+fn answer(host: &Host, action: ServersAction) -> anyhow::Result<ExitCode> {
+    let (name, answer) = match action {
+        ServersAction::Approve { name } => (name, TrustAnswer::Approved),
+        ServersAction::Deny { name } => (name, TrustAnswer::Denied),
+    };
+    let Some((_, hash)) = host.config.project_servers.iter().find(|(n, _)| *n == name) else {
+        bail!(
+            "`{name}` is not a server of this project's .mcp.json (project root {}); only project servers need approval",
+            host.config.project_root.display()
+        );
+    };
+    let mut ledger = host.ledger()?;
+    ledger.record(&host.config.project_root, &name, hash, answer)?;
+    let verb = if answer == TrustAnswer::Approved {
+        "approved"
+    } else {
+        "denied"
+    };
+    println!("{verb} project server `{name}` (this definition; an edit will ask again)");
+    Ok(ExitCode::SUCCESS)
+}

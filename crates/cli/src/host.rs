@@ -1,0 +1,140 @@
+//! Wiring shared by every command: reading the environment once, loading the config scopes,
+//! reporting config problems, and starting the connection manager for the chosen servers.
+
+use crate::cli::ConfigArgs;
+use anyhow::Context;
+use mcp_host_client::{
+    Manager, ManagerOptions, ServerSetup, SupervisorCommand, backoff::RetryPolicy,
+};
+use mcp_host_config::{ConfigPaths, LoadOptions, LoadedConfig, ServerReadiness, TrustLedger};
+use mcp_host_core::{ServerId, ServerState};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The host's view of its world for one command.
+pub struct Host {
+    pub env: Arc<BTreeMap<String, String>>,
+    pub paths: ConfigPaths,
+    pub config: LoadedConfig,
+}
+
+impl Host {
+    pub fn load(args: &ConfigArgs) -> anyhow::Result<Self> {
+        let env: BTreeMap<String, String> = std::env::vars().collect();
+        let lookup = |k: &str| env.get(k).cloned();
+        let cwd = std::env::current_dir().context("cannot read the current directory")?;
+        let paths = ConfigPaths::from_env(&lookup, cwd);
+        let ledger = TrustLedger::open(&paths.trust_file())?;
+        let opts = LoadOptions {
+            extra_files: args.mcp_config.clone(),
+            strict: args.strict_mcp_config,
+        };
+        let config = mcp_host_config::load(&paths, &opts, &ledger, &lookup);
+        for p in &config.problems {
+            eprintln!("error: {p}");
+        }
+        for e in &config.entries {
+            if let ServerReadiness::Invalid(p) = &e.readiness {
+                eprintln!("error: server `{}`: {p}", e.name);
+            }
+        }
+        Ok(Self {
+            env: Arc::new(env),
+            paths,
+            config,
+        })
+    }
+
+    pub fn ledger(&self) -> anyhow::Result<TrustLedger> {
+        Ok(TrustLedger::open(&self.paths.trust_file())?)
+    }
+
+    fn record_dir(&self) -> PathBuf {
+        match self.env.get("XDG_RUNTIME_DIR").filter(|d| !d.is_empty()) {
+            Some(d) => PathBuf::from(d).join("mcp-host"),
+            None => self.paths.data_dir.join("run"),
+        }
+    }
+
+    /// Starts the configured servers (only `only` when given).
+    pub fn start(&self, only: Option<&str>) -> anyhow::Result<Manager> {
+        let program = std::env::current_exe().context("cannot find the mcp-host executable")?;
+        let opts = ManagerOptions {
+            supervisor: SupervisorCommand {
+                program,
+                grace: Duration::from_secs(1),
+                record_dir: Some(self.record_dir()),
+            },
+            host_env: self.env.clone(),
+            retry: RetryPolicy::default(),
+            http_client: mcp_host_client::http_client(Duration::from_secs(10))?,
+        };
+        let setups = self
+            .config
+            .entries
+            .iter()
+            .filter(|e| only.is_none_or(|n| n == e.name))
+            .map(|e| {
+                let (spec, initial) = match &e.readiness {
+                    ServerReadiness::Start(spec) => (Some(spec.clone()), ServerState::Starting),
+                    ServerReadiness::Disabled | ServerReadiness::Denied => {
+                        (None, ServerState::Disabled)
+                    }
+                    ServerReadiness::PendingApproval => (None, ServerState::PendingApproval),
+                    ServerReadiness::Invalid(p) => (
+                        None,
+                        ServerState::Failed {
+                            reason: p.to_string(),
+                        },
+                    ),
+                };
+                ServerSetup {
+                    id: ServerId::new(&e.name),
+                    transport: e.transport,
+                    spec,
+                    initial,
+                }
+            })
+            .collect();
+        Ok(Manager::start(setups, opts))
+    }
+
+    /// The scope label of a configured server.
+    pub fn scope_of(&self, name: &str) -> &'static str {
+        self.config
+            .entries
+            .iter()
+            .find(|e| e.name == name)
+            .map_or("?", |e| e.scope.label())
+    }
+
+    /// The longest a one-shot command should wait for servers to settle.
+    pub fn settle_limit(&self) -> Duration {
+        let longest = (self.config.entries.iter())
+            .filter_map(|e| match &e.readiness {
+                ServerReadiness::Start(s) => Some(s.startup_timeout),
+                _ => None,
+            })
+            .max()
+            .unwrap_or_default();
+        // The first connection may be retried (see RetryPolicy::initial_retries).
+        longest * 2 + Duration::from_secs(20)
+    }
+}
+
+/// Resolves on SIGINT or SIGTERM.
+pub async fn interrupted() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut int), Ok(mut term)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = int.recv() => {}
+        _ = term.recv() => {}
+    }
+}

@@ -1,0 +1,60 @@
+//! The `mcp-host` binary: a thin front end over the engine crates. It also doubles as the
+//! per-server supervisor (`mcp-host __supervise ...`), dispatched before any runtime starts.
+
+mod cli;
+mod commands;
+mod host;
+mod output;
+
+use clap::Parser;
+use mcp_host_client::supervisor::{SUPERVISE_ARG, SupervisorArgs, supervise};
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let mut argv = std::env::args_os();
+    let _program = argv.next();
+    let mut rest = argv.peekable();
+    if rest.peek().is_some_and(|a| a == SUPERVISE_ARG) {
+        rest.next();
+        return match SupervisorArgs::parse(rest) {
+            Ok(args) => ExitCode::from(u8::try_from(supervise(&args)).unwrap_or(1)),
+            Err(e) => {
+                eprintln!("mcp-host {SUPERVISE_ARG}: {e}");
+                ExitCode::from(2)
+            }
+        };
+    }
+    let cli = cli::Cli::parse();
+    init_logging(cli.verbose);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(commands::run(cli)) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn init_logging(verbose: u8) {
+    let default = match verbose {
+        0 => "warn,rmcp=off",
+        1 => "info,rmcp=error",
+        _ => "debug",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("MCP_HOST_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}

@@ -1,0 +1,355 @@
+//! A fake MCP server over stdio for tests and benchmarks. It speaks the legacy era
+//! (`initialize`), the modern era (`server/discover` + per-request `_meta`), or both with
+//! era-locking like the Python SDK, and can misbehave on purpose (see `--help`).
+
+use serde_json::{Value, json};
+use std::io::{BufRead, Write};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+const HELP: &str =
+    "mcp-fake-server [--era legacy|modern|dual|probe-locks] [--fault F]... [--tools N]
+  [--page-size N] [--cursor-loop] [--broken-tool] [--spawn-log FILE] [--start-delay-ms N]
+faults: crash-at-start, hang, garbage, stderr-flood, exit-on-probe
+tools: echo{message}, add{a,b}, crash, hang, huge, slow{ms}, grow, error, evil, plus toolN";
+
+#[derive(Clone, Copy, PartialEq)]
+enum EraMode {
+    Legacy,
+    Modern,
+    Dual,
+    /// Answers `server/discover` with an error, then refuses `initialize` on that connection.
+    ProbeLocks,
+}
+
+struct Opts {
+    era: EraMode,
+    faults: Vec<String>,
+    extra_tools: usize,
+    page_size: Option<usize>,
+    cursor_loop: bool,
+    broken_tool: bool,
+    start_delay: Duration,
+}
+
+fn parse_opts() -> Opts {
+    let mut o = Opts {
+        era: EraMode::Legacy,
+        faults: Vec::new(),
+        extra_tools: 0,
+        page_size: None,
+        cursor_loop: false,
+        broken_tool: false,
+        start_delay: Duration::ZERO,
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        let mut val = || args.next().unwrap_or_default();
+        match a.as_str() {
+            "--era" => {
+                o.era = match val().as_str() {
+                    "modern" => EraMode::Modern,
+                    "dual" => EraMode::Dual,
+                    "probe-locks" => EraMode::ProbeLocks,
+                    _ => EraMode::Legacy,
+                }
+            }
+            "--fault" => o.faults.push(val()),
+            "--tools" => o.extra_tools = val().parse().unwrap_or(0),
+            "--page-size" => o.page_size = val().parse().ok(),
+            "--cursor-loop" => o.cursor_loop = true,
+            "--broken-tool" => o.broken_tool = true,
+            "--start-delay-ms" => o.start_delay = Duration::from_millis(val().parse().unwrap_or(0)),
+            "--spawn-log" => {
+                let path = val();
+                let mut f = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                    .unwrap();
+                writeln!(f, "{}", std::process::id()).unwrap();
+            }
+            _ => {
+                eprintln!("{HELP}");
+                std::process::exit(2);
+            }
+        }
+    }
+    o
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Locked {
+    None,
+    Legacy,
+    Modern,
+    /// The probe was refused; this connection now refuses both eras.
+    Broken,
+}
+
+struct Server {
+    opts: Opts,
+    out: Arc<Mutex<std::io::Stdout>>,
+    locked: Locked,
+    grown: bool,
+}
+
+fn main() {
+    let opts = parse_opts();
+    let has = |f: &str| opts.faults.iter().any(|x| x == f);
+    eprintln!("fake server starting (pid {})", std::process::id());
+    if has("crash-at-start") {
+        eprintln!("fatal: configured to crash at start");
+        std::process::exit(1);
+    }
+    std::thread::sleep(opts.start_delay);
+    if has("stderr-flood") {
+        std::thread::spawn(|| {
+            let line = "x".repeat(1023);
+            let mut err = std::io::stderr().lock();
+            for _ in 0..64 * 1024 {
+                if writeln!(err, "{line}").is_err() {
+                    break;
+                }
+            }
+        });
+    }
+    let mut server = Server {
+        opts,
+        out: Arc::new(Mutex::new(std::io::stdout())),
+        locked: Locked::None,
+        grown: false,
+    };
+    let stdin = std::io::stdin();
+    let mut first = true;
+    for line in stdin.lock().lines() {
+        let Ok(line) = line else { break };
+        let Ok(msg) = serde_json::from_str::<Value>(&line) else {
+            continue;
+        };
+        let method = msg
+            .get("method")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        if first && server.has("exit-on-probe") && method != "initialize" {
+            eprintln!("first message was {method}, not initialize: exiting");
+            std::process::exit(4);
+        }
+        first = false;
+        if server.has("hang") {
+            continue;
+        }
+        if server.has("garbage") {
+            server.write_raw("this is not json\n{\"half\": \n\u{1b}[31mred\u{1b}[0m\n");
+        }
+        let Some(id) = msg.get("id").cloned() else {
+            continue;
+        };
+        if msg.get("result").is_some() || msg.get("error").is_some() {
+            continue; // A response to something we never sent.
+        }
+        server.handle(&method, id, msg.get("params").cloned().unwrap_or(json!({})));
+    }
+}
+
+impl Server {
+    fn has(&self, fault: &str) -> bool {
+        self.opts.faults.iter().any(|f| f == fault)
+    }
+
+    fn write_raw(&self, text: &str) {
+        let mut out = self.out.lock().unwrap();
+        let _ = out.write_all(text.as_bytes());
+        let _ = out.flush();
+    }
+
+    fn send(&self, v: Value) {
+        self.write_raw(&format!("{v}\n"));
+    }
+
+    fn reply(&self, id: Value, result: Value) {
+        self.send(json!({"jsonrpc": "2.0", "id": id, "result": result}));
+    }
+
+    fn error(&self, id: Value, code: i64, message: &str, data: Option<Value>) {
+        let mut e = json!({"code": code, "message": message});
+        if let Some(d) = data {
+            e["data"] = d;
+        }
+        self.send(json!({"jsonrpc": "2.0", "id": id, "error": e}));
+    }
+
+    fn modern_meta_ok(params: &Value) -> bool {
+        params
+            .pointer("/_meta/io.modelcontextprotocol~1protocolVersion")
+            .is_some()
+    }
+
+    fn handle(&mut self, method: &str, id: Value, params: Value) {
+        let modern_request = Self::modern_meta_ok(&params);
+        match method {
+            "initialize" => self.initialize(id, &params),
+            "server/discover" => self.discover(id),
+            _ if self.locked == Locked::None
+                && !modern_request
+                && self.opts.era != EraMode::Legacy =>
+            {
+                self.error(
+                    id,
+                    -32602,
+                    "params._meta must carry the protocol envelope",
+                    None,
+                )
+            }
+            "ping" => self.reply(id, json!({})),
+            "tools/list" => self.tools_list(id, &params),
+            "tools/call" => self.tools_call(id, &params),
+            "notifications/initialized" => {}
+            _ => self.error(id, -32601, "Method not found", None),
+        }
+    }
+
+    fn initialize(&mut self, id: Value, params: &Value) {
+        match (self.opts.era, self.locked) {
+            (EraMode::Modern, _) | (EraMode::Dual, Locked::Modern) => {
+                return self.error(id, -32022, "Unsupported protocol version",
+                    Some(json!({"supported": ["2026-07-28"], "requested": params["protocolVersion"]})));
+            }
+            (EraMode::ProbeLocks, Locked::Broken) => {
+                return self.error(
+                    id,
+                    -32600,
+                    "connection is locked to the era of its first request",
+                    None,
+                );
+            }
+            _ => {}
+        }
+        self.locked = Locked::Legacy;
+        let asked = params["protocolVersion"].as_str().unwrap_or_default();
+        let version = if ["2025-11-25", "2025-06-18", "2025-03-26"].contains(&asked) {
+            asked
+        } else {
+            "2025-11-25"
+        };
+        self.reply(
+            id,
+            json!({
+                "protocolVersion": version,
+                "capabilities": {"tools": {"listChanged": true}},
+                "serverInfo": {"name": "fake", "version": "1.0.0"}
+            }),
+        );
+    }
+
+    fn discover(&mut self, id: Value) {
+        match (self.opts.era, self.locked) {
+            (EraMode::Legacy, _) => self.error(id, -32601, "Method not found", None),
+            (EraMode::ProbeLocks, _) => {
+                self.locked = Locked::Broken;
+                self.error(id, -32601, "Method not found", None)
+            }
+            (EraMode::Dual, Locked::Legacy) => {
+                self.error(id, -32600, "this connection serves the handshake era", None)
+            }
+            _ => {
+                self.locked = Locked::Modern;
+                self.reply(id, json!({
+                    "resultType": "complete",
+                    "supportedVersions": ["2026-07-28"],
+                    "capabilities": {"tools": {"listChanged": true}},
+                    "ttlMs": 0, "cacheScope": "private",
+                    "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "fake", "version": "1.0.0"}}
+                }))
+            }
+        }
+    }
+
+    fn all_tools(&self) -> Vec<Value> {
+        let obj = |props: Value| json!({"type": "object", "properties": props});
+        let mut tools = vec![
+            json!({"name": "echo", "description": "Echoes the message", "inputSchema": obj(json!({"message": {"type": "string"}}))}),
+            json!({"name": "add", "description": "Adds a and b", "inputSchema": obj(json!({"a": {"type": "number"}, "b": {"type": "number"}}))}),
+            json!({"name": "crash", "description": "Exits mid-call", "inputSchema": obj(json!({}))}),
+            json!({"name": "hang", "description": "Never answers", "inputSchema": obj(json!({}))}),
+            json!({"name": "huge", "description": "Answers with a 17 MiB line", "inputSchema": obj(json!({}))}),
+            json!({"name": "slow", "description": "Answers after ms", "inputSchema": obj(json!({"ms": {"type": "integer"}}))}),
+            json!({"name": "grow", "description": "Adds a tool and says so", "inputSchema": obj(json!({}))}),
+            json!({"name": "error", "description": "Fails as a tool", "inputSchema": obj(json!({}))}),
+            json!({"name": "evil", "description": "Returns terminal escapes", "inputSchema": obj(json!({}))}),
+        ];
+        if self.opts.broken_tool {
+            tools.push(json!({"name": "broken", "description": "no schema"}));
+        }
+        if self.grown {
+            tools.push(json!({"name": "grown", "inputSchema": obj(json!({}))}));
+        }
+        for i in 0..self.opts.extra_tools {
+            tools.push(json!({"name": format!("tool{i}"), "inputSchema": obj(json!({}))}));
+        }
+        tools
+    }
+
+    fn tools_list(&self, id: Value, params: &Value) {
+        let tools = self.all_tools();
+        let Some(size) = self.opts.page_size else {
+            return self.reply(id, json!({"tools": tools}));
+        };
+        let start: usize = params["cursor"]
+            .as_str()
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0);
+        let end = (start + size).min(tools.len());
+        let mut result = json!({"tools": tools[start.min(end)..end]});
+        if self.opts.cursor_loop {
+            result["nextCursor"] = json!("0");
+        } else if end < tools.len() {
+            result["nextCursor"] = json!(end.to_string());
+        }
+        self.reply(id, result)
+    }
+
+    fn tools_call(&mut self, id: Value, params: &Value) {
+        let text = |t: String| json!({"content": [{"type": "text", "text": t}]});
+        let args = &params["arguments"];
+        match params["name"].as_str().unwrap_or_default() {
+            "echo" => self.reply(
+                id,
+                text(args["message"].as_str().unwrap_or_default().to_string()),
+            ),
+            "add" => {
+                let sum = args["a"].as_f64().unwrap_or(0.0) + args["b"].as_f64().unwrap_or(0.0);
+                self.reply(id, text(sum.to_string()))
+            }
+            "crash" => {
+                eprintln!("crashing mid-call as asked");
+                std::process::exit(3);
+            }
+            "hang" => {}
+            "huge" => self.reply(id, text("y".repeat(17 * 1024 * 1024))),
+            "slow" => {
+                let ms = args["ms"].as_u64().unwrap_or(100);
+                let out = self.out.clone();
+                std::thread::spawn(move || {
+                    std::thread::sleep(Duration::from_millis(ms));
+                    let v = json!({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": "done"}]}});
+                    let mut o = out.lock().unwrap();
+                    let _ = writeln!(o, "{v}");
+                    let _ = o.flush();
+                });
+            }
+            "grow" => {
+                self.grown = true;
+                self.reply(id, text("grown".into()));
+                self.send(json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}));
+            }
+            "error" => self.reply(
+                id,
+                json!({"content": [{"type": "text", "text": "it failed"}], "isError": true}),
+            ),
+            "evil" => self.reply(id, text("safe\u{1b}]0;pwned\u{7}\u{1b}[2Jtext".into())),
+            other => self.error(id, -32602, &format!("Unknown tool: {other}"), None),
+        }
+    }
+}
