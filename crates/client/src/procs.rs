@@ -16,6 +16,8 @@ pub struct ProcInfo {
     pub pgid: i32,
     /// Start time in clock ticks since boot: with the pid, identifies a process uniquely.
     pub start_ticks: u64,
+    /// Exited but not yet reaped: it holds a pid and nothing else.
+    pub zombie: bool,
 }
 
 /// Parses one `/proc/<pid>/stat` line. The command name is in parentheses and may itself
@@ -26,6 +28,7 @@ pub fn parse_stat(line: &str) -> Option<ProcInfo> {
     let fields: Vec<&str> = rest.split_whitespace().collect();
     // rest starts at field 3 (state); ppid is field 4, pgrp 5, starttime 22.
     Some(ProcInfo {
+        zombie: fields.first()? == &"Z",
         pid,
         ppid: fields.get(1)?.parse().ok()?,
         pgid: fields.get(2)?.parse().ok()?,
@@ -98,7 +101,7 @@ impl RunRecord {
 }
 
 fn same_process(pid: i32, start_ticks: u64) -> bool {
-    read_proc(pid).is_some_and(|p| p.start_ticks == start_ticks)
+    read_proc(pid).is_some_and(|p| p.start_ticks == start_ticks && !p.zombie)
 }
 
 /// Ends servers whose supervisor is gone, and removes stale records. Returns the number of
@@ -121,7 +124,7 @@ pub fn reap_leftovers(dir: &Path) -> usize {
         if same_process(rec.supervisor_pid, rec.supervisor_start_ticks) {
             continue; // A live supervisor (ours or another host's) owns it.
         }
-        for p in all_processes() {
+        for p in all_processes().into_iter().filter(|p| !p.zombie) {
             let is_server = p.pid == rec.server_pid && p.start_ticks == rec.server_start_ticks;
             let in_group = p.pgid == rec.server_pid && p.start_ticks >= rec.server_start_ticks;
             if is_server || in_group {

@@ -1,0 +1,133 @@
+//! No process outlives the host: servers that start grandchildren (one in its own session
+//! via `setsid`) leave nothing behind when the host exits normally, when it is killed with
+//! SIGKILL, or when even its supervisor is SIGKILLed (the next host cleans up).
+
+mod common;
+use common::*;
+use serde_json::json;
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+/// Pids of live (non-zombie) `sleep <mark>` processes.
+fn sleepers(mark: u64) -> Vec<i32> {
+    let needle = format!("sleep\0{mark}\0");
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else { continue };
+        let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let zombie = stat.rsplit(')').next().is_some_and(|r| r.trim_start().starts_with('Z'));
+        if String::from_utf8_lossy(&cmd) == needle && !zombie {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+fn alive(pid: i32) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    !stat.is_empty() && !stat.rsplit(')').next().is_some_and(|r| r.trim_start().starts_with('Z'))
+}
+
+fn wait_for(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !cond() {
+        assert!(start.elapsed() < limit, "timed out after {limit:?} waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Two `sleep` durations no other test (in this process or another) uses.
+fn marks() -> (u64, u64) {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let base = 70_000_000 + u64::from(std::process::id()) * 64 + n * 2;
+    (base, base + 1)
+}
+
+/// A server that leaves a grandchild in its process group and another in a new session.
+fn family_config(sb: &Sandbox, m1: u64, m2: u64, spawn_log: &Path) -> std::path::PathBuf {
+    let script = format!(
+        "sleep {m1} & setsid sleep {m2} & exec {} --spawn-log {}",
+        fake(),
+        spawn_log.display()
+    );
+    sb.config("family.json", json!({"fam": {"command": "sh", "args": ["-c", script], "toolTimeout": 600000}}))
+}
+
+fn start_long_call(sb: &Sandbox, cfg: &Path) -> Child {
+    sb.command(sb.path())
+        .args(["call", "fam", "slow", "--args", r#"{"ms": 600000}"#, "--strict-mcp-config", "--mcp-config", cfg.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+fn server_pid(log: &Path) -> Option<i32> {
+    std::fs::read_to_string(log).ok()?.lines().next()?.trim().parse().ok()
+}
+
+#[test]
+fn sigkill_of_the_host_leaves_no_survivors_within_two_seconds() {
+    let sb = Sandbox::new();
+    let (m1, m2) = marks();
+    let log = sb.path().join("spawn.log");
+    let cfg = family_config(&sb, m1, m2, &log);
+    let mut host = start_long_call(&sb, &cfg);
+    wait_for("the server family to start", Duration::from_secs(15), || {
+        sleepers(m1).len() == 1 && sleepers(m2).len() == 1 && server_pid(&log).is_some()
+    });
+    let server = server_pid(&log).unwrap();
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(host.id() as i32), nix::sys::signal::Signal::SIGKILL).unwrap();
+    host.wait().unwrap();
+    let killed_at = Instant::now();
+    wait_for("every descendant to die", Duration::from_secs(2), || {
+        sleepers(m1).is_empty() && sleepers(m2).is_empty() && !alive(server)
+    });
+    eprintln!("all gone {:?} after SIGKILL", killed_at.elapsed());
+}
+
+#[test]
+fn a_normal_exit_leaves_no_survivors() {
+    let sb = Sandbox::new();
+    let (m1, m2) = marks();
+    let log = sb.path().join("spawn.log");
+    let cfg = family_config(&sb, m1, m2, &log);
+    let out = sb.run(sb.path(), &["servers", "--strict-mcp-config", "--mcp-config", cfg.to_str().unwrap()]);
+    assert!(out.status.success());
+    assert!(stdout(&out).contains("ready"), "{}", stdout(&out));
+    // The supervisor reaped everything before the host returned.
+    assert!(sleepers(m1).is_empty() && sleepers(m2).is_empty());
+    assert!(!alive(server_pid(&log).unwrap()));
+}
+
+#[test]
+fn the_next_host_ends_what_a_killed_supervisor_left_behind() {
+    let sb = Sandbox::new();
+    let (m1, m2) = marks();
+    let log = sb.path().join("spawn.log");
+    let cfg = family_config(&sb, m1, m2, &log);
+    let mut host = start_long_call(&sb, &cfg);
+    wait_for("the server family to start", Duration::from_secs(15), || {
+        sleepers(m1).len() == 1 && server_pid(&log).is_some()
+    });
+    let server = server_pid(&log).unwrap();
+    let supervisor = mcp_host_client::procs::read_proc(server).unwrap().ppid;
+    // Kill the supervisor first so it cannot clean up, then the host.
+    for pid in [supervisor, host.id() as i32] {
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL).unwrap();
+    }
+    host.wait().unwrap();
+    wait_for("the server to die of its parent's death", Duration::from_secs(2), || !alive(server));
+    assert_eq!(sleepers(m1).len(), 1, "the grandchild in the server's group is orphaned");
+    // A new host with the same runtime dir finds the record and ends the group.
+    let other = sb.config("other.json", json!({}));
+    sb.run(sb.path(), &["servers", "--strict-mcp-config", "--mcp-config", other.to_str().unwrap()]);
+    wait_for("the orphan to be ended", Duration::from_secs(2), || sleepers(m1).is_empty());
+    for pid in sleepers(m2) {
+        // Out of reach once both host and supervisor are gone (own session); tidy up.
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+    }
+}
