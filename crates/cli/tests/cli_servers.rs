@@ -1,6 +1,8 @@
 //! End-to-end tests of `mcp-host servers|tools|call` against the fake server in both eras,
 //! with broken config files, and through the project-approval flow.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a panic is the failure report.
+
 mod common;
 use common::*;
 use serde_json::json;
@@ -17,8 +19,13 @@ fn every_era_and_probe_quirk_ends_ready_in_the_right_era() {
         "exit_on_probe": fake_server(&["--era", "legacy", "--fault", "exit-on-probe"]),
     }));
     let rows = sb.servers_json(&cfg);
-    for (name, era) in [("legacy", "2025-11-25"), ("modern", "2026-07-28"), ("dual", "2026-07-28"),
-                        ("probe_locks", "2025-11-25"), ("exit_on_probe", "2025-11-25")] {
+    for (name, era) in [
+        ("legacy", "2025-11-25"),
+        ("modern", "2026-07-28"),
+        ("dual", "2026-07-28"),
+        ("probe_locks", "2025-11-25"),
+        ("exit_on_probe", "2025-11-25"),
+    ] {
         let r = row(&rows, name);
         assert_eq!(r["state"], "ready", "{name}: {r}");
         assert_eq!(r["era"], era, "{name}");
@@ -34,23 +41,50 @@ fn every_era_and_probe_quirk_ends_ready_in_the_right_era() {
 #[test]
 fn a_bad_file_and_a_missing_command_leave_the_others_ready() {
     let sb = Sandbox::new();
-    let bad = sb.write("bad.json", "{\n  \"mcpServers\": {\n    \"x\": {\"command\": \"a\",,}\n  }\n}\n");
-    let good = sb.config("good.json", json!({
-        "ok": fake_server(&[]),
-        "missing": {"command": "definitely-not-installed-mcp"},
-        "noenv": {"command": fake(), "env": {"TOKEN": "${MCP_TEST_UNSET_VAR}"}},
-    }));
-    let out = sb.run(sb.path(), &["servers", "--json", "--strict-mcp-config",
-        "--mcp-config", bad.to_str().unwrap(), "--mcp-config", good.to_str().unwrap()]);
+    let bad = sb.write(
+        "bad.json",
+        "{\n  \"mcpServers\": {\n    \"x\": {\"command\": \"a\",,}\n  }\n}\n",
+    );
+    let good = sb.config(
+        "good.json",
+        json!({
+            "ok": fake_server(&[]),
+            "missing": {"command": "definitely-not-installed-mcp"},
+            "noenv": {"command": fake(), "env": {"TOKEN": "${MCP_TEST_UNSET_VAR}"}},
+        }),
+    );
+    let out = sb.run(
+        sb.path(),
+        &[
+            "servers",
+            "--json",
+            "--strict-mcp-config",
+            "--mcp-config",
+            bad.to_str().unwrap(),
+            "--mcp-config",
+            good.to_str().unwrap(),
+        ],
+    );
     assert!(out.status.success());
     let err = stderr(&out);
-    assert!(err.contains(&format!("{}:3:", bad.display())), "names file and line: {err}");
-    assert!(err.contains("mcpServers.noenv.env.TOKEN") && err.contains("MCP_TEST_UNSET_VAR"), "{err}");
+    assert!(
+        err.contains(&format!("{}:3:", bad.display())),
+        "names file and line: {err}"
+    );
+    assert!(
+        err.contains("mcpServers.noenv.env.TOKEN") && err.contains("MCP_TEST_UNSET_VAR"),
+        "{err}"
+    );
     let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(row(&rows, "ok")["state"], "ready");
     let missing = row(&rows, "missing");
     assert_eq!(missing["state"], "failed");
-    assert!(missing["error"].as_str().unwrap().contains("definitely-not-installed-mcp"));
+    assert!(
+        missing["error"]
+            .as_str()
+            .unwrap()
+            .contains("definitely-not-installed-mcp")
+    );
     assert_eq!(row(&rows, "noenv")["state"], "failed");
 }
 
@@ -59,20 +93,70 @@ fn call_prints_text_and_reports_tool_errors_with_exit_status() {
     let sb = Sandbox::new();
     let cfg = sb.config("c.json", json!({"f": fake_server(&[])}));
     let c = cfg.to_str().unwrap();
-    let ok = sb.run(sb.path(), &["call", "f", "echo", "--args", r#"{"message":"hi"}"#, "--strict-mcp-config", "--mcp-config", c]);
+    let ok = sb.run(
+        sb.path(),
+        &[
+            "call",
+            "f",
+            "echo",
+            "--args",
+            r#"{"message":"hi"}"#,
+            "--strict-mcp-config",
+            "--mcp-config",
+            c,
+        ],
+    );
     assert!(ok.status.success(), "{}", stderr(&ok));
     assert_eq!(stdout(&ok), "hi\n");
 
-    let failed = sb.run(sb.path(), &["call", "f", "error", "--strict-mcp-config", "--mcp-config", c]);
+    let failed = sb.run(
+        sb.path(),
+        &[
+            "call",
+            "f",
+            "error",
+            "--strict-mcp-config",
+            "--mcp-config",
+            c,
+        ],
+    );
     assert_eq!(failed.status.code(), Some(1));
     assert!(stderr(&failed).contains("it failed"));
 
-    let unknown = sb.run(sb.path(), &["call", "f", "nope", "--strict-mcp-config", "--mcp-config", c]);
+    let unknown = sb.run(
+        sb.path(),
+        &[
+            "call",
+            "f",
+            "nope",
+            "--strict-mcp-config",
+            "--mcp-config",
+            c,
+        ],
+    );
     assert_eq!(unknown.status.code(), Some(1));
-    assert!(stderr(&unknown).contains("Unknown tool"), "{}", stderr(&unknown));
+    assert!(
+        stderr(&unknown).contains("Unknown tool"),
+        "{}",
+        stderr(&unknown)
+    );
 
-    let evil = sb.run(sb.path(), &["call", "f", "evil", "--strict-mcp-config", "--mcp-config", c]);
-    assert_eq!(stdout(&evil), "safetext\n", "escape sequences must be stripped");
+    let evil = sb.run(
+        sb.path(),
+        &[
+            "call",
+            "f",
+            "evil",
+            "--strict-mcp-config",
+            "--mcp-config",
+            c,
+        ],
+    );
+    assert_eq!(
+        stdout(&evil),
+        "safetext\n",
+        "escape sequences must be stripped"
+    );
 }
 
 #[test]
@@ -82,12 +166,26 @@ fn call_reads_args_from_stdin() {
     let cfg = sb.config("c.json", json!({"f": fake_server(&["--era", "modern"])}));
     let mut child = sb
         .command(sb.path())
-        .args(["call", "f", "add", "--args", "-", "--strict-mcp-config", "--mcp-config", cfg.to_str().unwrap()])
+        .args([
+            "call",
+            "f",
+            "add",
+            "--args",
+            "-",
+            "--strict-mcp-config",
+            "--mcp-config",
+            cfg.to_str().unwrap(),
+        ])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    child.stdin.take().unwrap().write_all(br#"{"a": 2, "b": 40}"#).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(br#"{"a": 2, "b": 40}"#)
+        .unwrap();
     let out = child.wait_with_output().unwrap();
     assert_eq!(stdout(&out), "42\n");
 }
@@ -95,22 +193,54 @@ fn call_reads_args_from_stdin() {
 #[test]
 fn tools_json_lists_every_tool_and_reports_broken_ones() {
     let sb = Sandbox::new();
-    let cfg = sb.config("c.json", json!({"f": fake_server(&["--broken-tool", "--page-size", "4", "--tools", "3"])}));
-    let out = sb.run(sb.path(), &["tools", "--json", "--strict-mcp-config", "--mcp-config", cfg.to_str().unwrap()]);
+    let cfg = sb.config(
+        "c.json",
+        json!({"f": fake_server(&["--broken-tool", "--page-size", "4", "--tools", "3"])}),
+    );
+    let out = sb.run(
+        sb.path(),
+        &[
+            "tools",
+            "--json",
+            "--strict-mcp-config",
+            "--mcp-config",
+            cfg.to_str().unwrap(),
+        ],
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     let tools: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(tools.len(), 12, "9 fixed + 3 extra over 4 pages; the broken one skipped");
+    assert_eq!(
+        tools.len(),
+        12,
+        "9 fixed + 3 extra over 4 pages; the broken one skipped"
+    );
     let echo = tools.iter().find(|t| t["tool"] == "echo").unwrap();
     assert_eq!(echo["server"], "f");
     assert_eq!(echo["inputSchema"]["type"], "object");
-    assert!(stderr(&out).contains("tool `broken` skipped"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("tool `broken` skipped"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]
 fn a_cursor_loop_stops_listing_instead_of_spinning() {
     let sb = Sandbox::new();
-    let cfg = sb.config("c.json", json!({"f": fake_server(&["--page-size", "2", "--cursor-loop"])}));
-    let out = sb.run(sb.path(), &["tools", "--json", "--strict-mcp-config", "--mcp-config", cfg.to_str().unwrap()]);
+    let cfg = sb.config(
+        "c.json",
+        json!({"f": fake_server(&["--page-size", "2", "--cursor-loop"])}),
+    );
+    let out = sb.run(
+        sb.path(),
+        &[
+            "tools",
+            "--json",
+            "--strict-mcp-config",
+            "--mcp-config",
+            cfg.to_str().unwrap(),
+        ],
+    );
     assert!(out.status.success());
     assert!(stderr(&out).contains("repeated"), "{}", stderr(&out));
 }
@@ -131,14 +261,21 @@ fn project_servers_need_approval_and_ask_again_after_an_edit() {
         row(&rows, "proj").clone()
     };
     let r = list(&sb);
-    assert_eq!((r["state"].as_str(), r["scope"].as_str()), (Some("pending_approval"), Some("project")));
+    assert_eq!(
+        (r["state"].as_str(), r["scope"].as_str()),
+        (Some("pending_approval"), Some("project"))
+    );
 
     let approve = sb.run(&repo, &["servers", "approve", "proj"]);
     assert!(approve.status.success(), "{}", stderr(&approve));
     assert_eq!(list(&sb)["state"], "ready");
 
     write_project("2");
-    assert_eq!(list(&sb)["state"], "pending_approval", "an edited definition asks again");
+    assert_eq!(
+        list(&sb)["state"],
+        "pending_approval",
+        "an edited definition asks again"
+    );
 
     assert!(sb.run(&repo, &["servers", "deny", "proj"]).status.success());
     assert_eq!(list(&sb)["state"], "disabled");

@@ -2,10 +2,14 @@
 //! crashes, hangs, floods, lies or sends an oversized line affects only itself, and the host
 //! restarts what can be restarted. Waits are on published state changes with deadlines.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a panic is the failure report.
+
 mod common;
 use common::*;
 use mcp_host_client::backoff::{Backoff, RetryPolicy};
-use mcp_host_client::{CallError, Manager, ManagerOptions, RequestError, ServerSetup, SupervisorCommand};
+use mcp_host_client::{
+    CallError, Manager, ManagerOptions, RequestError, ServerSetup, SupervisorCommand,
+};
 use mcp_host_config::{RawServer, Scope};
 use mcp_host_core::{ServerId, ServerState, ServerStatus, TransportKind};
 use std::time::Duration;
@@ -22,15 +26,28 @@ fn setup(name: &str, args: &[&str], startup_ms: u64, tool_ms: u64) -> ServerSetu
         ..RawServer::default()
     };
     let spec = raw.to_spec(name, Scope::Flag, &|_| None).unwrap();
-    ServerSetup { id: ServerId::new(name), transport: TransportKind::Stdio, spec: Some(spec), initial: ServerState::Starting }
+    ServerSetup {
+        id: ServerId::new(name),
+        transport: TransportKind::Stdio,
+        spec: Some(spec),
+        initial: ServerState::Starting,
+    }
 }
 
 fn options() -> ManagerOptions {
     ManagerOptions {
-        supervisor: SupervisorCommand { program: HOST.into(), grace: Duration::from_millis(500), record_dir: None },
+        supervisor: SupervisorCommand {
+            program: HOST.into(),
+            grace: Duration::from_millis(500),
+            record_dir: None,
+        },
         host_env: std::sync::Arc::new(std::env::vars().collect()),
         retry: RetryPolicy {
-            backoff: Backoff { base: Duration::from_millis(50), max: Duration::from_millis(200), jitter: 0.1 },
+            backoff: Backoff {
+                base: Duration::from_millis(50),
+                max: Duration::from_millis(200),
+                jitter: 0.1,
+            },
             ..RetryPolicy::default()
         },
         http_client: mcp_host_client::http_client(Duration::from_secs(2)).unwrap(),
@@ -42,7 +59,10 @@ async fn wait_until(m: &Manager, name: &str, what: impl Fn(&ServerStatus) -> boo
     let r = tokio::time::timeout(DEADLINE, rx.wait_for(|s| what(s))).await;
     match r {
         Ok(Ok(s)) => s.clone(),
-        _ => panic!("{name} never reached the expected state; now {:?}", m.status(&ServerId::new(name))),
+        _ => panic!(
+            "{name} never reached the expected state; now {:?}",
+            m.status(&ServerId::new(name))
+        ),
     }
 }
 
@@ -51,8 +71,17 @@ fn is(label: &'static str) -> impl Fn(&ServerStatus) -> bool {
 }
 
 async fn echo(m: &Manager, name: &str) -> Result<String, CallError> {
-    let args = serde_json::json!({"message": "still here"}).as_object().cloned();
-    let out = m.call(&ServerId::new(name), "echo", args, &CancellationToken::new()).await?;
+    let args = serde_json::json!({"message": "still here"})
+        .as_object()
+        .cloned();
+    let out = m
+        .call(
+            &ServerId::new(name),
+            "echo",
+            args,
+            &CancellationToken::new(),
+        )
+        .await?;
     Ok(format!("{:?}", out.content))
 }
 
@@ -70,16 +99,38 @@ async fn faulty_servers_never_take_the_host_or_their_neighbours_down() {
         options(),
     );
     let crashed = wait_until(&m, "crash_at_start", is("failed")).await;
-    assert!(crashed.state.error().unwrap().contains("exited with status 1"), "{crashed:?}");
-    assert!(crashed.stderr_tail.iter().any(|l| l.contains("configured to crash")), "{crashed:?}");
-    assert!(crashed.restarts >= 3, "first connection is retried: {crashed:?}");
+    assert!(
+        crashed
+            .state
+            .error()
+            .unwrap()
+            .contains("exited with status 1"),
+        "{crashed:?}"
+    );
+    assert!(
+        crashed
+            .stderr_tail
+            .iter()
+            .any(|l| l.contains("configured to crash")),
+        "{crashed:?}"
+    );
+    assert!(
+        crashed.restarts >= 3,
+        "first connection is retried: {crashed:?}"
+    );
 
     let hung = wait_until(&m, "hang", is("failed")).await;
-    assert!(hung.state.error().unwrap().contains("no answer"), "{hung:?}");
+    assert!(
+        hung.state.error().unwrap().contains("no answer"),
+        "{hung:?}"
+    );
 
     for name in ["healthy", "slow_start", "garbage", "flood"] {
         wait_until(&m, name, is("ready")).await;
-        assert!(echo(&m, name).await.unwrap().contains("still here"), "{name}");
+        assert!(
+            echo(&m, name).await.unwrap().contains("still here"),
+            "{name}"
+        );
     }
     m.shutdown().await;
 }
@@ -88,10 +139,35 @@ async fn faulty_servers_never_take_the_host_or_their_neighbours_down() {
 async fn a_server_that_crashes_mid_call_fails_that_call_and_is_restarted() {
     let m = Manager::start(vec![setup("c", &[], 5000, 5000)], options());
     wait_until(&m, "c", is("ready")).await;
-    let err = m.call(&ServerId::new("c"), "crash", None, &CancellationToken::new()).await.unwrap_err();
-    assert!(matches!(err, CallError::Request { source: RequestError::Closed, .. }), "{err:?}");
-    let back = wait_until(&m, "c", |s| s.state == ServerState::Ready && s.restarts == 1).await;
-    assert!(back.stderr_tail.iter().any(|l| l.contains("crashing mid-call")), "{back:?}");
+    let err = m
+        .call(
+            &ServerId::new("c"),
+            "crash",
+            None,
+            &CancellationToken::new(),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            CallError::Request {
+                source: RequestError::Closed,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    let back = wait_until(&m, "c", |s| {
+        s.state == ServerState::Ready && s.restarts == 1
+    })
+    .await;
+    assert!(
+        back.stderr_tail
+            .iter()
+            .any(|l| l.contains("crashing mid-call")),
+        "{back:?}"
+    );
     assert!(echo(&m, "c").await.unwrap().contains("still here"));
     m.shutdown().await;
 }
@@ -101,10 +177,34 @@ async fn an_oversized_line_and_a_hung_call_time_out_and_the_server_stays_usable(
     let m = Manager::start(vec![setup("big", &[], 5000, 1500)], options());
     wait_until(&m, "big", is("ready")).await;
     let id = ServerId::new("big");
-    let err = m.call(&id, "huge", None, &CancellationToken::new()).await.unwrap_err();
-    assert!(matches!(err, CallError::Request { source: RequestError::Timeout(_), .. }), "{err:?}");
-    let err = m.call(&id, "hang", None, &CancellationToken::new()).await.unwrap_err();
-    assert!(matches!(err, CallError::Request { source: RequestError::Timeout(_), .. }), "{err:?}");
+    let err = m
+        .call(&id, "huge", None, &CancellationToken::new())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            CallError::Request {
+                source: RequestError::Timeout(_),
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    let err = m
+        .call(&id, "hang", None, &CancellationToken::new())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            CallError::Request {
+                source: RequestError::Timeout(_),
+                ..
+            }
+        ),
+        "{err:?}"
+    );
     assert!(echo(&m, "big").await.unwrap().contains("still here"));
     assert_eq!(m.status(&id).unwrap().restarts, 0);
     m.shutdown().await;
@@ -119,17 +219,31 @@ async fn cancelling_a_call_returns_at_once() {
     let id = ServerId::new("s");
     let call = m.call(&id, "slow", args, &cancel);
     let (r, ()) = tokio::join!(call, async { cancel.cancel() });
-    assert!(matches!(r, Err(CallError::Request { source: RequestError::Cancelled, .. })), "{r:?}");
+    assert!(
+        matches!(
+            r,
+            Err(CallError::Request {
+                source: RequestError::Cancelled,
+                ..
+            })
+        ),
+        "{r:?}"
+    );
     assert!(echo(&m, "s").await.is_ok());
     m.shutdown().await;
 }
 
 #[tokio::test]
 async fn list_changed_refreshes_the_tool_list() {
-    let m = Manager::start(vec![setup("g", &["--era", "legacy"], 5000, 5000)], options());
+    let m = Manager::start(
+        vec![setup("g", &["--era", "legacy"], 5000, 5000)],
+        options(),
+    );
     wait_until(&m, "g", is("ready")).await;
     assert_eq!(m.status(&ServerId::new("g")).unwrap().tool_count, 9);
-    m.call(&ServerId::new("g"), "grow", None, &CancellationToken::new()).await.unwrap();
+    m.call(&ServerId::new("g"), "grow", None, &CancellationToken::new())
+        .await
+        .unwrap();
     wait_until(&m, "g", |s| s.tool_count == 10).await;
     let tools = m.tools(&ServerId::new("g")).unwrap();
     assert!(tools.tools.iter().any(|t| t.name == "grown"));
@@ -138,7 +252,13 @@ async fn list_changed_refreshes_the_tool_list() {
 
 #[tokio::test]
 async fn shutdown_stops_everything_and_publishes_stopped() {
-    let m = Manager::start(vec![setup("a", &[], 5000, 5000), setup("b", &["--era", "modern"], 5000, 5000)], options());
+    let m = Manager::start(
+        vec![
+            setup("a", &[], 5000, 5000),
+            setup("b", &["--era", "modern"], 5000, 5000),
+        ],
+        options(),
+    );
     wait_until(&m, "a", is("ready")).await;
     wait_until(&m, "b", is("ready")).await;
     let mut rx = m.watch(&ServerId::new("a")).unwrap();

@@ -2,6 +2,8 @@
 //! via `setsid`) leave nothing behind when the host exits normally, when it is killed with
 //! SIGKILL, or when even its supervisor is SIGKILLed (the next host cleans up).
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a panic is the failure report.
+
 mod common;
 use common::*;
 use serde_json::json;
@@ -14,10 +16,15 @@ fn sleepers(mark: u64) -> Vec<i32> {
     let needle = format!("sleep\0{mark}\0");
     let mut out = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else { continue };
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
         let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        let zombie = stat.rsplit(')').next().is_some_and(|r| r.trim_start().starts_with('Z'));
+        let zombie = stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|r| r.trim_start().starts_with('Z'));
         if String::from_utf8_lossy(&cmd) == needle && !zombie {
             out.push(pid);
         }
@@ -27,13 +34,20 @@ fn sleepers(mark: u64) -> Vec<i32> {
 
 fn alive(pid: i32) -> bool {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    !stat.is_empty() && !stat.rsplit(')').next().is_some_and(|r| r.trim_start().starts_with('Z'))
+    !stat.is_empty()
+        && !stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|r| r.trim_start().starts_with('Z'))
 }
 
 fn wait_for(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
     let start = Instant::now();
     while !cond() {
-        assert!(start.elapsed() < limit, "timed out after {limit:?} waiting for {what}");
+        assert!(
+            start.elapsed() < limit,
+            "timed out after {limit:?} waiting for {what}"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -53,12 +67,24 @@ fn family_config(sb: &Sandbox, m1: u64, m2: u64, spawn_log: &Path) -> std::path:
         fake(),
         spawn_log.display()
     );
-    sb.config("family.json", json!({"fam": {"command": "sh", "args": ["-c", script], "toolTimeout": 600000}}))
+    sb.config(
+        "family.json",
+        json!({"fam": {"command": "sh", "args": ["-c", script], "toolTimeout": 600000}}),
+    )
 }
 
 fn start_long_call(sb: &Sandbox, cfg: &Path) -> Child {
     sb.command(sb.path())
-        .args(["call", "fam", "slow", "--args", r#"{"ms": 600000}"#, "--strict-mcp-config", "--mcp-config", cfg.to_str().unwrap()])
+        .args([
+            "call",
+            "fam",
+            "slow",
+            "--args",
+            r#"{"ms": 600000}"#,
+            "--strict-mcp-config",
+            "--mcp-config",
+            cfg.to_str().unwrap(),
+        ])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -66,7 +92,13 @@ fn start_long_call(sb: &Sandbox, cfg: &Path) -> Child {
 }
 
 fn server_pid(log: &Path) -> Option<i32> {
-    std::fs::read_to_string(log).ok()?.lines().next()?.trim().parse().ok()
+    std::fs::read_to_string(log)
+        .ok()?
+        .lines()
+        .next()?
+        .trim()
+        .parse()
+        .ok()
 }
 
 #[test]
@@ -76,11 +108,17 @@ fn sigkill_of_the_host_leaves_no_survivors_within_two_seconds() {
     let log = sb.path().join("spawn.log");
     let cfg = family_config(&sb, m1, m2, &log);
     let mut host = start_long_call(&sb, &cfg);
-    wait_for("the server family to start", Duration::from_secs(15), || {
-        sleepers(m1).len() == 1 && sleepers(m2).len() == 1 && server_pid(&log).is_some()
-    });
+    wait_for(
+        "the server family to start",
+        Duration::from_secs(15),
+        || sleepers(m1).len() == 1 && sleepers(m2).len() == 1 && server_pid(&log).is_some(),
+    );
     let server = server_pid(&log).unwrap();
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(host.id() as i32), nix::sys::signal::Signal::SIGKILL).unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(host.id() as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
     host.wait().unwrap();
     let killed_at = Instant::now();
     wait_for("every descendant to die", Duration::from_secs(2), || {
@@ -95,7 +133,15 @@ fn a_normal_exit_leaves_no_survivors() {
     let (m1, m2) = marks();
     let log = sb.path().join("spawn.log");
     let cfg = family_config(&sb, m1, m2, &log);
-    let out = sb.run(sb.path(), &["servers", "--strict-mcp-config", "--mcp-config", cfg.to_str().unwrap()]);
+    let out = sb.run(
+        sb.path(),
+        &[
+            "servers",
+            "--strict-mcp-config",
+            "--mcp-config",
+            cfg.to_str().unwrap(),
+        ],
+    );
     assert!(out.status.success());
     assert!(stdout(&out).contains("ready"), "{}", stdout(&out));
     // The supervisor reaped everything before the host returned.
@@ -110,24 +156,51 @@ fn the_next_host_ends_what_a_killed_supervisor_left_behind() {
     let log = sb.path().join("spawn.log");
     let cfg = family_config(&sb, m1, m2, &log);
     let mut host = start_long_call(&sb, &cfg);
-    wait_for("the server family to start", Duration::from_secs(15), || {
-        sleepers(m1).len() == 1 && server_pid(&log).is_some()
-    });
+    wait_for(
+        "the server family to start",
+        Duration::from_secs(15),
+        || sleepers(m1).len() == 1 && server_pid(&log).is_some(),
+    );
     let server = server_pid(&log).unwrap();
     let supervisor = mcp_host_client::procs::read_proc(server).unwrap().ppid;
     // Kill the supervisor first so it cannot clean up, then the host.
     for pid in [supervisor, host.id() as i32] {
-        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL).unwrap();
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        )
+        .unwrap();
     }
     host.wait().unwrap();
-    wait_for("the server to die of its parent's death", Duration::from_secs(2), || !alive(server));
-    assert_eq!(sleepers(m1).len(), 1, "the grandchild in the server's group is orphaned");
+    wait_for(
+        "the server to die of its parent's death",
+        Duration::from_secs(2),
+        || !alive(server),
+    );
+    assert_eq!(
+        sleepers(m1).len(),
+        1,
+        "the grandchild in the server's group is orphaned"
+    );
     // A new host with the same runtime dir finds the record and ends the group.
     let other = sb.config("other.json", json!({}));
-    sb.run(sb.path(), &["servers", "--strict-mcp-config", "--mcp-config", other.to_str().unwrap()]);
-    wait_for("the orphan to be ended", Duration::from_secs(2), || sleepers(m1).is_empty());
+    sb.run(
+        sb.path(),
+        &[
+            "servers",
+            "--strict-mcp-config",
+            "--mcp-config",
+            other.to_str().unwrap(),
+        ],
+    );
+    wait_for("the orphan to be ended", Duration::from_secs(2), || {
+        sleepers(m1).is_empty()
+    });
     for pid in sleepers(m2) {
         // Out of reach once both host and supervisor are gone (own session); tidy up.
-        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
     }
 }

@@ -149,6 +149,9 @@ mod tests {
             (p.pid, p.ppid, p.pgid, p.start_ticks),
             (4242, 17, 4242, 987654)
         );
+        assert!(!p.zombie);
+        let z = parse_stat("7 (z) Z 1 7 7 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 5 0 0").unwrap();
+        assert!(z.zombie);
     }
 
     #[test]
@@ -158,6 +161,7 @@ mod tests {
             ppid,
             pgid: pid,
             start_ticks: 0,
+            zombie: false,
         };
         let procs = [p(10, 1), p(11, 10), p(12, 11), p(13, 1), p(14, 12)];
         let mut d = descendants(10, &procs);

@@ -162,22 +162,18 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Watched<T> {
         self.inner.send(item)
     }
 
-    fn receive(&mut self) -> impl Future<Output = Option<RxJsonRpcMessage<RoleClient>>> + Send {
-        async move {
-            let msg = self.inner.receive().await;
-            if msg.is_none() {
-                self.closed.cancel();
-            }
-            msg
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
+        let msg = self.inner.receive().await;
+        if msg.is_none() {
+            self.closed.cancel();
         }
+        msg
     }
 
-    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
-        async move {
-            let r = self.inner.close().await;
-            self.closed.cancel();
-            r
-        }
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        let r = self.inner.close().await;
+        self.closed.cancel();
+        r
     }
 }
 

@@ -2,6 +2,8 @@
 //! (`initialize`), the modern era (`server/discover` + per-request `_meta`), or both with
 //! era-locking like the Python SDK, and can misbehave on purpose (see `--help`).
 
+#![allow(clippy::unwrap_used)] // A test fixture: failing loudly is what it should do.
+
 use serde_json::{Value, json};
 use std::io::{BufRead, Write};
 use std::sync::{Arc, Mutex};

@@ -1,7 +1,7 @@
 //! Shared helpers for the integration tests: an isolated HOME/XDG sandbox, config files that
 //! point at the fake server, and running the real `mcp-host` binary.
 
-#![allow(dead_code)]
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)] // Test code: a panic is the failure report.
 
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -10,7 +10,9 @@ use std::process::{Command, Output};
 pub const HOST: &str = env!("CARGO_BIN_EXE_mcp-host");
 
 pub fn fake() -> String {
-    mcp_host_testkit::fake_server().to_string_lossy().into_owned()
+    mcp_host_testkit::fake_server()
+        .to_string_lossy()
+        .into_owned()
 }
 
 /// A temporary HOME with XDG dirs, so tests never read or write the real user's config.
@@ -18,9 +20,17 @@ pub struct Sandbox {
     pub dir: tempfile::TempDir,
 }
 
+impl Default for Sandbox {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl Sandbox {
     pub fn new() -> Self {
-        Self { dir: tempfile::tempdir().unwrap() }
+        Self {
+            dir: tempfile::tempdir().unwrap(),
+        }
     }
 
     pub fn path(&self) -> &Path {
@@ -35,7 +45,10 @@ impl Sandbox {
     }
 
     pub fn config(&self, name: &str, servers: Value) -> PathBuf {
-        self.write(name, &serde_json::to_string_pretty(&json!({"mcpServers": servers})).unwrap())
+        self.write(
+            name,
+            &serde_json::to_string_pretty(&json!({"mcpServers": servers})).unwrap(),
+        )
     }
 
     pub fn command(&self, cwd: &Path) -> Command {
@@ -56,8 +69,21 @@ impl Sandbox {
 
     /// `mcp-host servers --json` with only the given config file.
     pub fn servers_json(&self, config: &Path) -> Vec<Value> {
-        let out = self.run(self.path(), &["servers", "--json", "--strict-mcp-config", "--mcp-config", config.to_str().unwrap()]);
-        assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+        let out = self.run(
+            self.path(),
+            &[
+                "servers",
+                "--json",
+                "--strict-mcp-config",
+                "--mcp-config",
+                config.to_str().unwrap(),
+            ],
+        );
+        assert!(
+            out.status.success(),
+            "stderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         serde_json::from_slice(&out.stdout).unwrap()
     }
 }
@@ -67,7 +93,9 @@ pub fn fake_server(args: &[&str]) -> Value {
 }
 
 pub fn row<'a>(rows: &'a [Value], name: &str) -> &'a Value {
-    rows.iter().find(|r| r["name"] == name).unwrap_or_else(|| panic!("no row {name} in {rows:?}"))
+    rows.iter()
+        .find(|r| r["name"] == name)
+        .unwrap_or_else(|| panic!("no row {name} in {rows:?}"))
 }
 
 pub fn stderr(o: &Output) -> String {

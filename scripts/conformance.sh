@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Runs client scenarios of the official MCP conformance suite (0.1.16, installed by
+# scripts/install-test-deps.sh, on Node 22) against mcp-host-conformance, one at a time.
+# A scenario passes only when the suite exits 0 and its checks.json has at least one SUCCESS
+# and no FAILURE or WARNING (the suite alone reports "passed" for a client that never
+# connected). Last line: "conformance: N passed, N failed".
+#
+#   scripts/conformance.sh [SCENARIO...]     default: initialize tools_call sse-retry
+set -uo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+DEPS="${MCP_HOST_DEPS:-$HOME/.cache/mcp-host-deps}"
+DRIVER="${CARGO_TARGET_DIR:-$ROOT/target}/debug/mcp-host-conformance"
+[ -x "$DRIVER" ] || (cd "$ROOT" && cargo build -q -p mcp-host-conformance) || exit 1
+NODE22="$DEPS/node22/node_modules/.bin/node"
+SUITE="$DEPS/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+[ -x "$NODE22" ] && [ -f "$SUITE" ] || { echo "run scripts/install-test-deps.sh first" >&2; exit 1; }
+
+SCENARIOS=("$@")
+[ ${#SCENARIOS[@]} -gt 0 ] || SCENARIOS=(initialize tools_call sse-retry)
+OUT="$(mktemp -d)"
+trap 'rm -rf "$OUT"' EXIT
+pass=0; fail=0
+for s in "${SCENARIOS[@]}"; do
+  "$NODE22" "$SUITE" client --command "$DRIVER" --scenario "$s" --timeout 30000 -o "$OUT" >"$OUT/$s.log" 2>&1
+  rc=$?
+  checks="$(ls -td "$OUT/$s"-*/ 2>/dev/null | head -1)checks.json"
+  read -r ok bad warn < <(python3 - "$checks" <<'PY'
+import json, sys
+try:
+    st = [c.get("status") for c in json.load(open(sys.argv[1]))]
+except Exception:
+    st = []
+print(st.count("SUCCESS"), st.count("FAILURE"), st.count("WARNING"))
+PY
+)
+  if [ "$rc" = 0 ] && [ "$ok" -gt 0 ] && [ "$bad" = 0 ] && [ "$warn" = 0 ]; then
+    pass=$((pass+1)); echo "PASS $s ($ok checks)"
+  else
+    fail=$((fail+1)); echo "FAIL $s (exit $rc; $ok ok, $bad failed, $warn warnings)"
+    sed 's/^/  /' "$OUT/$s.log" | tail -20
+  fi
+done
+echo "conformance: $pass passed, $fail failed"
+[ "$fail" = 0 ]

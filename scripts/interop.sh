@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# Interop test against real MCP servers from npm and PyPI (installed by
+# scripts/install-test-deps.sh): every server must come up `ready` in its protocol era
+# through `mcp-host servers --json`, over stdio and (server-everything) Streamable HTTP;
+# calls must work; a broken file and a missing command must not stop the others.
+# Last line: "interop: N passed, N failed".
+set -uo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+DEPS="${MCP_HOST_DEPS:-$HOME/.cache/mcp-host-deps}"
+HOST="${MCP_HOST_BIN:-${CARGO_TARGET_DIR:-$ROOT/target}/debug/mcp-host}"
+[ -x "$HOST" ] || (cd "$ROOT" && cargo build -q -p mcp-host) || exit 1
+[ -x "$DEPS/venv/bin/mcp-server-time" ] || { echo "run scripts/install-test-deps.sh first" >&2; exit 1; }
+
+WORK="$(mktemp -d)"
+HTTP_PID=""
+cleanup() { [ -n "$HTTP_PID" ] && kill "$HTTP_PID" 2>/dev/null; rm -rf "$WORK"; }
+trap cleanup EXIT
+export HOME="$WORK/home" XDG_CONFIG_HOME="$WORK/config" XDG_DATA_HOME="$WORK/data" XDG_RUNTIME_DIR="$WORK/run"
+mkdir -p "$HOME"
+
+pass=0; fail=0
+check() { # name, command...
+  local name="$1"; shift
+  if "$@"; then pass=$((pass+1)); echo "PASS $name"; else fail=$((fail+1)); echo "FAIL $name"; fi
+}
+
+PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+NM="$DEPS/node_modules/@modelcontextprotocol"
+PORT="$PORT" node "$NM/server-everything/dist/index.js" streamableHttp >"$WORK/http.log" 2>&1 &
+HTTP_PID=$!
+for _ in $(seq 1 150); do
+  python3 -c "import socket,sys; socket.create_connection(('127.0.0.1',$PORT),0.2)" 2>/dev/null && break
+  sleep 0.1
+done
+
+cat >"$WORK/servers.json" <<JSON
+{"mcpServers": {
+  "everything": {"command": "node", "args": ["$NM/server-everything/dist/index.js", "stdio"]},
+  "filesystem": {"command": "node", "args": ["$NM/server-filesystem/dist/index.js", "$DEPS/work/fsroot"]},
+  "memory": {"command": "node", "args": ["$NM/server-memory/dist/index.js"], "env": {"MEMORY_FILE_PATH": "$WORK/memory.jsonl"}},
+  "time": {"command": "$DEPS/venv/bin/mcp-server-time", "args": ["--local-timezone", "UTC"]},
+  "git": {"command": "$DEPS/venv/bin/mcp-server-git", "args": ["--repository", "$DEPS/work/gitrepo"]},
+  "fastmcp": {"command": "$DEPS/venv/bin/python", "args": ["$ROOT/tests/interop/fastmcp_server.py"]},
+  "everything-http": {"type": "http", "url": "http://127.0.0.1:$PORT/mcp"}
+}}
+JSON
+
+expect_states() { # json-file, then name=era pairs; every listed server must be ready in that era
+  python3 - "$@" <<'PY'
+import json, sys
+rows = {r["name"]: r for r in json.load(open(sys.argv[1]))}
+ok = True
+for pair in sys.argv[2:]:
+    name, era = pair.split("=")
+    r = rows.get(name)
+    if not r or r["state"] != "ready" or r["era"] != era or r["tools"] < 1:
+        print(f"  {name}: expected ready in {era}, got {r}", file=sys.stderr)
+        ok = False
+    else:
+        print(f"  {name}: ready, era {r['era']}, {r['tools']} tools, {r['transport']}")
+sys.exit(0 if ok else 1)
+PY
+}
+
+CFG=(--strict-mcp-config --mcp-config "$WORK/servers.json")
+start=$(date +%s.%N)
+"$HOST" servers --json "${CFG[@]}" >"$WORK/servers.out" 2>"$WORK/servers.err"
+echo "servers --json took $(python3 -c "print(round($(date +%s.%N)-$start,2))")s"
+check "all real servers ready in their eras" expect_states "$WORK/servers.out" \
+  everything=2025-11-25 filesystem=2025-11-25 memory=2025-11-25 everything-http=2025-11-25 \
+  time=2026-07-28 git=2026-07-28 fastmcp=2026-07-28
+
+echo_out="$("$HOST" call everything echo --args '{"message":"hi"}' "${CFG[@]}" 2>&1)"
+check "call everything echo prints hi" grep -q "hi" <<<"$echo_out"
+echo "  $echo_out"
+time_out="$("$HOST" call time get_current_time --args '{"timezone":"UTC"}' "${CFG[@]}" 2>&1)"
+check "call time get_current_time prints a time" grep -q '"datetime"' <<<"$time_out"
+add_out="$("$HOST" call fastmcp add --args '{"a":2,"b":40}' "${CFG[@]}" 2>&1)"
+check "call fastmcp add (2026-07-28) works" grep -q "42" <<<"$add_out"
+http_out="$("$HOST" call everything-http echo --args '{"message":"over http"}' "${CFG[@]}" 2>&1)"
+check "call over Streamable HTTP works" grep -q "over http" <<<"$http_out"
+
+printf '{\n  "mcpServers": {\n    "broken": {"command": "x",,}\n  }\n}\n' >"$WORK/bad.json"
+cat >"$WORK/missing.json" <<JSON
+{"mcpServers": {
+  "missing": {"command": "no-such-mcp-server-anywhere"},
+  "time": {"command": "$DEPS/venv/bin/mcp-server-time"},
+  "memory": {"command": "node", "args": ["$NM/server-memory/dist/index.js"], "env": {"MEMORY_FILE_PATH": "$WORK/memory.jsonl"}}
+}}
+JSON
+"$HOST" servers --json --strict-mcp-config --mcp-config "$WORK/bad.json" --mcp-config "$WORK/missing.json" \
+  >"$WORK/bad.out" 2>"$WORK/bad.err"
+check "bad JSON and a missing command leave the others ready" expect_states "$WORK/bad.out" \
+  time=2026-07-28 memory=2025-11-25
+check "the bad file's error names file and line" grep -q "bad.json:3:" "$WORK/bad.err"
+check "the missing command is failed with a clear reason" python3 - "$WORK/bad.out" <<'PY'
+import json, sys
+r = {x["name"]: x for x in json.load(open(sys.argv[1]))}["missing"]
+print("  missing:", r["state"], "-", r["error"])
+sys.exit(0 if r["state"] == "failed" and "no-such-mcp-server-anywhere" in r["error"] else 1)
+PY
+sed 's/^/  stderr: /' "$WORK/bad.err"
+
+echo "interop: $pass passed, $fail failed"
+[ "$fail" = 0 ]

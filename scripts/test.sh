@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# The whole test suite: installs the real MCP servers and the conformance suite (cached),
+# then runs the Rust tests, the interop test against real servers, and the conformance
+# scenarios. Works on a fresh machine with the Rust toolchain, Node 20, Python 3 and git.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+scripts/install-test-deps.sh
+cargo test --workspace --locked
+scripts/interop.sh
+scripts/conformance.sh
