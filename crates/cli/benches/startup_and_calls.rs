@@ -13,7 +13,9 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 fn setups(n: usize, era: &str) -> Vec<ServerSetup> {
-    let fake = mcp_host_testkit::fake_server().to_string_lossy().into_owned();
+    let fake = mcp_host_testkit::fake_server()
+        .to_string_lossy()
+        .into_owned();
     (0..n)
         .map(|i| {
             let raw = RawServer {
@@ -49,7 +51,9 @@ fn options() -> ManagerOptions {
 async fn all_ready(m: &Manager) {
     for id in m.ids().cloned().collect::<Vec<_>>() {
         let mut rx = m.watch(&id).unwrap();
-        rx.wait_for(|s| s.state == ServerState::Ready).await.unwrap();
+        rx.wait_for(|s| s.state == ServerState::Ready)
+            .await
+            .unwrap();
     }
 }
 
@@ -90,7 +94,10 @@ async fn calls(era: &str, count: usize) -> Histogram<u64> {
 }
 
 fn main() {
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     rt.block_on(async {
         println!("| servers | era | start-to-ready median (ms) | best (ms) |");
         println!("|---|---|---|---|");

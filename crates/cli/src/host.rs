@@ -12,9 +12,12 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio_util::sync::CancellationToken;
 
 /// The host's view of its world for one command.
 pub struct Host {
+    /// Cancelled on SIGINT/SIGTERM.
+    pub interrupted: CancellationToken,
     pub env: Arc<BTreeMap<String, String>>,
     pub paths: ConfigPaths,
     pub config: LoadedConfig,
@@ -22,6 +25,7 @@ pub struct Host {
 
 impl Host {
     pub fn load(args: &ConfigArgs) -> anyhow::Result<Self> {
+        let interrupted = interrupt_token()?;
         let env: BTreeMap<String, String> = std::env::vars().collect();
         let lookup = |k: &str| env.get(k).cloned();
         let cwd = std::env::current_dir().context("cannot read the current directory")?;
@@ -41,6 +45,7 @@ impl Host {
             }
         }
         Ok(Self {
+            interrupted,
             env: Arc::new(env),
             paths,
             config,
@@ -124,17 +129,21 @@ impl Host {
     }
 }
 
-/// Resolves on SIGINT or SIGTERM.
-pub async fn interrupted() {
+/// A token cancelled on the first SIGINT or SIGTERM. The handlers are installed before this
+/// returns, so a signal that arrives while servers are still starting is not lost (and does
+/// not kill the host before it can stop them).
+pub fn interrupt_token() -> anyhow::Result<CancellationToken> {
     use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut int), Ok(mut term)) = (
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::terminate()),
-    ) else {
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = int.recv() => {}
-        _ = term.recv() => {}
-    }
+    let mut int = signal(SignalKind::interrupt()).context("cannot install the SIGINT handler")?;
+    let mut term = signal(SignalKind::terminate()).context("cannot install the SIGTERM handler")?;
+    let token = CancellationToken::new();
+    let fire = token.clone();
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = int.recv() => {}
+            _ = term.recv() => {}
+        }
+        fire.cancel();
+    });
+    Ok(token)
 }

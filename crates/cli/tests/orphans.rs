@@ -204,3 +204,27 @@ fn the_next_host_ends_what_a_killed_supervisor_left_behind() {
         );
     }
 }
+
+#[test]
+fn sigint_cancels_the_call_stops_the_servers_and_exits_130() {
+    let sb = Sandbox::new();
+    let (m1, m2) = marks();
+    let log = sb.path().join("spawn.log");
+    let cfg = family_config(&sb, m1, m2, &log);
+    let mut host = start_long_call(&sb, &cfg);
+    wait_for(
+        "the server family to start",
+        Duration::from_secs(15),
+        || sleepers(m1).len() == 1 && sleepers(m2).len() == 1 && server_pid(&log).is_some(),
+    );
+    let server = server_pid(&log).unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(host.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let status = host.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    // The host waited for its servers: nothing is left the moment it returns.
+    assert!(!alive(server) && sleepers(m1).is_empty() && sleepers(m2).is_empty());
+}

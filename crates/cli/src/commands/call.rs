@@ -10,7 +10,6 @@ use mcp_host_core::ServerId;
 use serde_json::{Map, Value};
 use std::io::Read;
 use std::process::ExitCode;
-use tokio_util::sync::CancellationToken;
 
 fn parse_args(raw: Option<&str>) -> anyhow::Result<Option<Map<String, Value>>> {
     let text = match raw {
@@ -49,10 +48,9 @@ pub async fn run(host: &Host, args: CallArgs) -> anyhow::Result<ExitCode> {
     let manager = host.start(Some(&args.server))?;
     let limit = host.settle_limit();
     let id = ServerId::new(&args.server);
-    with_manager(manager, async move |m| {
+    with_manager(host, manager, async move |m, cancel| {
         m.wait_settled(limit).await;
-        let cancel = CancellationToken::new();
-        let outcome = match m.call(&id, &args.tool, arguments, &cancel).await {
+        let outcome = match m.call(&id, &args.tool, arguments, cancel).await {
             Ok(o) => o,
             Err(e) => {
                 let detail = m

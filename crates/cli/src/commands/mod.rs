@@ -7,9 +7,11 @@ mod servers;
 mod tools;
 
 use crate::cli::{Cli, Command};
-use crate::host::{Host, interrupted};
+use crate::host::Host;
 use mcp_host_client::Manager;
 use std::process::ExitCode;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
 
 pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let host = Host::load(&cli.config)?;
@@ -20,17 +22,29 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// Runs `work` against a started manager, then always shuts the manager down. A signal
-/// abandons the work (in-flight requests are cancelled by the shutdown) and exits 130.
-async fn with_manager<F>(manager: Manager, work: F) -> anyhow::Result<ExitCode>
+/// How long in-flight work gets to wind down (tell servers it was cancelled) after a signal.
+const CANCEL_GRACE: Duration = Duration::from_secs(2);
+
+/// Runs `work` against a started manager, then always shuts the manager down. On SIGINT or
+/// SIGTERM the work's cancellation token fires (in-flight requests send their cancellation),
+/// the work gets a moment to return, every server is stopped in parallel, and the exit
+/// status is 130.
+async fn with_manager<F>(host: &Host, manager: Manager, work: F) -> anyhow::Result<ExitCode>
 where
-    F: AsyncFnOnce(&Manager) -> anyhow::Result<ExitCode>,
+    F: AsyncFnOnce(&Manager, &CancellationToken) -> anyhow::Result<ExitCode>,
 {
-    let result = tokio::select! {
-        r = work(&manager) => r,
-        () = interrupted() => {
-            eprintln!("interrupted: stopping servers");
-            Ok(ExitCode::from(130))
+    let cancel = CancellationToken::new();
+    let result = {
+        let work = work(&manager, &cancel);
+        tokio::pin!(work);
+        tokio::select! {
+            r = &mut work => r,
+            () = host.interrupted.cancelled() => {
+                eprintln!("interrupted: cancelling and stopping servers");
+                cancel.cancel();
+                let _ = tokio::time::timeout(CANCEL_GRACE, work).await;
+                Ok(ExitCode::from(130))
+            }
         }
     };
     manager.shutdown().await;

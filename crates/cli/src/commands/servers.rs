@@ -29,7 +29,7 @@ pub async fn run(host: &Host, args: ServersArgs) -> anyhow::Result<ExitCode> {
     }
     let manager = host.start(None)?;
     let limit = host.settle_limit();
-    with_manager(manager, async move |m| {
+    with_manager(host, manager, async move |m, _cancel| {
         m.wait_settled(limit).await;
         let rows: Vec<Row> = m
             .ids()

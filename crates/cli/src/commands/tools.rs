@@ -16,7 +16,7 @@ pub async fn run(host: &Host, args: ToolsArgs) -> anyhow::Result<ExitCode> {
     }
     let manager = host.start(args.server.as_deref())?;
     let limit = host.settle_limit();
-    with_manager(manager, async move |m| {
+    with_manager(host, manager, async move |m, _cancel| {
         m.wait_settled(limit).await;
         let mut json_rows = Vec::new();
         let mut cells = Vec::new();
