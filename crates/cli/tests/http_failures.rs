@@ -1,0 +1,133 @@
+//! How the host treats a remote server that answers with an HTTP error: transient errors
+//! (5xx, refused) are retried on the first connection, 401/403 mean `needs_auth` at once,
+//! other 4xx fail at once. The server is a raw local HTTP responder that counts requests.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a panic is the failure report.
+
+use mcp_host_client::backoff::{Backoff, RetryPolicy};
+use mcp_host_client::{Manager, ManagerOptions, ServerSetup, SupervisorCommand};
+use mcp_host_config::{RawServer, Scope};
+use mcp_host_core::{ServerId, ServerState, TransportKind};
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+/// Answers every request with `status` (and a challenge for 401); returns URL and counter.
+fn responder(status: u16) -> (String, Arc<AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let count = Arc::new(AtomicUsize::new(0));
+    let seen = count.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut s) = stream else { continue };
+            let mut buf = [0u8; 65536];
+            let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+            if s.read(&mut buf).unwrap_or(0) == 0 {
+                continue;
+            }
+            seen.fetch_add(1, Ordering::SeqCst);
+            let extra = if status == 401 {
+                "WWW-Authenticate: Bearer resource_metadata=\"http://127.0.0.1/.well-known/oauth-protected-resource\"\r\n"
+            } else {
+                ""
+            };
+            let body = "oops";
+            let _ = write!(
+                s,
+                "HTTP/1.1 {status} X\r\n{extra}Content-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    (url, count)
+}
+
+fn http_setup(name: &str, url: &str) -> ServerSetup {
+    let raw = RawServer {
+        kind: Some("http".into()),
+        url: Some(url.into()),
+        timeout: Some(5000),
+        ..RawServer::default()
+    };
+    ServerSetup {
+        id: ServerId::new(name),
+        transport: TransportKind::Http,
+        spec: Some(raw.to_spec(name, Scope::Flag, &|_| None).unwrap()),
+        initial: ServerState::Starting,
+    }
+}
+
+fn options() -> ManagerOptions {
+    ManagerOptions {
+        supervisor: SupervisorCommand {
+            program: env!("CARGO_BIN_EXE_mcp-host").into(),
+            grace: Duration::from_millis(500),
+            record_dir: None,
+        },
+        host_env: Arc::new(Default::default()),
+        retry: RetryPolicy {
+            backoff: Backoff {
+                base: Duration::from_millis(20),
+                max: Duration::from_millis(50),
+                jitter: 0.0,
+            },
+            ..RetryPolicy::default()
+        },
+        http_client: mcp_host_client::http_client(Duration::from_secs(2)).unwrap(),
+    }
+}
+
+#[tokio::test]
+async fn http_errors_are_retried_only_when_transient() {
+    let (url_503, n_503) = responder(503);
+    let (url_401, n_401) = responder(401);
+    let (url_404, n_404) = responder(404);
+    // A port that was bound and released: connection refused.
+    let refused = {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}/mcp", l.local_addr().unwrap())
+    };
+    let m = Manager::start(
+        vec![
+            http_setup("unavailable", &url_503),
+            http_setup("unauthorized", &url_401),
+            http_setup("not_found", &url_404),
+            http_setup("refused", &refused),
+        ],
+        options(),
+    );
+    assert!(
+        m.wait_settled(Duration::from_secs(30)).await,
+        "every server settles"
+    );
+    let state = |n: &str| m.status(&ServerId::new(n)).unwrap();
+
+    let auth = state("unauthorized");
+    assert_eq!(auth.state.label(), "needs_auth", "{auth:?}");
+    assert_eq!(auth.restarts, 0);
+    let nf = state("not_found");
+    assert_eq!(nf.state.label(), "failed", "{nf:?}");
+    assert_eq!(nf.restarts, 0, "404 is not retried: {nf:?}");
+    for name in ["unavailable", "refused"] {
+        let s = state(name);
+        assert_eq!(s.state.label(), "failed", "{name}: {s:?}");
+        assert_eq!(
+            s.restarts, 3,
+            "{name}: first connection retried 3 times: {s:?}"
+        );
+    }
+    let (a, b, c) = (
+        n_503.load(Ordering::SeqCst),
+        n_401.load(Ordering::SeqCst),
+        n_404.load(Ordering::SeqCst),
+    );
+    assert!(a >= 4, "503: one request per attempt at least, got {a}");
+    assert!(
+        b >= 1 && c >= 1 && b < a && c < a,
+        "401 {b} and 404 {c} are not retried like 503 {a}"
+    );
+    m.shutdown().await;
+}
