@@ -234,19 +234,32 @@ async fn cancelling_a_call_returns_at_once() {
 }
 
 #[tokio::test]
-async fn list_changed_refreshes_the_tool_list() {
+async fn list_changed_refreshes_the_tool_list_in_both_eras() {
+    // Legacy servers push the notification; modern ones only on the listen stream we open.
     let m = Manager::start(
-        vec![setup("g", &["--era", "legacy"], 5000, 5000)],
+        vec![
+            setup("old", &["--era", "legacy"], 5000, 5000),
+            setup("new", &["--era", "modern"], 5000, 5000),
+        ],
         options(),
     );
-    wait_until(&m, "g", is("ready")).await;
-    assert_eq!(m.status(&ServerId::new("g")).unwrap().tool_count, 9);
-    m.call(&ServerId::new("g"), "grow", None, &CancellationToken::new())
-        .await
-        .unwrap();
-    wait_until(&m, "g", |s| s.tool_count == 10).await;
-    let tools = m.tools(&ServerId::new("g")).unwrap();
-    assert!(tools.tools.iter().any(|t| t.name == "grown"));
+    for name in ["old", "new"] {
+        wait_until(&m, name, is("ready")).await;
+        let id = ServerId::new(name);
+        assert_eq!(m.status(&id).unwrap().tool_count, 9);
+        m.call(&id, "grow", None, &CancellationToken::new())
+            .await
+            .unwrap();
+        wait_until(&m, name, |s| s.tool_count == 10).await;
+        assert!(
+            m.tools(&id)
+                .unwrap()
+                .tools
+                .iter()
+                .any(|t| t.name == "grown"),
+            "{name}"
+        );
+    }
     m.shutdown().await;
 }
 

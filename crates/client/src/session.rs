@@ -9,7 +9,8 @@ use crate::stdio::{ProcessExit, SpawnError, StdioLaunch, StdioProcess, Superviso
 use mcp_host_core::{CallOutcome, Era, ToolDescriptor, ToolIssue};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, ClientCapabilities, ClientConfig, ClientRequest,
-    Implementation, ListToolsRequest, PaginatedRequestParams, ProtocolVersion, ServerResult,
+    Implementation, ListToolsRequest, PaginatedRequestParams, ProtocolVersion, ServerNotification,
+    ServerResult, SubscriptionFilter,
 };
 use rmcp::service::{
     ClientInitializeError, ClientLifecycleMode, NotificationContext, PeerRequestOptions,
@@ -306,6 +307,18 @@ impl Session {
             .peer()
             .set_response_cache_config(rmcp::service::ClientCacheConfig::disabled())
             .await;
+        let listens = era.is_modern()
+            && service.peer().peer_info().is_some_and(|i| {
+                i.capabilities.tools.as_ref().and_then(|t| t.list_changed) == Some(true)
+            });
+        if listens {
+            let peer = service.peer().clone();
+            tokio::spawn(listen_for_tool_changes(
+                peer,
+                tools_changed.clone(),
+                closed.clone(),
+            ));
+        }
         let stderr = process.as_ref().map(|p| p.stderr.clone());
         let process = std::sync::Mutex::new(process);
         Ok(Self {
@@ -469,6 +482,34 @@ impl Session {
         };
         p.stderr_closed().await;
         (format!("server {how}"), p.stderr_tail(5))
+    }
+}
+
+/// In 2026-07-28 a server pushes `tools/list_changed` only on a `subscriptions/listen` stream
+/// the client opened; this keeps one open for the life of the session.
+async fn listen_for_tool_changes(
+    peer: rmcp::service::Peer<RoleClient>,
+    tools_changed: Arc<Notify>,
+    closed: CancellationToken,
+) {
+    let filter = SubscriptionFilter::builder().tools_list_changed().build();
+    let opened = tokio::select! {
+        r = tokio::time::timeout(Duration::from_secs(10), peer.listen(filter)) => r,
+        () = closed.cancelled() => return,
+    };
+    let Ok(Ok(mut subscription)) = opened else {
+        tracing::debug!("server declared tools.listChanged but refused subscriptions/listen");
+        return;
+    };
+    loop {
+        tokio::select! {
+            n = subscription.next() => match n {
+                Ok(Some(ServerNotification::ToolListChangedNotification(_))) => tools_changed.notify_one(),
+                Ok(Some(_)) => {}
+                Ok(None) | Err(_) => break,
+            },
+            () = closed.cancelled() => break,
+        }
     }
 }
 

@@ -94,6 +94,8 @@ struct Server {
     out: Arc<Mutex<std::io::Stdout>>,
     locked: Locked,
     grown: bool,
+    /// The id of an open `subscriptions/listen` request (modern era).
+    listen: Option<Value>,
 }
 
 fn main() {
@@ -121,6 +123,7 @@ fn main() {
         out: Arc::new(Mutex::new(std::io::stdout())),
         locked: Locked::None,
         grown: false,
+        listen: None,
     };
     let stdin = std::io::stdin();
     let mut first = true;
@@ -207,6 +210,14 @@ impl Server {
             "ping" => self.reply(id, json!({})),
             "tools/list" => self.tools_list(id, &params),
             "tools/call" => self.tools_call(id, &params),
+            "subscriptions/listen" => {
+                let meta = json!({"io.modelcontextprotocol/subscriptionId": id});
+                self.send(
+                    json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+                    "params": {"notifications": {"toolsListChanged": true}, "_meta": meta}}),
+                );
+                self.listen = Some(id);
+            }
             "notifications/initialized" => {}
             _ => self.error(id, -32601, "Method not found", None),
         }
@@ -344,7 +355,17 @@ impl Server {
             "grow" => {
                 self.grown = true;
                 self.reply(id, text("grown".into()));
-                self.send(json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}));
+                match (self.locked, &self.listen) {
+                    (Locked::Modern, Some(listen)) => {
+                        let meta = json!({"io.modelcontextprotocol/subscriptionId": listen});
+                        self.send(json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed", "params": {"_meta": meta}}));
+                    }
+                    // A modern server may only notify on a stream the client opened.
+                    (Locked::Modern, None) => {}
+                    _ => self.send(
+                        json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}),
+                    ),
+                }
             }
             "error" => self.reply(
                 id,
