@@ -254,7 +254,7 @@ async fn list_changed_refreshes_the_tool_list_in_both_eras() {
         assert!(
             m.tools(&id)
                 .unwrap()
-                .tools
+                .items
                 .iter()
                 .any(|t| t.name == "grown"),
             "{name}"
@@ -277,4 +277,22 @@ async fn shutdown_stops_everything_and_publishes_stopped() {
     let mut rx = m.watch(&ServerId::new("a")).unwrap();
     m.shutdown().await;
     assert_eq!(rx.borrow_and_update().state, ServerState::Stopped);
+}
+
+#[tokio::test]
+async fn prompts_and_resources_are_listed_across_pages_with_bad_entries_reported() {
+    let m = Manager::start(
+        vec![setup("p", &["--page-size", "2"], 5000, 5000)],
+        options(),
+    );
+    wait_until(&m, "p", is("ready")).await;
+    let id = ServerId::new("p");
+    let prompts = m.prompts(&id).await.unwrap();
+    let names: Vec<_> = prompts.items.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["greet", "plain"]);
+    assert_eq!(prompts.issues.len(), 1, "{:?}", prompts.issues);
+    let resources = m.resources(&id).await.unwrap();
+    assert_eq!(resources.items.len(), 5, "three pages of two");
+    assert!(resources.issues.is_empty());
+    m.shutdown().await;
 }

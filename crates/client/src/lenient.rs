@@ -3,17 +3,20 @@
 //! with an unknown content type keeps that block instead of failing the call. Works on raw
 //! JSON, so it does not care which protocol era or SDK type produced it.
 
-use mcp_host_core::{CallOutcome, Content, ToolDescriptor, ToolIssue};
+use mcp_host_core::{
+    CallOutcome, Content, ListIssue, PromptArgument, PromptDescriptor, ResourceDescriptor,
+    ToolDescriptor,
+};
 use serde_json::{Map, Value};
 
 /// The largest nesting depth accepted in a schema; deeper ones are reported, not used.
 pub const MAX_SCHEMA_DEPTH: usize = 64;
 
-/// One decoded `tools/list` page.
-#[derive(Debug, Default, PartialEq)]
-pub struct ToolPage {
-    pub tools: Vec<ToolDescriptor>,
-    pub issues: Vec<ToolIssue>,
+/// One decoded page of a `*/list` result.
+#[derive(Debug, PartialEq)]
+pub struct Page<T> {
+    pub items: Vec<T>,
+    pub issues: Vec<ListIssue>,
     pub next_cursor: Option<String>,
 }
 
@@ -29,40 +32,97 @@ fn depth(v: &Value) -> usize {
     }
 }
 
-pub fn parse_tool_page(result: &Value) -> Result<ToolPage, String> {
-    let obj = result
-        .as_object()
-        .ok_or("tools/list result is not an object")?;
-    let list = obj
-        .get("tools")
-        .and_then(Value::as_array)
-        .ok_or("tools/list result has no `tools` array")?;
-    let mut page = ToolPage {
+/// Decodes one page whose entries are in `result[key]`; an entry `item` rejects becomes an
+/// issue named by its `name` or `uri` (or index), and the rest of the page is kept.
+pub fn parse_page<T>(
+    result: &Value,
+    key: &str,
+    item: impl Fn(&Value) -> Result<T, String>,
+) -> Result<Page<T>, String> {
+    let obj = result.as_object().ok_or("list result is not an object")?;
+    let list = (obj.get(key).and_then(Value::as_array))
+        .ok_or_else(|| format!("list result has no `{key}` array"))?;
+    let mut page = Page {
+        items: Vec::with_capacity(list.len()),
+        issues: Vec::new(),
         // An empty-string cursor is a valid cursor; only absence ends the list.
         next_cursor: str_field(obj, "nextCursor"),
-        ..ToolPage::default()
     };
-    for (i, item) in list.iter().enumerate() {
-        match parse_tool(item) {
-            Ok(t) => page.tools.push(t),
+    for (i, entry) in list.iter().enumerate() {
+        match item(entry) {
+            Ok(t) => page.items.push(t),
             Err(reason) => {
-                let tool = item
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .map_or_else(|| format!("#{i}"), str::to_string);
-                page.issues.push(ToolIssue { tool, reason });
+                let label = ["name", "uri"]
+                    .iter()
+                    .find_map(|k| entry.get(*k).and_then(Value::as_str));
+                let item = label.map_or_else(|| format!("#{i}"), str::to_string);
+                page.issues.push(ListIssue { item, reason });
             }
         }
     }
     Ok(page)
 }
 
+pub fn parse_tool_page(result: &Value) -> Result<Page<ToolDescriptor>, String> {
+    parse_page(result, "tools", parse_tool)
+}
+
+pub fn parse_prompt_page(result: &Value) -> Result<Page<PromptDescriptor>, String> {
+    parse_page(result, "prompts", parse_prompt)
+}
+
+pub fn parse_resource_page(result: &Value) -> Result<Page<ResourceDescriptor>, String> {
+    parse_page(result, "resources", parse_resource)
+}
+
+fn required_name(obj: &Map<String, Value>, key: &str) -> Result<String, String> {
+    match str_field(obj, key) {
+        Some(n) if !n.is_empty() => Ok(n),
+        Some(_) => Err(format!("empty `{key}`")),
+        None => Err(format!("missing or non-string `{key}`")),
+    }
+}
+
+fn parse_prompt(item: &Value) -> Result<PromptDescriptor, String> {
+    let obj = item.as_object().ok_or("entry is not an object")?;
+    let arguments = match obj.get("arguments") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(args)) => args
+            .iter()
+            .map(|a| {
+                let a = a.as_object().ok_or("an argument is not an object")?;
+                Ok(PromptArgument {
+                    name: required_name(a, "name")?,
+                    description: str_field(a, "description"),
+                    required: a.get("required").and_then(Value::as_bool).unwrap_or(false),
+                })
+            })
+            .collect::<Result<_, String>>()?,
+        Some(_) => return Err("`arguments` is not an array".into()),
+    };
+    Ok(PromptDescriptor {
+        name: required_name(obj, "name")?,
+        title: str_field(obj, "title"),
+        description: str_field(obj, "description"),
+        arguments,
+    })
+}
+
+fn parse_resource(item: &Value) -> Result<ResourceDescriptor, String> {
+    let obj = item.as_object().ok_or("entry is not an object")?;
+    let uri = required_name(obj, "uri")?;
+    Ok(ResourceDescriptor {
+        name: str_field(obj, "name").unwrap_or_else(|| uri.clone()),
+        uri,
+        title: str_field(obj, "title"),
+        description: str_field(obj, "description"),
+        mime_type: str_field(obj, "mimeType"),
+    })
+}
+
 fn parse_tool(item: &Value) -> Result<ToolDescriptor, String> {
     let obj = item.as_object().ok_or("entry is not an object")?;
-    let name = str_field(obj, "name").ok_or("missing or non-string `name`")?;
-    if name.is_empty() {
-        return Err("empty `name`".into());
-    }
+    let name = required_name(obj, "name")?;
     let input_schema = match obj.get("inputSchema") {
         Some(s @ Value::Object(m)) => {
             if m.get("type").is_some_and(|t| t != "object") {
@@ -162,9 +222,9 @@ mod tests {
             {"name": "ok2", "inputSchema": {"type": "object"}, "icons": "weird", "x-extra": 1}
         ], "nextCursor": ""}))
         .unwrap();
-        let names: Vec<_> = page.tools.iter().map(|t| t.name.as_str()).collect();
+        let names: Vec<_> = page.items.iter().map(|t| t.name.as_str()).collect();
         assert_eq!(names, ["good", "ok2"]);
-        let issues: Vec<_> = page.issues.iter().map(|i| i.tool.as_str()).collect();
+        let issues: Vec<_> = page.issues.iter().map(|i| i.item.as_str()).collect();
         assert_eq!(issues, ["no_schema", "bad_root", "#3", "#4"]);
         assert_eq!(
             page.next_cursor.as_deref(),
@@ -181,8 +241,31 @@ mod tests {
         }
         let page =
             parse_tool_page(&json!({"tools": [{"name": "deep", "inputSchema": schema}]})).unwrap();
-        assert!(page.tools.is_empty());
+        assert!(page.items.is_empty());
         assert!(page.issues[0].reason.contains("deeper"));
+    }
+
+    #[test]
+    fn prompts_and_resources_are_decoded_leniently_too() {
+        let prompts = parse_prompt_page(&json!({"prompts": [
+            {"name": "p", "arguments": [{"name": "x", "required": true}]},
+            {"name": "bad", "arguments": [{"description": "no name"}]},
+            {"title": "nameless"}
+        ]}))
+        .unwrap();
+        assert_eq!(prompts.items.len(), 1);
+        assert!(prompts.items[0].arguments[0].required);
+        assert_eq!(prompts.issues.len(), 2);
+        let resources = parse_resource_page(&json!({"resources": [
+            {"uri": "file:///a", "mimeType": "text/plain"}, {"name": "no uri"}
+        ], "nextCursor": "2"}))
+        .unwrap();
+        assert_eq!(
+            resources.items[0].name, "file:///a",
+            "name defaults to the uri"
+        );
+        assert_eq!(resources.issues[0].item, "no uri");
+        assert_eq!(resources.next_cursor.as_deref(), Some("2"));
     }
 
     #[test]

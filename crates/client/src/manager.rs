@@ -4,10 +4,13 @@
 //! order on shutdown. A server that fails, hangs or lies affects only its own task.
 
 use crate::backoff::{Next, Retrier, RetryPolicy};
-use crate::session::{ConnectError, Endpoint, EraChoice, RequestError, Session, ToolList};
+use crate::session::{ConnectError, Endpoint, EraChoice, Listing, RequestError, Session, ToolList};
 use crate::stdio::{StdioLaunch, SupervisorCommand};
 use mcp_host_config::{ServerSpec, Transport};
-use mcp_host_core::{CallOutcome, ServerId, ServerState, ServerStatus, TransportKind};
+use mcp_host_core::{
+    CallOutcome, PromptDescriptor, ResourceDescriptor, ServerId, ServerState, ServerStatus,
+    TransportKind,
+};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
@@ -159,25 +162,53 @@ impl Manager {
         arguments: Option<Map<String, Value>>,
         cancel: &CancellationToken,
     ) -> Result<CallOutcome, CallError> {
+        let (session, spec) = self.session(id)?;
+        let r = session
+            .call_tool(tool, arguments, spec.tool_timeout, cancel)
+            .await;
+        r.map_err(|source| CallError::Request {
+            server: id.to_string(),
+            source,
+        })
+    }
+
+    /// The ready session of a server, or why there is none.
+    fn session(&self, id: &ServerId) -> Result<(Arc<Session>, &ServerSpec), CallError> {
         let slot = self
             .slots
             .get(id)
             .ok_or_else(|| CallError::UnknownServer(id.to_string()))?;
         let session = slot.session.read().ok().and_then(|s| s.clone());
-        let (Some(session), Some(spec)) = (session, slot.spec.as_ref()) else {
-            let state = slot.status.borrow().state.label().to_string();
-            return Err(CallError::NotReady {
-                server: id.to_string(),
-                state,
-            });
-        };
-        session
-            .call_tool(tool, arguments, spec.tool_timeout, cancel)
-            .await
-            .map_err(|source| CallError::Request {
-                server: id.to_string(),
-                source,
-            })
+        match (session, slot.spec.as_ref()) {
+            (Some(session), Some(spec)) => Ok((session, spec)),
+            _ => {
+                let state = slot.status.borrow().state.label().to_string();
+                Err(CallError::NotReady {
+                    server: id.to_string(),
+                    state,
+                })
+            }
+        }
+    }
+
+    /// Lists a ready server's prompts (fetched now; prompts are not cached yet).
+    pub async fn prompts(&self, id: &ServerId) -> Result<Listing<PromptDescriptor>, CallError> {
+        let (session, spec) = self.session(id)?;
+        let r = session.list_prompts(spec.startup_timeout).await;
+        r.map_err(|source| CallError::Request {
+            server: id.to_string(),
+            source,
+        })
+    }
+
+    /// Lists a ready server's resources (fetched now; resources are not cached yet).
+    pub async fn resources(&self, id: &ServerId) -> Result<Listing<ResourceDescriptor>, CallError> {
+        let (session, spec) = self.session(id)?;
+        let r = session.list_resources(spec.startup_timeout).await;
+        r.map_err(|source| CallError::Request {
+            server: id.to_string(),
+            source,
+        })
     }
 
     /// Stops every server in parallel, in the spec's order, and waits for all of them.
@@ -345,9 +376,9 @@ impl Runner {
     async fn refresh_tools(&self, session: &Session) -> Result<(), RequestError> {
         let list = session.list_tools(self.spec.startup_timeout).await?;
         for issue in &list.issues {
-            tracing::warn!(server = %self.spec.name, tool = %issue.tool, reason = %issue.reason, "tool skipped");
+            tracing::warn!(server = %self.spec.name, tool = %issue.item, reason = %issue.reason, "tool skipped");
         }
-        let count = list.tools.len();
+        let count = list.items.len();
         if let Ok(mut t) = self.slot.tools.write() {
             *t = Arc::new(list);
         }

@@ -4,13 +4,15 @@
 //! gives up on, follows cursors with caps, and decodes results leniently.
 
 use crate::http::{self, HttpFailure};
-use crate::lenient::{self, ToolPage};
+use crate::lenient::{self, Page};
 use crate::stdio::{ProcessExit, SpawnError, StdioLaunch, StdioProcess, SupervisorCommand};
-use mcp_host_core::{CallOutcome, Era, ToolDescriptor, ToolIssue};
+use mcp_host_core::{
+    CallOutcome, Era, ListIssue, PromptDescriptor, ResourceDescriptor, ToolDescriptor,
+};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, ClientCapabilities, ClientConfig, ClientRequest,
-    Implementation, ListToolsRequest, PaginatedRequestParams, ProtocolVersion, ServerNotification,
-    ServerResult, SubscriptionFilter,
+    Implementation, ListPromptsRequest, ListResourcesRequest, ListToolsRequest,
+    PaginatedRequestParams, ProtocolVersion, ServerNotification, ServerResult, SubscriptionFilter,
 };
 use rmcp::service::{
     ClientInitializeError, ClientLifecycleMode, NotificationContext, PeerRequestOptions,
@@ -30,7 +32,7 @@ use tokio_util::sync::CancellationToken;
 pub const MAX_STDIO_LINE: usize = 16 * 1024 * 1024;
 /// Pagination caps: a hostile server must not keep the host listing forever.
 pub const MAX_LIST_PAGES: usize = 100;
-pub const MAX_TOOLS_PER_SERVER: usize = 5000;
+pub const MAX_LIST_ENTRIES: usize = 5000;
 
 /// Where a server lives.
 #[derive(Clone, Debug)]
@@ -110,11 +112,45 @@ pub enum RequestError {
     NeedsAuth,
 }
 
-/// Decoded tools of one server.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct ToolList {
-    pub tools: Vec<ToolDescriptor>,
-    pub issues: Vec<ToolIssue>,
+/// Everything a `*/list` call returned across pages, and what was left out and why.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Listing<T> {
+    pub items: Vec<T>,
+    pub issues: Vec<ListIssue>,
+}
+
+impl<T> Default for Listing<T> {
+    fn default() -> Self {
+        Self {
+            items: Vec::new(),
+            issues: Vec::new(),
+        }
+    }
+}
+
+pub type ToolList = Listing<ToolDescriptor>;
+
+/// The identity an entry is deduplicated by within one server's list.
+pub trait Listed {
+    fn key(&self) -> &str;
+}
+
+impl Listed for ToolDescriptor {
+    fn key(&self) -> &str {
+        &self.name
+    }
+}
+
+impl Listed for PromptDescriptor {
+    fn key(&self) -> &str {
+        &self.name
+    }
+}
+
+impl Listed for ResourceDescriptor {
+    fn key(&self) -> &str {
+        &self.uri
+    }
 }
 
 /// Receives server→host callbacks for one server.
@@ -390,13 +426,44 @@ impl Session {
         Err(why)
     }
 
-    /// Every tool, following cursors with a page cap and loop detection. Each page gets
-    /// `page_timeout`.
+    /// Every tool, following cursors (see [`Session::paginate`]).
     pub async fn list_tools(&self, page_timeout: Duration) -> Result<ToolList, RequestError> {
+        let request = |p| ClientRequest::ListToolsRequest(ListToolsRequest::with_param(p));
+        self.paginate(request, lenient::parse_tool_page, page_timeout)
+            .await
+    }
+
+    pub async fn list_prompts(
+        &self,
+        page_timeout: Duration,
+    ) -> Result<Listing<PromptDescriptor>, RequestError> {
+        let request = |p| ClientRequest::ListPromptsRequest(ListPromptsRequest::with_param(p));
+        self.paginate(request, lenient::parse_prompt_page, page_timeout)
+            .await
+    }
+
+    pub async fn list_resources(
+        &self,
+        page_timeout: Duration,
+    ) -> Result<Listing<ResourceDescriptor>, RequestError> {
+        let request = |p| ClientRequest::ListResourcesRequest(ListResourcesRequest::with_param(p));
+        self.paginate(request, lenient::parse_resource_page, page_timeout)
+            .await
+    }
+
+    /// Follows `nextCursor` until it is absent, with a page cap, cursor-loop detection, an
+    /// entry cap and duplicate detection; each page gets `page_timeout`. What is cut off is
+    /// reported as an issue, never silently.
+    async fn paginate<T: Listed>(
+        &self,
+        request: impl Fn(PaginatedRequestParams) -> ClientRequest,
+        parse: fn(&Value) -> Result<Page<T>, String>,
+        page_timeout: Duration,
+    ) -> Result<Listing<T>, RequestError> {
         let never = CancellationToken::new();
-        let mut out = ToolList::default();
+        let mut out = Listing::default();
         let mut seen_cursors = HashSet::new();
-        let mut seen_names = HashSet::new();
+        let mut seen_keys = HashSet::new();
         let mut cursor: Option<String> = None;
         for page_no in 1..=MAX_LIST_PAGES + 1 {
             if page_no > MAX_LIST_PAGES {
@@ -405,20 +472,20 @@ impl Session {
                 break;
             }
             let params = PaginatedRequestParams::default().with_cursor(cursor.clone());
-            let req = ClientRequest::ListToolsRequest(ListToolsRequest::with_param(params));
-            let result = self.request(req, page_timeout, &never).await?;
-            let page: ToolPage =
-                lenient::parse_tool_page(&to_value(&result)?).map_err(RequestError::Protocol)?;
+            let result = self.request(request(params), page_timeout, &never).await?;
+            let page = parse(&to_value(&result)?).map_err(RequestError::Protocol)?;
             out.issues.extend(page.issues);
-            for t in page.tools {
-                if out.tools.len() >= MAX_TOOLS_PER_SERVER {
-                    out.issues
-                        .push(issue(&t.name, format!("over {MAX_TOOLS_PER_SERVER} tools")));
-                } else if seen_names.insert(t.name.clone()) {
-                    out.tools.push(t);
+            for item in page.items {
+                if out.items.len() >= MAX_LIST_ENTRIES {
+                    out.issues.push(issue(
+                        item.key(),
+                        format!("over {MAX_LIST_ENTRIES} entries"),
+                    ));
+                } else if seen_keys.insert(item.key().to_string()) {
+                    out.items.push(item);
                 } else {
                     out.issues
-                        .push(issue(&t.name, "duplicate tool name; first kept".into()));
+                        .push(issue(item.key(), "duplicate; the first one is kept".into()));
                 }
             }
             match page.next_cursor {
@@ -513,9 +580,9 @@ async fn listen_for_tool_changes(
     }
 }
 
-fn issue(tool: &str, reason: String) -> ToolIssue {
-    ToolIssue {
-        tool: tool.to_string(),
+fn issue(item: &str, reason: String) -> ListIssue {
+    ListIssue {
+        item: item.to_string(),
         reason,
     }
 }

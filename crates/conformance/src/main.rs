@@ -54,7 +54,7 @@ async fn run_scenario(session: &Session, scenario: &str) -> anyhow::Result<()> {
         "sse-retry" => call("test_reconnection", json!({})).await,
         // initialize and anything else: connecting and listing is the whole job.
         _ => {
-            eprintln!("{} tools listed", tools.tools.len());
+            eprintln!("{} tools listed", tools.items.len());
             Ok(())
         }
     }

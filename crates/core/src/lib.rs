@@ -8,4 +8,7 @@ pub mod state;
 pub mod types;
 
 pub use state::{Era, ServerState, ServerStatus, TransportKind};
-pub use types::{CallOutcome, Content, ServerId, ToolDescriptor, ToolIssue};
+pub use types::{
+    CallOutcome, Content, ListIssue, PromptArgument, PromptDescriptor, ResourceDescriptor,
+    ServerId, ToolDescriptor,
+};

@@ -43,12 +43,40 @@ pub struct ToolDescriptor {
     pub annotations: Option<Value>,
 }
 
-/// A tool entry the host could not accept, reported instead of silently dropped.
+/// A list entry (tool, prompt, resource) the host could not accept, or a problem with the
+/// listing itself; reported instead of silently dropped.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct ToolIssue {
-    /// The tool's name when it had a readable one, else its index in the list.
-    pub tool: String,
+pub struct ListIssue {
+    /// The entry's name (or URI) when it had a readable one, else `#index`; `*` for the list.
+    pub item: String,
     pub reason: String,
+}
+
+/// One prompt as a server declared it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PromptDescriptor {
+    pub name: String,
+    pub title: Option<String>,
+    pub description: Option<String>,
+    pub arguments: Vec<PromptArgument>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PromptArgument {
+    pub name: String,
+    pub description: Option<String>,
+    pub required: bool,
+}
+
+/// One resource as a server declared it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ResourceDescriptor {
+    pub uri: String,
+    pub name: String,
+    pub title: Option<String>,
+    pub description: Option<String>,
+    #[serde(rename = "mimeType")]
+    pub mime_type: Option<String>,
 }
 
 /// One content block of a tool result.

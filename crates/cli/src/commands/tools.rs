@@ -36,11 +36,11 @@ pub async fn run(host: &Host, args: ToolsArgs) -> anyhow::Result<ExitCode> {
             for issue in &list.issues {
                 eprintln!(
                     "warning: server `{id}`: tool `{}` skipped: {}",
-                    one_line(&issue.tool, 64),
+                    one_line(&issue.item, 64),
                     issue.reason
                 );
             }
-            for t in &list.tools {
+            for t in &list.items {
                 json_rows.push(json!({
                     "server": id.as_str(),
                     "tool": t.name,

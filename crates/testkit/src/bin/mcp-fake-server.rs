@@ -209,6 +209,20 @@ impl Server {
             }
             "ping" => self.reply(id, json!({})),
             "tools/list" => self.tools_list(id, &params),
+            "prompts/list" => {
+                let prompts = vec![
+                    json!({"name": "greet", "arguments": [{"name": "who", "required": true}]}),
+                    json!({"name": "plain"}),
+                    json!({"description": "a prompt without a name"}),
+                ];
+                self.paged(id, &params, "prompts", prompts)
+            }
+            "resources/list" => {
+                let resources = (0..5)
+                    .map(|i| json!({"uri": format!("mem://r{i}"), "name": format!("r{i}"), "mimeType": "text/plain"}))
+                    .collect();
+                self.paged(id, &params, "resources", resources)
+            }
             "tools/call" => self.tools_call(id, &params),
             "subscriptions/listen" => {
                 let meta = json!({"io.modelcontextprotocol/subscriptionId": id});
@@ -305,16 +319,20 @@ impl Server {
     }
 
     fn tools_list(&self, id: Value, params: &Value) {
-        let tools = self.all_tools();
+        self.paged(id, params, "tools", self.all_tools())
+    }
+
+    /// Answers a `*/list` request, split into pages of `--page-size` with numeric cursors.
+    fn paged(&self, id: Value, params: &Value, key: &str, tools: Vec<Value>) {
         let Some(size) = self.opts.page_size else {
-            return self.reply(id, json!({"tools": tools}));
+            return self.reply(id, json!({key: tools}));
         };
         let start: usize = params["cursor"]
             .as_str()
             .and_then(|c| c.parse().ok())
             .unwrap_or(0);
         let end = (start + size).min(tools.len());
-        let mut result = json!({"tools": tools[start.min(end)..end]});
+        let mut result = json!({key: tools[start.min(end)..end]});
         if self.opts.cursor_loop {
             result["nextCursor"] = json!("0");
         } else if end < tools.len() {
