@@ -5,6 +5,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 scripts/install-test-deps.sh
+cargo build --workspace --bins --locked   # the host's tests spawn mcp-host and mcp-fake-server
 cargo test --workspace --locked
 scripts/interop.sh
 scripts/conformance.sh

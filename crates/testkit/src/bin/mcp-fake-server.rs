@@ -196,9 +196,10 @@ impl Server {
         match method {
             "initialize" => self.initialize(id, &params),
             "server/discover" => self.discover(id),
-            _ if self.locked == Locked::None
-                && !modern_request
-                && self.opts.era != EraMode::Legacy =>
+            // Like the Python SDK: without a handshake, only enveloped requests are served.
+            _ if !modern_request
+                && (self.locked == Locked::Modern
+                    || (self.locked == Locked::None && self.opts.era != EraMode::Legacy)) =>
             {
                 self.error(
                     id,
