@@ -45,6 +45,7 @@ fn options() -> ManagerOptions {
         host_env: std::sync::Arc::new(std::env::vars().collect()),
         retry: RetryPolicy::default(),
         http_client: mcp_host_client::http_client(Duration::from_secs(2)).unwrap(),
+        health_interval: Duration::from_secs(30),
     }
 }
 

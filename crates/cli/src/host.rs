@@ -75,6 +75,7 @@ impl Host {
             host_env: self.env.clone(),
             retry: RetryPolicy::default(),
             http_client: mcp_host_client::http_client(Duration::from_secs(10))?,
+            health_interval: Duration::from_secs(30),
         };
         let setups = self
             .config

@@ -51,6 +51,7 @@ fn options() -> ManagerOptions {
             ..RetryPolicy::default()
         },
         http_client: mcp_host_client::http_client(Duration::from_secs(2)).unwrap(),
+        health_interval: Duration::from_secs(30),
     }
 }
 

@@ -77,6 +77,7 @@ fn options() -> ManagerOptions {
             ..RetryPolicy::default()
         },
         http_client: mcp_host_client::http_client(Duration::from_secs(2)).unwrap(),
+        health_interval: Duration::from_secs(30),
     }
 }
 
@@ -128,6 +129,69 @@ async fn http_errors_are_retried_only_when_transient() {
     assert!(
         b >= 1 && c >= 1 && b < a && c < a,
         "401 {b} and 404 {c} are not retried like 503 {a}"
+    );
+    m.shutdown().await;
+}
+
+/// Starts the fake server in HTTP mode; returns it and the port it listens on.
+fn fake_http(port: u16) -> (std::process::Child, u16) {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(mcp_host_testkit::fake_server())
+        .args(["--http", &port.to_string()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let port = line.trim().rsplit(':').next().unwrap().parse().unwrap();
+    (child, port)
+}
+
+async fn wait_for(m: &Manager, what: &str, cond: impl Fn(&mcp_host_core::ServerStatus) -> bool) {
+    let mut rx = m.watch(&ServerId::new("r")).unwrap();
+    let r = tokio::time::timeout(Duration::from_secs(20), rx.wait_for(|s| cond(s))).await;
+    assert!(
+        r.is_ok(),
+        "never {what}; now {:?}",
+        m.status(&ServerId::new("r"))
+    );
+}
+
+#[tokio::test]
+async fn a_remote_server_that_vanishes_is_reconnected_then_given_up_on() {
+    let (mut first, port) = fake_http(0);
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let mut opts = options();
+    opts.health_interval = Duration::from_millis(100);
+    opts.retry.backoff = Backoff {
+        base: Duration::from_millis(100),
+        max: Duration::from_millis(400),
+        jitter: 0.0,
+    };
+    let m = Manager::start(vec![http_setup("r", &url)], opts);
+    wait_for(&m, "ready", |s| s.state == ServerState::Ready).await;
+
+    first.kill().unwrap();
+    first.wait().unwrap();
+    wait_for(&m, "noticed the loss", |s| s.restarts >= 1).await;
+    let (mut second, _) = fake_http(port);
+    wait_for(&m, "reconnected", |s| {
+        s.state == ServerState::Ready && s.restarts >= 1
+    })
+    .await;
+    let restarts_before = m.status(&ServerId::new("r")).unwrap().restarts;
+
+    second.kill().unwrap();
+    second.wait().unwrap();
+    wait_for(&m, "failed", |s| s.state.label() == "failed").await;
+    let end = m.status(&ServerId::new("r")).unwrap();
+    assert_eq!(
+        end.restarts - restarts_before,
+        5,
+        "five reconnects, then failed: {end:?}"
     );
     m.shutdown().await;
 }

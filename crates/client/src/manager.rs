@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
-use tokio::sync::watch;
+use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -27,7 +27,13 @@ pub struct ManagerOptions {
     pub host_env: Arc<BTreeMap<String, String>>,
     pub retry: RetryPolicy,
     pub http_client: reqwest::Client,
+    /// How often an idle remote server is asked whether it is still there. A stdio server's
+    /// exit is seen directly; a remote one can vanish without closing anything.
+    pub health_interval: Duration,
 }
+
+/// How long a liveness check may take before the server counts as gone.
+const HEALTH_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// One configured server as the manager receives it.
 #[derive(Clone, Debug)]
@@ -58,6 +64,8 @@ struct Slot {
     status: watch::Receiver<ServerStatus>,
     session: RwLock<Option<Arc<Session>>>,
     tools: RwLock<Arc<ToolList>>,
+    /// Poked when a request failed in a way that suggests the server is gone.
+    suspect: Notify,
 }
 
 pub struct Manager {
@@ -98,6 +106,7 @@ impl Manager {
                 status: rx,
                 session: RwLock::new(None),
                 tools: RwLock::new(Arc::new(ToolList::default())),
+                suspect: Notify::new(),
             });
             if let Some(spec) = s.spec {
                 let endpoint = endpoint(&spec, &opts);
@@ -349,8 +358,14 @@ impl Runner {
             s.state = ServerState::Ready;
             s.era = Some(era);
         });
+        let remote = matches!(self.endpoint, Endpoint::Http { .. });
+        let every = self.opts.health_interval;
+        let mut health = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+        health.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let ended = loop {
-            tokio::select! {
+            let check = tokio::select! {
+                _ = health.tick(), if remote => true,
+                () = self.slot.suspect.notified() => true,
                 () = session.closed() => {
                     let (how, tail) = session.reap().await;
                     self.publish(|s| s.stderr_tail = tail);
@@ -360,11 +375,16 @@ impl Runner {
                     if let Err(e) = self.refresh_tools(&session).await {
                         tracing::warn!(server = %self.spec.name, error = %e, "tool refresh failed");
                     }
+                    false
                 }
                 () = stop.cancelled() => {
                     session.shutdown().await;
                     break Ended::Stopped;
                 }
+            };
+            if check && let Err(e) = session.check_alive(HEALTH_TIMEOUT).await {
+                session.shutdown().await;
+                break Ended::Lost(format!("the server stopped answering ({e})"));
             }
         };
         if let Ok(mut s) = self.slot.session.write() {

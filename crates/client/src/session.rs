@@ -11,8 +11,9 @@ use mcp_host_core::{
 };
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, ClientCapabilities, ClientConfig, ClientRequest,
-    Implementation, ListPromptsRequest, ListResourcesRequest, ListToolsRequest,
-    PaginatedRequestParams, ProtocolVersion, ServerNotification, ServerResult, SubscriptionFilter,
+    DiscoverRequest, DiscoverRequestParams, Implementation, ListPromptsRequest,
+    ListResourcesRequest, ListToolsRequest, PaginatedRequestParams, PingRequest, ProtocolVersion,
+    ServerNotification, ServerResult, SubscriptionFilter,
 };
 use rmcp::service::{
     ClientInitializeError, ClientLifecycleMode, NotificationContext, PeerRequestOptions,
@@ -424,6 +425,20 @@ impl Session {
         let _ =
             tokio::time::timeout(Duration::from_secs(1), handle.cancel(Some(reason.into()))).await;
         Err(why)
+    }
+
+    /// Asks whether the server is still there: `ping` in the legacy era, `server/discover`
+    /// in 2026-07-28 (which has no ping). An error *answer* still proves it is alive.
+    pub async fn check_alive(&self, timeout: Duration) -> Result<(), RequestError> {
+        let req = if self.era.is_modern() {
+            ClientRequest::DiscoverRequest(DiscoverRequest::new(DiscoverRequestParams {}))
+        } else {
+            ClientRequest::PingRequest(PingRequest::default())
+        };
+        match self.request(req, timeout, &CancellationToken::new()).await {
+            Ok(_) | Err(RequestError::Server { .. }) => Ok(()),
+            Err(e) => Err(e),
+        }
     }
 
     /// Every tool, following cursors (see [`Session::paginate`]).

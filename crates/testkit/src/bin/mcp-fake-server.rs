@@ -32,6 +32,9 @@ struct Opts {
     cursor_loop: bool,
     broken_tool: bool,
     start_delay: Duration,
+    /// Serve Streamable HTTP (stateless, JSON responses) on this port instead of stdio;
+    /// 0 picks a free port. The address is printed on stdout.
+    http_port: Option<u16>,
 }
 
 fn parse_opts() -> Opts {
@@ -43,6 +46,7 @@ fn parse_opts() -> Opts {
         cursor_loop: false,
         broken_tool: false,
         start_delay: Duration::ZERO,
+        http_port: None,
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -61,6 +65,7 @@ fn parse_opts() -> Opts {
             "--page-size" => o.page_size = val().parse().ok(),
             "--cursor-loop" => o.cursor_loop = true,
             "--broken-tool" => o.broken_tool = true,
+            "--http" => o.http_port = val().parse().ok(),
             "--start-delay-ms" => o.start_delay = Duration::from_millis(val().parse().unwrap_or(0)),
             "--spawn-log" => {
                 let path = val();
@@ -89,9 +94,25 @@ enum Locked {
     Broken,
 }
 
+/// Where replies go: stdout, or a buffer the HTTP loop reads back.
+type Out = Arc<Mutex<Box<dyn Write + Send>>>;
+
+#[derive(Clone, Default)]
+struct SharedBuf(Arc<Mutex<Vec<u8>>>);
+
+impl Write for SharedBuf {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 struct Server {
     opts: Opts,
-    out: Arc<Mutex<std::io::Stdout>>,
+    out: Out,
     locked: Locked,
     grown: bool,
     /// The id of an open `subscriptions/listen` request (modern era).
@@ -118,13 +139,23 @@ fn main() {
             }
         });
     }
+    let http = opts.http_port;
+    let buf = SharedBuf::default();
+    let out: Box<dyn Write + Send> = if http.is_some() {
+        Box::new(buf.clone())
+    } else {
+        Box::new(std::io::stdout())
+    };
     let mut server = Server {
         opts,
-        out: Arc::new(Mutex::new(std::io::stdout())),
+        out: Arc::new(Mutex::new(out)),
         locked: Locked::None,
         grown: false,
         listen: None,
     };
+    if let Some(port) = http {
+        return serve_http(&mut server, port, &buf);
+    }
     let stdin = std::io::stdin();
     let mut first = true;
     for line in stdin.lock().lines() {
@@ -155,6 +186,76 @@ fn main() {
             continue; // A response to something we never sent.
         }
         server.handle(&method, id, msg.get("params").cloned().unwrap_or(json!({})));
+    }
+}
+
+/// A minimal stateless Streamable HTTP endpoint: one JSON-RPC message per POST, answered
+/// with `application/json`; GET and DELETE get 405; every connection is closed after use.
+fn serve_http(server: &mut Server, port: u16, buf: &SharedBuf) {
+    use std::io::Read;
+    let listener = std::net::TcpListener::bind(("127.0.0.1", port)).unwrap();
+    println!("listening on {}", listener.local_addr().unwrap());
+    std::io::stdout().flush().unwrap();
+    for stream in listener.incoming() {
+        let Ok(mut stream) = stream else { continue };
+        let mut raw = Vec::new();
+        let mut chunk = [0u8; 8192];
+        let (head, body_start) = loop {
+            let n = stream.read(&mut chunk).unwrap_or(0);
+            if n == 0 {
+                break (String::new(), 0);
+            }
+            raw.extend_from_slice(&chunk[..n]);
+            if let Some(i) = raw.windows(4).position(|w| w == b"\r\n\r\n") {
+                break (String::from_utf8_lossy(&raw[..i]).to_lowercase(), i + 4);
+            }
+        };
+        let length: usize = head
+            .lines()
+            .find_map(|l| l.strip_prefix("content-length:"))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0);
+        while raw.len() < body_start + length {
+            let n = stream.read(&mut chunk).unwrap_or(0);
+            if n == 0 {
+                break;
+            }
+            raw.extend_from_slice(&chunk[..n]);
+        }
+        let respond = |stream: &mut std::net::TcpStream, status: &str, body: &str| {
+            let _ = write!(
+                stream,
+                "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        };
+        if !head.starts_with("post") {
+            respond(&mut stream, "405 Method Not Allowed", "");
+            continue;
+        }
+        let Ok(msg) = serde_json::from_slice::<Value>(&raw[body_start..body_start + length]) else {
+            respond(&mut stream, "400 Bad Request", "");
+            continue;
+        };
+        let Some(id) = msg.get("id").cloned() else {
+            respond(&mut stream, "202 Accepted", "");
+            continue;
+        };
+        let method = msg["method"].as_str().unwrap_or_default().to_string();
+        server.handle(
+            &method,
+            id.clone(),
+            msg.get("params").cloned().unwrap_or(json!({})),
+        );
+        let written = std::mem::take(&mut *buf.0.lock().unwrap());
+        let reply = String::from_utf8_lossy(&written)
+            .lines()
+            .find(|l| serde_json::from_str::<Value>(l).is_ok_and(|v| v.get("id") == Some(&id)))
+            .map(str::to_string);
+        match reply {
+            Some(r) => respond(&mut stream, "200 OK", &r),
+            None => respond(&mut stream, "202 Accepted", ""),
+        }
     }
 }
 
