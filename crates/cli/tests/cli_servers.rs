@@ -197,16 +197,7 @@ fn tools_json_lists_every_tool_and_reports_broken_ones() {
         "c.json",
         json!({"f": fake_server(&["--broken-tool", "--page-size", "4", "--tools", "3"])}),
     );
-    let out = sb.run(
-        sb.path(),
-        &[
-            "tools",
-            "--json",
-            "--strict-mcp-config",
-            "--mcp-config",
-            cfg.to_str().unwrap(),
-        ],
-    );
+    let out = sb.run_with(&["tools", "--json"], &cfg);
     assert!(out.status.success(), "{}", stderr(&out));
     let tools: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
@@ -231,16 +222,7 @@ fn a_cursor_loop_stops_listing_instead_of_spinning() {
         "c.json",
         json!({"f": fake_server(&["--page-size", "2", "--cursor-loop"])}),
     );
-    let out = sb.run(
-        sb.path(),
-        &[
-            "tools",
-            "--json",
-            "--strict-mcp-config",
-            "--mcp-config",
-            cfg.to_str().unwrap(),
-        ],
-    );
+    let out = sb.run_with(&["tools", "--json"], &cfg);
     assert!(out.status.success());
     assert!(stderr(&out).contains("repeated"), "{}", stderr(&out));
 }

@@ -6,16 +6,11 @@
 
 mod common;
 use common::*;
-use mcp_host_client::backoff::{Backoff, RetryPolicy};
-use mcp_host_client::{
-    CallError, Manager, ManagerOptions, RequestError, ServerSetup, SupervisorCommand,
-};
+use mcp_host_client::{CallError, Manager, ManagerOptions, RequestError, ServerSetup};
 use mcp_host_config::{RawServer, Scope};
 use mcp_host_core::{ServerId, ServerState, ServerStatus, TransportKind};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
-
-const DEADLINE: Duration = Duration::from_secs(20);
 
 fn setup(name: &str, args: &[&str], startup_ms: u64, tool_ms: u64) -> ServerSetup {
     let raw = RawServer {
@@ -35,36 +30,11 @@ fn setup(name: &str, args: &[&str], startup_ms: u64, tool_ms: u64) -> ServerSetu
 }
 
 fn options() -> ManagerOptions {
-    ManagerOptions {
-        supervisor: SupervisorCommand {
-            program: HOST.into(),
-            grace: Duration::from_millis(500),
-            record_dir: None,
-        },
-        host_env: std::sync::Arc::new(std::env::vars().collect()),
-        retry: RetryPolicy {
-            backoff: Backoff {
-                base: Duration::from_millis(50),
-                max: Duration::from_millis(200),
-                jitter: 0.1,
-            },
-            ..RetryPolicy::default()
-        },
-        http_client: mcp_host_client::http_client(Duration::from_secs(2)).unwrap(),
-        health_interval: Duration::from_secs(30),
-    }
+    manager_options(Duration::from_millis(50), Duration::from_millis(200))
 }
 
 async fn wait_until(m: &Manager, name: &str, what: impl Fn(&ServerStatus) -> bool) -> ServerStatus {
-    let mut rx = m.watch(&ServerId::new(name)).unwrap();
-    let r = tokio::time::timeout(DEADLINE, rx.wait_for(|s| what(s))).await;
-    match r {
-        Ok(Ok(s)) => s.clone(),
-        _ => panic!(
-            "{name} never reached the expected state; now {:?}",
-            m.status(&ServerId::new(name))
-        ),
-    }
+    wait_status(m, name, what).await
 }
 
 fn is(label: &'static str) -> impl Fn(&ServerStatus) -> bool {
@@ -178,34 +148,20 @@ async fn an_oversized_line_and_a_hung_call_time_out_and_the_server_stays_usable(
     let m = Manager::start(vec![setup("big", &[], 5000, 1500)], options());
     wait_until(&m, "big", is("ready")).await;
     let id = ServerId::new("big");
-    let err = m
-        .call(&id, "huge", None, &CancellationToken::new())
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(
+    for tool in ["huge", "hang"] {
+        let err = m
+            .call(&id, tool, None, &CancellationToken::new())
+            .await
+            .unwrap_err();
+        let timed_out = matches!(
             err,
             CallError::Request {
                 source: RequestError::Timeout(_),
                 ..
             }
-        ),
-        "{err:?}"
-    );
-    let err = m
-        .call(&id, "hang", None, &CancellationToken::new())
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(
-            err,
-            CallError::Request {
-                source: RequestError::Timeout(_),
-                ..
-            }
-        ),
-        "{err:?}"
-    );
+        );
+        assert!(timed_out, "{tool}: {err:?}");
+    }
     assert!(echo(&m, "big").await.unwrap().contains("still here"));
     assert_eq!(m.status(&id).unwrap().restarts, 0);
     m.shutdown().await;

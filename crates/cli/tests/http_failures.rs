@@ -4,8 +4,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a panic is the failure report.
 
-use mcp_host_client::backoff::{Backoff, RetryPolicy};
-use mcp_host_client::{Manager, ManagerOptions, ServerSetup, SupervisorCommand};
+mod common;
+use common::*;
+use mcp_host_client::backoff::Backoff;
+use mcp_host_client::{Manager, ManagerOptions, ServerSetup};
 use mcp_host_config::{RawServer, Scope};
 use mcp_host_core::{ServerId, ServerState, TransportKind};
 use std::io::{Read, Write};
@@ -61,24 +63,7 @@ fn http_setup(name: &str, url: &str) -> ServerSetup {
 }
 
 fn options() -> ManagerOptions {
-    ManagerOptions {
-        supervisor: SupervisorCommand {
-            program: env!("CARGO_BIN_EXE_mcp-host").into(),
-            grace: Duration::from_millis(500),
-            record_dir: None,
-        },
-        host_env: Arc::new(Default::default()),
-        retry: RetryPolicy {
-            backoff: Backoff {
-                base: Duration::from_millis(20),
-                max: Duration::from_millis(50),
-                jitter: 0.0,
-            },
-            ..RetryPolicy::default()
-        },
-        http_client: mcp_host_client::http_client(Duration::from_secs(2)).unwrap(),
-        health_interval: Duration::from_secs(30),
-    }
+    manager_options(Duration::from_millis(20), Duration::from_millis(50))
 }
 
 #[tokio::test]
@@ -150,14 +135,8 @@ fn fake_http(port: u16) -> (std::process::Child, u16) {
     (child, port)
 }
 
-async fn wait_for(m: &Manager, what: &str, cond: impl Fn(&mcp_host_core::ServerStatus) -> bool) {
-    let mut rx = m.watch(&ServerId::new("r")).unwrap();
-    let r = tokio::time::timeout(Duration::from_secs(20), rx.wait_for(|s| cond(s))).await;
-    assert!(
-        r.is_ok(),
-        "never {what}; now {:?}",
-        m.status(&ServerId::new("r"))
-    );
+async fn wait_for(m: &Manager, cond: impl Fn(&mcp_host_core::ServerStatus) -> bool) {
+    wait_status(m, "r", cond).await;
 }
 
 #[tokio::test]
@@ -172,21 +151,18 @@ async fn a_remote_server_that_vanishes_is_reconnected_then_given_up_on() {
         jitter: 0.0,
     };
     let m = Manager::start(vec![http_setup("r", &url)], opts);
-    wait_for(&m, "ready", |s| s.state == ServerState::Ready).await;
+    wait_for(&m, |s| s.state == ServerState::Ready).await;
 
     first.kill().unwrap();
     first.wait().unwrap();
-    wait_for(&m, "noticed the loss", |s| s.restarts >= 1).await;
+    wait_for(&m, |s| s.restarts >= 1).await;
     let (mut second, _) = fake_http(port);
-    wait_for(&m, "reconnected", |s| {
-        s.state == ServerState::Ready && s.restarts >= 1
-    })
-    .await;
+    wait_for(&m, |s| s.state == ServerState::Ready && s.restarts >= 1).await;
     let restarts_before = m.status(&ServerId::new("r")).unwrap().restarts;
 
     second.kill().unwrap();
     second.wait().unwrap();
-    wait_for(&m, "failed", |s| s.state.label() == "failed").await;
+    wait_for(&m, |s| s.state.label() == "failed").await;
     let end = m.status(&ServerId::new("r")).unwrap();
     assert_eq!(
         end.restarts - restarts_before,

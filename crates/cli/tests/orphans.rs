@@ -6,6 +6,7 @@
 
 mod common;
 use common::*;
+use nix::sys::signal::Signal;
 use serde_json::json;
 use std::path::Path;
 use std::process::{Child, Stdio};
@@ -101,30 +102,62 @@ fn server_pid(log: &Path) -> Option<i32> {
         .ok()
 }
 
+/// A host running a long call on a server that has a grandchild in its process group
+/// (`sleep m1`) and one in its own session (`setsid sleep m2`).
+struct Family {
+    sb: Sandbox,
+    host: Child,
+    server: i32,
+    m1: u64,
+    m2: u64,
+}
+
+impl Family {
+    fn start() -> Self {
+        let sb = Sandbox::new();
+        let (m1, m2) = marks();
+        let log = sb.path().join("spawn.log");
+        let cfg = family_config(&sb, m1, m2, &log);
+        let host = start_long_call(&sb, &cfg);
+        wait_for(
+            "the server family to start",
+            Duration::from_secs(15),
+            || sleepers(m1).len() == 1 && sleepers(m2).len() == 1 && server_pid(&log).is_some(),
+        );
+        let server = server_pid(&log).unwrap();
+        Self {
+            sb,
+            host,
+            server,
+            m1,
+            m2,
+        }
+    }
+
+    fn all_gone(&self) -> bool {
+        sleepers(self.m1).is_empty() && sleepers(self.m2).is_empty() && !alive(self.server)
+    }
+}
+
 #[test]
 fn sigkill_of_the_host_leaves_no_survivors_within_two_seconds() {
-    let sb = Sandbox::new();
-    let (m1, m2) = marks();
-    let log = sb.path().join("spawn.log");
-    let cfg = family_config(&sb, m1, m2, &log);
-    let mut host = start_long_call(&sb, &cfg);
-    wait_for(
-        "the server family to start",
-        Duration::from_secs(15),
-        || sleepers(m1).len() == 1 && sleepers(m2).len() == 1 && server_pid(&log).is_some(),
-    );
-    let server = server_pid(&log).unwrap();
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(host.id() as i32),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .unwrap();
-    host.wait().unwrap();
+    let mut f = Family::start();
+    signal(f.host.id(), Signal::SIGKILL);
+    f.host.wait().unwrap();
     let killed_at = Instant::now();
     wait_for("every descendant to die", Duration::from_secs(2), || {
-        sleepers(m1).is_empty() && sleepers(m2).is_empty() && !alive(server)
+        f.all_gone()
     });
     eprintln!("all gone {:?} after SIGKILL", killed_at.elapsed());
+}
+
+#[test]
+fn sigint_cancels_the_call_stops_the_servers_and_exits_130() {
+    let mut f = Family::start();
+    signal(f.host.id(), Signal::SIGINT);
+    assert_eq!(f.host.wait().unwrap().code(), Some(130));
+    // The host waited for its servers: nothing is left the moment it returns.
+    assert!(f.all_gone());
 }
 
 #[test]
@@ -133,15 +166,7 @@ fn a_normal_exit_leaves_no_survivors() {
     let (m1, m2) = marks();
     let log = sb.path().join("spawn.log");
     let cfg = family_config(&sb, m1, m2, &log);
-    let out = sb.run(
-        sb.path(),
-        &[
-            "servers",
-            "--strict-mcp-config",
-            "--mcp-config",
-            cfg.to_str().unwrap(),
-        ],
-    );
+    let out = sb.run_with(&["servers"], &cfg);
     assert!(out.status.success());
     assert!(stdout(&out).contains("ready"), "{}", stdout(&out));
     // The supervisor reaped everything before the host returned.
@@ -151,80 +176,30 @@ fn a_normal_exit_leaves_no_survivors() {
 
 #[test]
 fn the_next_host_ends_what_a_killed_supervisor_left_behind() {
-    let sb = Sandbox::new();
-    let (m1, m2) = marks();
-    let log = sb.path().join("spawn.log");
-    let cfg = family_config(&sb, m1, m2, &log);
-    let mut host = start_long_call(&sb, &cfg);
-    wait_for(
-        "the server family to start",
-        Duration::from_secs(15),
-        || sleepers(m1).len() == 1 && server_pid(&log).is_some(),
-    );
-    let server = server_pid(&log).unwrap();
-    let supervisor = mcp_host_client::procs::read_proc(server).unwrap().ppid;
+    let mut f = Family::start();
+    let supervisor = mcp_host_client::procs::read_proc(f.server).unwrap().ppid;
     // Kill the supervisor first so it cannot clean up, then the host.
-    for pid in [supervisor, host.id() as i32] {
-        nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(pid),
-            nix::sys::signal::Signal::SIGKILL,
-        )
-        .unwrap();
-    }
-    host.wait().unwrap();
+    signal(supervisor as u32, Signal::SIGKILL);
+    signal(f.host.id(), Signal::SIGKILL);
+    f.host.wait().unwrap();
     wait_for(
         "the server to die of its parent's death",
         Duration::from_secs(2),
-        || !alive(server),
+        || !alive(f.server),
     );
     assert_eq!(
-        sleepers(m1).len(),
+        sleepers(f.m1).len(),
         1,
         "the grandchild in the server's group is orphaned"
     );
     // A new host with the same runtime dir finds the record and ends the group.
-    let other = sb.config("other.json", json!({}));
-    sb.run(
-        sb.path(),
-        &[
-            "servers",
-            "--strict-mcp-config",
-            "--mcp-config",
-            other.to_str().unwrap(),
-        ],
-    );
+    let other = f.sb.config("other.json", json!({}));
+    f.sb.run_with(&["servers"], &other);
     wait_for("the orphan to be ended", Duration::from_secs(2), || {
-        sleepers(m1).is_empty()
+        sleepers(f.m1).is_empty()
     });
-    for pid in sleepers(m2) {
+    for pid in sleepers(f.m2) {
         // Out of reach once both host and supervisor are gone (own session); tidy up.
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(pid),
-            nix::sys::signal::Signal::SIGKILL,
-        );
+        signal(pid as u32, Signal::SIGKILL);
     }
-}
-
-#[test]
-fn sigint_cancels_the_call_stops_the_servers_and_exits_130() {
-    let sb = Sandbox::new();
-    let (m1, m2) = marks();
-    let log = sb.path().join("spawn.log");
-    let cfg = family_config(&sb, m1, m2, &log);
-    let mut host = start_long_call(&sb, &cfg);
-    wait_for(
-        "the server family to start",
-        Duration::from_secs(15),
-        || sleepers(m1).len() == 1 && sleepers(m2).len() == 1 && server_pid(&log).is_some(),
-    );
-    let server = server_pid(&log).unwrap();
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(host.id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
-    let status = host.wait().unwrap();
-    assert_eq!(status.code(), Some(130));
-    // The host waited for its servers: nothing is left the moment it returns.
-    assert!(!alive(server) && sleepers(m1).is_empty() && sleepers(m2).is_empty());
 }

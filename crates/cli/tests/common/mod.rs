@@ -3,9 +3,13 @@
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)] // Test code: a panic is the failure report.
 
+use mcp_host_client::backoff::{Backoff, RetryPolicy};
+use mcp_host_client::{Manager, ManagerOptions, SupervisorCommand};
+use mcp_host_core::{ServerId, ServerStatus};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::time::Duration;
 
 pub const HOST: &str = env!("CARGO_BIN_EXE_mcp-host");
 
@@ -67,6 +71,17 @@ impl Sandbox {
         self.command(cwd).args(args).output().unwrap()
     }
 
+    /// Runs `mcp-host ARGS --strict-mcp-config --mcp-config CONFIG` in the sandbox.
+    pub fn run_with(&self, args: &[&str], config: &Path) -> Output {
+        let mut all = args.to_vec();
+        all.extend([
+            "--strict-mcp-config",
+            "--mcp-config",
+            config.to_str().unwrap(),
+        ]);
+        self.run(self.path(), &all)
+    }
+
     /// `mcp-host servers --json` with only the given config file.
     pub fn servers_json(&self, config: &Path) -> Vec<Value> {
         let out = self.run(
@@ -104,4 +119,46 @@ pub fn stderr(o: &Output) -> String {
 
 pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Manager options for tests: supervisors are the real `mcp-host`, retries are fast.
+pub fn manager_options(base: Duration, max: Duration) -> ManagerOptions {
+    ManagerOptions {
+        supervisor: SupervisorCommand {
+            program: HOST.into(),
+            grace: Duration::from_millis(500),
+            record_dir: None,
+        },
+        host_env: std::sync::Arc::new(std::env::vars().collect()),
+        retry: RetryPolicy {
+            backoff: Backoff {
+                base,
+                max,
+                jitter: 0.0,
+            },
+            ..RetryPolicy::default()
+        },
+        http_client: mcp_host_client::http_client(Duration::from_secs(2)).unwrap(),
+        health_interval: Duration::from_secs(30),
+    }
+}
+
+/// Waits (at most 20 s) until server `name` publishes a status that satisfies `cond`.
+pub async fn wait_status(
+    m: &Manager,
+    name: &str,
+    cond: impl Fn(&ServerStatus) -> bool,
+) -> ServerStatus {
+    let mut rx = m.watch(&ServerId::new(name)).unwrap();
+    match tokio::time::timeout(Duration::from_secs(20), rx.wait_for(|s| cond(s))).await {
+        Ok(Ok(s)) => s.clone(),
+        _ => panic!(
+            "{name} never reached the expected state; now {:?}",
+            m.status(&ServerId::new(name))
+        ),
+    }
+}
+
+pub fn signal(pid: u32, sig: nix::sys::signal::Signal) {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), sig).unwrap();
 }
