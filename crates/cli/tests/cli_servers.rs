@@ -264,3 +264,32 @@ fn project_servers_need_approval_and_ask_again_after_an_edit() {
     let not_project = sb.run(&repo, &["servers", "approve", "nope"]);
     assert!(!not_project.status.success());
 }
+
+#[test]
+fn older_handshake_versions_are_accepted_and_unknown_ones_refused() {
+    let sb = Sandbox::new();
+    let cfg = sb.config(
+        "c.json",
+        json!({
+            "v0618": fake_server(&["--answer-version", "2025-06-18"]),
+            "v0326": fake_server(&["--answer-version", "2025-03-26"]),
+            "v1105": fake_server(&["--answer-version", "2024-11-05"]),
+            "bogus": fake_server(&["--answer-version", "1999-01-01"]),
+        }),
+    );
+    let rows = sb.servers_json(&cfg);
+    for (name, era) in [("v0618", "2025-06-18"), ("v0326", "2025-03-26")] {
+        assert_eq!(
+            (
+                row(&rows, name)["state"].as_str(),
+                row(&rows, name)["era"].as_str()
+            ),
+            (Some("ready"), Some(era))
+        );
+    }
+    for name in ["v1105", "bogus"] {
+        let r = row(&rows, name);
+        assert_eq!(r["state"], "failed", "{name}: {r}");
+        assert_eq!(r["restarts"], 0, "a version mismatch is not retried: {r}");
+    }
+}

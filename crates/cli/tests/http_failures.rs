@@ -47,11 +47,24 @@ fn responder(status: u16) -> (String, Arc<AtomicUsize>) {
     (url, count)
 }
 
+/// Accepts connections and never answers.
+fn silent() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming().flatten() {
+            held.push(stream);
+        }
+    });
+    url
+}
+
 fn http_setup(name: &str, url: &str) -> ServerSetup {
     let raw = RawServer {
         kind: Some("http".into()),
         url: Some(url.into()),
-        timeout: Some(5000),
+        timeout: Some(if name == "silent" { 300 } else { 5000 }),
         ..RawServer::default()
     };
     ServerSetup {
@@ -82,6 +95,7 @@ async fn http_errors_are_retried_only_when_transient() {
             http_setup("unauthorized", &url_401),
             http_setup("not_found", &url_404),
             http_setup("refused", &refused),
+            http_setup("silent", &silent()),
         ],
         options(),
     );
@@ -97,7 +111,7 @@ async fn http_errors_are_retried_only_when_transient() {
     let nf = state("not_found");
     assert_eq!(nf.state.label(), "failed", "{nf:?}");
     assert_eq!(nf.restarts, 0, "404 is not retried: {nf:?}");
-    for name in ["unavailable", "refused"] {
+    for name in ["unavailable", "refused", "silent"] {
         let s = state(name);
         assert_eq!(s.state.label(), "failed", "{name}: {s:?}");
         assert_eq!(

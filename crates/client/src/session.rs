@@ -29,6 +29,10 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+/// The protocol versions this host speaks: 2026-07-28 without a handshake, the rest via
+/// `initialize`. A server that settles on anything else is refused.
+pub const SUPPORTED_VERSIONS: &[&str] = &["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"];
+
 /// Largest stdout line (one JSON-RPC message) accepted from a stdio server.
 pub const MAX_STDIO_LINE: usize = 16 * 1024 * 1024;
 /// Pagination caps: a hostile server must not keep the host listing forever.
@@ -66,8 +70,13 @@ pub enum ConnectError {
     Header(#[from] http::HeaderError),
     #[error("server requires authorization: {0}")]
     NeedsAuth(String),
-    #[error("no answer to the handshake within {0:?}")]
-    Timeout(Duration),
+    #[error("no answer to the handshake within {after:?}")]
+    Timeout {
+        after: Duration,
+        /// A remote server may be briefly overloaded; a local process that hangs at start
+        /// will hang again.
+        transient: bool,
+    },
     #[error("{detail}{}", stderr_suffix(.stderr_tail))]
     Handshake {
         detail: String,
@@ -90,6 +99,9 @@ impl ConnectError {
         matches!(
             self,
             Self::Handshake {
+                transient: true,
+                ..
+            } | Self::Timeout {
                 transient: true,
                 ..
             }
@@ -326,10 +338,14 @@ impl Session {
             Ok(Ok(service)) => service,
             Ok(Err(e)) => return Err(handshake_error(&e, process).await),
             Err(_) => {
+                let transient = process.is_none();
                 if let Some(mut p) = process {
                     tokio::spawn(async move { p.shutdown().await });
                 }
-                return Err(ConnectError::Timeout(timeout));
+                return Err(ConnectError::Timeout {
+                    after: timeout,
+                    transient,
+                });
             }
         };
         let info = service.peer().peer_info();
@@ -339,6 +355,22 @@ impl Session {
                 |i| i.protocol_version.as_str().to_string(),
             ),
         };
+        if !SUPPORTED_VERSIONS.contains(&era.version.as_str()) {
+            let detail = format!(
+                "the server speaks protocol version {:?}; this host supports {}",
+                era.version,
+                SUPPORTED_VERSIONS.join(", ")
+            );
+            let _ = service.cancellation_token().cancel();
+            if let Some(mut p) = process {
+                p.shutdown().await;
+            }
+            return Err(ConnectError::Handshake {
+                detail,
+                transient: false,
+                stderr_tail: Vec::new(),
+            });
+        }
         let server_name = info.and_then(|i| i.server_info.as_ref().map(|s| s.name.clone()));
         service
             .peer()

@@ -35,6 +35,8 @@ struct Opts {
     /// Serve Streamable HTTP (stateless, JSON responses) on this port instead of stdio;
     /// 0 picks a free port. The address is printed on stdout.
     http_port: Option<u16>,
+    /// Answer `initialize` with this version whatever was asked.
+    answer_version: Option<String>,
 }
 
 fn parse_opts() -> Opts {
@@ -47,6 +49,7 @@ fn parse_opts() -> Opts {
         broken_tool: false,
         start_delay: Duration::ZERO,
         http_port: None,
+        answer_version: None,
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -66,6 +69,7 @@ fn parse_opts() -> Opts {
             "--cursor-loop" => o.cursor_loop = true,
             "--broken-tool" => o.broken_tool = true,
             "--http" => o.http_port = val().parse().ok(),
+            "--answer-version" => o.answer_version = Some(val()),
             "--start-delay-ms" => o.start_delay = Duration::from_millis(val().parse().unwrap_or(0)),
             "--spawn-log" => {
                 let path = val();
@@ -357,7 +361,9 @@ impl Server {
         }
         self.locked = Locked::Legacy;
         let asked = params["protocolVersion"].as_str().unwrap_or_default();
-        let version = if ["2025-11-25", "2025-06-18", "2025-03-26"].contains(&asked) {
+        let version = if let Some(v) = &self.opts.answer_version {
+            v.as_str()
+        } else if ["2025-11-25", "2025-06-18", "2025-03-26"].contains(&asked) {
             asked
         } else {
             "2025-11-25"
