@@ -361,7 +361,7 @@ impl Session {
                 era.version,
                 SUPPORTED_VERSIONS.join(", ")
             );
-            let _ = service.cancellation_token().cancel();
+            service.cancellation_token().cancel();
             if let Some(mut p) = process {
                 p.shutdown().await;
             }
