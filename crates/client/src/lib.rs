@@ -6,6 +6,7 @@
 pub mod backoff;
 mod http;
 pub mod lenient;
+pub mod listing;
 pub mod manager;
 pub mod procs;
 pub mod session;
@@ -13,6 +14,7 @@ pub mod stdio;
 pub mod supervisor;
 
 pub use http::{http_client, install_crypto_provider};
+pub use listing::{Listing, ToolList};
 pub use manager::{CallError, Manager, ManagerOptions, ServerSetup};
-pub use session::{ConnectError, Endpoint, EraChoice, RequestError, Session, ToolList};
+pub use session::{ConnectError, Endpoint, EraChoice, RequestError, Session};
 pub use stdio::{StdioLaunch, SupervisorCommand};

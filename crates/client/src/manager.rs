@@ -4,7 +4,8 @@
 //! order on shutdown. A server that fails, hangs or lies affects only its own task.
 
 use crate::backoff::{Next, Retrier, RetryPolicy};
-use crate::session::{ConnectError, Endpoint, EraChoice, Listing, RequestError, Session, ToolList};
+use crate::listing::{Listing, ToolList};
+use crate::session::{ConnectError, Endpoint, EraChoice, RequestError, Session};
 use crate::stdio::{StdioLaunch, SupervisorCommand};
 use mcp_host_config::{ServerSpec, Transport};
 use mcp_host_core::{

@@ -4,15 +4,12 @@
 //! gives up on, follows cursors with caps, and decodes results leniently.
 
 use crate::http::{self, HttpFailure};
-use crate::lenient::{self, Page};
+use crate::lenient;
 use crate::stdio::{ProcessExit, SpawnError, StdioLaunch, StdioProcess, SupervisorCommand};
-use mcp_host_core::{
-    CallOutcome, Era, ListIssue, PromptDescriptor, ResourceDescriptor, ToolDescriptor,
-};
+use mcp_host_core::{CallOutcome, Era};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, ClientCapabilities, ClientConfig, ClientRequest,
-    DiscoverRequest, DiscoverRequestParams, Implementation, ListPromptsRequest,
-    ListResourcesRequest, ListToolsRequest, PaginatedRequestParams, PingRequest, ProtocolVersion,
+    DiscoverRequest, DiscoverRequestParams, Implementation, PingRequest, ProtocolVersion,
     ServerNotification, ServerResult, SubscriptionFilter,
 };
 use rmcp::service::{
@@ -22,7 +19,7 @@ use rmcp::service::{
 use rmcp::transport::{Transport, async_rw::AsyncRwTransport};
 use rmcp::{ClientHandler, service::RxJsonRpcMessage, service::TxJsonRpcMessage};
 use serde_json::Value;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -35,9 +32,6 @@ pub const SUPPORTED_VERSIONS: &[&str] = &["2026-07-28", "2025-11-25", "2025-06-1
 
 /// Largest stdout line (one JSON-RPC message) accepted from a stdio server.
 pub const MAX_STDIO_LINE: usize = 16 * 1024 * 1024;
-/// Pagination caps: a hostile server must not keep the host listing forever.
-pub const MAX_LIST_PAGES: usize = 100;
-pub const MAX_LIST_ENTRIES: usize = 5000;
 
 /// Where a server lives.
 #[derive(Clone, Debug)]
@@ -123,47 +117,6 @@ pub enum RequestError {
     Protocol(String),
     #[error("server requires authorization")]
     NeedsAuth,
-}
-
-/// Everything a `*/list` call returned across pages, and what was left out and why.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Listing<T> {
-    pub items: Vec<T>,
-    pub issues: Vec<ListIssue>,
-}
-
-impl<T> Default for Listing<T> {
-    fn default() -> Self {
-        Self {
-            items: Vec::new(),
-            issues: Vec::new(),
-        }
-    }
-}
-
-pub type ToolList = Listing<ToolDescriptor>;
-
-/// The identity an entry is deduplicated by within one server's list.
-pub trait Listed {
-    fn key(&self) -> &str;
-}
-
-impl Listed for ToolDescriptor {
-    fn key(&self) -> &str {
-        &self.name
-    }
-}
-
-impl Listed for PromptDescriptor {
-    fn key(&self) -> &str {
-        &self.name
-    }
-}
-
-impl Listed for ResourceDescriptor {
-    fn key(&self) -> &str {
-        &self.uri
-    }
 }
 
 /// Receives server→host callbacks for one server.
@@ -429,7 +382,7 @@ impl Session {
     }
 
     /// Sends one request with a deadline; on timeout or cancellation the server is told.
-    async fn request(
+    pub(crate) async fn request(
         &self,
         req: ClientRequest,
         timeout: Duration,
@@ -471,83 +424,6 @@ impl Session {
             Ok(_) | Err(RequestError::Server { .. }) => Ok(()),
             Err(e) => Err(e),
         }
-    }
-
-    /// Every tool, following cursors (see [`Session::paginate`]).
-    pub async fn list_tools(&self, page_timeout: Duration) -> Result<ToolList, RequestError> {
-        let request = |p| ClientRequest::ListToolsRequest(ListToolsRequest::with_param(p));
-        self.paginate(request, lenient::parse_tool_page, page_timeout)
-            .await
-    }
-
-    pub async fn list_prompts(
-        &self,
-        page_timeout: Duration,
-    ) -> Result<Listing<PromptDescriptor>, RequestError> {
-        let request = |p| ClientRequest::ListPromptsRequest(ListPromptsRequest::with_param(p));
-        self.paginate(request, lenient::parse_prompt_page, page_timeout)
-            .await
-    }
-
-    pub async fn list_resources(
-        &self,
-        page_timeout: Duration,
-    ) -> Result<Listing<ResourceDescriptor>, RequestError> {
-        let request = |p| ClientRequest::ListResourcesRequest(ListResourcesRequest::with_param(p));
-        self.paginate(request, lenient::parse_resource_page, page_timeout)
-            .await
-    }
-
-    /// Follows `nextCursor` until it is absent, with a page cap, cursor-loop detection, an
-    /// entry cap and duplicate detection; each page gets `page_timeout`. What is cut off is
-    /// reported as an issue, never silently.
-    async fn paginate<T: Listed>(
-        &self,
-        request: impl Fn(PaginatedRequestParams) -> ClientRequest,
-        parse: fn(&Value) -> Result<Page<T>, String>,
-        page_timeout: Duration,
-    ) -> Result<Listing<T>, RequestError> {
-        let never = CancellationToken::new();
-        let mut out = Listing::default();
-        let mut seen_cursors = HashSet::new();
-        let mut seen_keys = HashSet::new();
-        let mut cursor: Option<String> = None;
-        for page_no in 1..=MAX_LIST_PAGES + 1 {
-            if page_no > MAX_LIST_PAGES {
-                out.issues
-                    .push(issue("*", format!("stopped after {MAX_LIST_PAGES} pages")));
-                break;
-            }
-            let params = PaginatedRequestParams::default().with_cursor(cursor.clone());
-            let result = self.request(request(params), page_timeout, &never).await?;
-            let page = parse(&to_value(&result)?).map_err(RequestError::Protocol)?;
-            out.issues.extend(page.issues);
-            for item in page.items {
-                if out.items.len() >= MAX_LIST_ENTRIES {
-                    out.issues.push(issue(
-                        item.key(),
-                        format!("over {MAX_LIST_ENTRIES} entries"),
-                    ));
-                } else if seen_keys.insert(item.key().to_string()) {
-                    out.items.push(item);
-                } else {
-                    out.issues
-                        .push(issue(item.key(), "duplicate; the first one is kept".into()));
-                }
-            }
-            match page.next_cursor {
-                None => break,
-                Some(c) if !seen_cursors.insert(c.clone()) => {
-                    out.issues.push(issue(
-                        "*",
-                        format!("cursor {c:?} repeated; stopped listing"),
-                    ));
-                    break;
-                }
-                Some(c) => cursor = Some(c),
-            }
-        }
-        Ok(out)
     }
 
     /// Calls a tool. `Ok` even when the tool reports `isError`; `Err` for protocol trouble.
@@ -627,14 +503,7 @@ async fn listen_for_tool_changes(
     }
 }
 
-fn issue(item: &str, reason: String) -> ListIssue {
-    ListIssue {
-        item: item.to_string(),
-        reason,
-    }
-}
-
-fn to_value(r: &ServerResult) -> Result<Value, RequestError> {
+pub(crate) fn to_value(r: &ServerResult) -> Result<Value, RequestError> {
     serde_json::to_value(r).map_err(|e| RequestError::Protocol(e.to_string()))
 }
 

@@ -1,0 +1,147 @@
+//! Listing what a server offers (`tools/list`, `prompts/list`, `resources/list`): one
+//! paginator with a page cap, cursor-loop detection, an entry cap and duplicate detection,
+//! so a hostile or buggy server can neither keep the host listing forever nor hide what was
+//! cut off.
+
+use crate::lenient::{self, Page};
+use crate::session::{RequestError, Session, to_value};
+use mcp_host_core::{ListIssue, PromptDescriptor, ResourceDescriptor, ToolDescriptor};
+use rmcp::model::{
+    ClientRequest, ListPromptsRequest, ListResourcesRequest, ListToolsRequest,
+    PaginatedRequestParams,
+};
+use serde_json::Value;
+use std::collections::HashSet;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// Pagination caps: a hostile server must not keep the host listing forever.
+pub const MAX_LIST_PAGES: usize = 100;
+pub const MAX_LIST_ENTRIES: usize = 5000;
+
+/// Everything a `*/list` call returned across pages, and what was left out and why.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Listing<T> {
+    pub items: Vec<T>,
+    pub issues: Vec<ListIssue>,
+}
+
+impl<T> Default for Listing<T> {
+    fn default() -> Self {
+        Self {
+            items: Vec::new(),
+            issues: Vec::new(),
+        }
+    }
+}
+
+pub type ToolList = Listing<ToolDescriptor>;
+
+/// The identity an entry is deduplicated by within one server's list.
+pub trait Listed {
+    fn key(&self) -> &str;
+}
+
+impl Listed for ToolDescriptor {
+    fn key(&self) -> &str {
+        &self.name
+    }
+}
+
+impl Listed for PromptDescriptor {
+    fn key(&self) -> &str {
+        &self.name
+    }
+}
+
+impl Listed for ResourceDescriptor {
+    fn key(&self) -> &str {
+        &self.uri
+    }
+}
+
+impl Session {
+    /// Every tool, following cursors (see [`Session::paginate`]).
+    pub async fn list_tools(&self, page_timeout: Duration) -> Result<ToolList, RequestError> {
+        let request = |p| ClientRequest::ListToolsRequest(ListToolsRequest::with_param(p));
+        self.paginate(request, lenient::parse_tool_page, page_timeout)
+            .await
+    }
+
+    pub async fn list_prompts(
+        &self,
+        page_timeout: Duration,
+    ) -> Result<Listing<PromptDescriptor>, RequestError> {
+        let request = |p| ClientRequest::ListPromptsRequest(ListPromptsRequest::with_param(p));
+        self.paginate(request, lenient::parse_prompt_page, page_timeout)
+            .await
+    }
+
+    pub async fn list_resources(
+        &self,
+        page_timeout: Duration,
+    ) -> Result<Listing<ResourceDescriptor>, RequestError> {
+        let request = |p| ClientRequest::ListResourcesRequest(ListResourcesRequest::with_param(p));
+        self.paginate(request, lenient::parse_resource_page, page_timeout)
+            .await
+    }
+
+    /// Follows `nextCursor` until it is absent, with a page cap, cursor-loop detection, an
+    /// entry cap and duplicate detection; each page gets `page_timeout`. What is cut off is
+    /// reported as an issue, never silently.
+    async fn paginate<T: Listed>(
+        &self,
+        request: impl Fn(PaginatedRequestParams) -> ClientRequest,
+        parse: fn(&Value) -> Result<Page<T>, String>,
+        page_timeout: Duration,
+    ) -> Result<Listing<T>, RequestError> {
+        let never = CancellationToken::new();
+        let mut out = Listing::default();
+        let mut seen_cursors = HashSet::new();
+        let mut seen_keys = HashSet::new();
+        let mut cursor: Option<String> = None;
+        for page_no in 1..=MAX_LIST_PAGES + 1 {
+            if page_no > MAX_LIST_PAGES {
+                out.issues
+                    .push(issue("*", format!("stopped after {MAX_LIST_PAGES} pages")));
+                break;
+            }
+            let params = PaginatedRequestParams::default().with_cursor(cursor.clone());
+            let result = self.request(request(params), page_timeout, &never).await?;
+            let page = parse(&to_value(&result)?).map_err(RequestError::Protocol)?;
+            out.issues.extend(page.issues);
+            for item in page.items {
+                if out.items.len() >= MAX_LIST_ENTRIES {
+                    out.issues.push(issue(
+                        item.key(),
+                        format!("over {MAX_LIST_ENTRIES} entries"),
+                    ));
+                } else if seen_keys.insert(item.key().to_string()) {
+                    out.items.push(item);
+                } else {
+                    out.issues
+                        .push(issue(item.key(), "duplicate; the first one is kept".into()));
+                }
+            }
+            match page.next_cursor {
+                None => break,
+                Some(c) if !seen_cursors.insert(c.clone()) => {
+                    out.issues.push(issue(
+                        "*",
+                        format!("cursor {c:?} repeated; stopped listing"),
+                    ));
+                    break;
+                }
+                Some(c) => cursor = Some(c),
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn issue(item: &str, reason: String) -> ListIssue {
+    ListIssue {
+        item: item.to_string(),
+        reason,
+    }
+}
