@@ -137,3 +137,33 @@ pub fn describe(err: &(dyn std::error::Error + 'static)) -> String {
         format!("{top}: {deepest}")
     }
 }
+
+/// Hides the secret parts of `url` (query string, password, user name) wherever `text`
+/// repeats them, however the URL was spelled there: tokens must not reach logs or the
+/// terminal.
+pub fn redact_in(text: &str, url: &str) -> String {
+    let Ok(parsed) = reqwest::Url::parse(url) else {
+        return text.to_string();
+    };
+    let mut out = text.to_string();
+    let secrets = [parsed.query(), parsed.password(), Some(parsed.username())];
+    for secret in secrets.into_iter().flatten().filter(|s| !s.is_empty()) {
+        out = out.replace(secret, "REDACTED");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn credentials_and_queries_are_hidden() {
+        let msg = "error sending request for url (https://h.example/mcp?key=s3cret)";
+        let out = redact_in(msg, "https://user:pw@h.example/mcp?key=s3cret");
+        assert_eq!(
+            out,
+            "error sending request for url (https://h.example/mcp?REDACTED)"
+        );
+    }
+}

@@ -88,6 +88,23 @@ fn stderr_suffix(tail: &[String]) -> String {
 }
 
 impl ConnectError {
+    /// Hides credentials in `url` wherever the message repeats it.
+    fn redact_url(self, url: &str) -> Self {
+        match self {
+            Self::Handshake {
+                detail,
+                transient,
+                stderr_tail,
+            } => Self::Handshake {
+                detail: http::redact_in(&detail, url),
+                transient,
+                stderr_tail,
+            },
+            Self::NeedsAuth(challenge) => Self::NeedsAuth(http::redact_in(&challenge, url)),
+            other => other,
+        }
+    }
+
     /// Whether retrying later might succeed.
     pub fn is_transient(&self) -> bool {
         matches!(
@@ -289,7 +306,13 @@ impl Session {
         };
         let service = match result {
             Ok(Ok(service)) => service,
-            Ok(Err(e)) => return Err(handshake_error(&e, process).await),
+            Ok(Err(e)) => {
+                let err = handshake_error(&e, process).await;
+                return Err(match endpoint {
+                    Endpoint::Http { url, .. } => err.redact_url(url),
+                    Endpoint::Stdio { .. } => err,
+                });
+            }
             Err(_) => {
                 let transient = process.is_none();
                 if let Some(mut p) = process {
