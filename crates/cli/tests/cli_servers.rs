@@ -293,3 +293,39 @@ fn older_handshake_versions_are_accepted_and_unknown_ones_refused() {
         assert_eq!(r["restarts"], 0, "a version mismatch is not retried: {r}");
     }
 }
+
+#[test]
+fn configured_http_headers_reach_the_server_with_variables_expanded() {
+    use std::io::BufRead;
+    let mut server = std::process::Command::new(fake())
+        .args(["--http", "0"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(server.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = format!(
+        "http://{}/mcp",
+        line.trim().trim_start_matches("listening on ")
+    );
+    let sb = Sandbox::new();
+    let cfg = sb.config("c.json", json!({
+        "h": {"type": "http", "url": url, "headers": {"Authorization": "Basic dXNlcg==", "X-Team": "${MCP_TEST_TEAM:-blue}"}},
+        "bad": {"type": "http", "url": url, "headers": {"Mcp-Session-Id": "forged"}},
+    }));
+    let out = sb.run_with(&["call", "h", "headers"], &cfg);
+    let text = stdout(&out);
+    assert!(text.contains("authorization: basic dxnlcg=="), "{text}");
+    assert!(text.contains("x-team: blue"), "{text}");
+    let rows = sb.servers_json(&cfg);
+    let bad = row(&rows, "bad");
+    assert_eq!(bad["state"], "failed");
+    assert!(
+        bad["error"].as_str().unwrap().contains("Mcp-Session-Id"),
+        "{bad}"
+    );
+    server.kill().unwrap();
+    server.wait().unwrap();
+}

@@ -32,6 +32,8 @@ pub enum HeaderError {
     Name(String),
     #[error("header `{0}` has a value that is not valid in HTTP")]
     Value(String),
+    #[error("header `{0}` is managed by the MCP transport and cannot be configured")]
+    Reserved(String),
 }
 
 pub fn transport(
@@ -40,17 +42,24 @@ pub fn transport(
     headers: &BTreeMap<String, String>,
 ) -> Result<StreamableHttpClientTransport<reqwest::Client>, HeaderError> {
     let mut custom = HashMap::new();
-    let mut auth = None;
     for (k, v) in headers {
-        if k.eq_ignore_ascii_case("authorization") {
-            // rmcp sends this itself; passing it as a custom header would be rejected.
-            auth = Some(v.strip_prefix("Bearer ").unwrap_or(v).to_string());
-            continue;
+        // These belong to the transport; a configured value would corrupt the session.
+        if [
+            "accept",
+            "mcp-session-id",
+            "last-event-id",
+            "mcp-protocol-version",
+        ]
+        .iter()
+        .any(|r| k.eq_ignore_ascii_case(r))
+        {
+            return Err(HeaderError::Reserved(k.clone()));
         }
         let name = reqwest::header::HeaderName::from_bytes(k.as_bytes())
             .map_err(|_| HeaderError::Name(k.clone()))?;
-        let value =
+        let mut value =
             reqwest::header::HeaderValue::from_str(v).map_err(|_| HeaderError::Value(k.clone()))?;
+        value.set_sensitive(true);
         custom.insert(name, value);
     }
     let mut retry = ExponentialBackoff::default();
@@ -62,9 +71,6 @@ pub fn transport(
         .max_sse_event_size(MAX_HTTP_MESSAGE)
         .max_json_response_size(MAX_HTTP_MESSAGE);
     config.retry_config = Arc::new(retry);
-    if let Some(token) = auth {
-        config = config.auth_header(token);
-    }
     Ok(StreamableHttpClientTransport::with_client(client, config))
 }
 

@@ -15,6 +15,8 @@ struct Row {
     name: String,
     scope: &'static str,
     transport: TransportKind,
+    /// Whether policy may believe this server's annotations (`trust` in its config).
+    trusted: bool,
     state: &'static str,
     era: Option<String>,
     tools: usize,
@@ -41,6 +43,7 @@ pub async fn run(host: &Host, args: ServersArgs) -> anyhow::Result<ExitCode> {
                     name: id.to_string(),
                     scope: host.scope_of(id.as_str()),
                     transport: m.transport(id).unwrap_or(TransportKind::Stdio),
+                    trusted: m.spec(id).is_some_and(|s| s.trusted),
                     state: st.state.label(),
                     era: st.era.map(|e| e.version),
                     tools: st.tool_count,

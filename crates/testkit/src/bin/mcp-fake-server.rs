@@ -121,6 +121,8 @@ struct Server {
     grown: bool,
     /// The id of an open `subscriptions/listen` request (modern era).
     listen: Option<Value>,
+    /// Header block of the HTTP request being served (lower-cased), for the `headers` tool.
+    http_head: String,
 }
 
 fn main() {
@@ -156,6 +158,7 @@ fn main() {
         locked: Locked::None,
         grown: false,
         listen: None,
+        http_head: String::new(),
     };
     if let Some(port) = http {
         return serve_http(&mut server, port, &buf);
@@ -246,6 +249,7 @@ fn serve_http(server: &mut Server, port: u16, buf: &SharedBuf) {
             continue;
         };
         let method = msg["method"].as_str().unwrap_or_default().to_string();
+        server.http_head = head;
         server.handle(
             &method,
             id.clone(),
@@ -493,6 +497,7 @@ impl Server {
                     ),
                 }
             }
+            "headers" => self.reply(id, text(self.http_head.clone())),
             "error" => self.reply(
                 id,
                 json!({"content": [{"type": "text", "text": "it failed"}], "isError": true}),
