@@ -296,20 +296,8 @@ fn older_handshake_versions_are_accepted_and_unknown_ones_refused() {
 
 #[test]
 fn configured_http_headers_reach_the_server_with_variables_expanded() {
-    use std::io::BufRead;
-    let mut server = std::process::Command::new(fake())
-        .args(["--http", "0"])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(server.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = format!(
-        "http://{}/mcp",
-        line.trim().trim_start_matches("listening on ")
-    );
+    let (mut server, port) = fake_http(0);
+    let url = format!("http://127.0.0.1:{port}/mcp");
     let sb = Sandbox::new();
     let cfg = sb.config("c.json", json!({
         "h": {"type": "http", "url": url, "headers": {"Authorization": "Basic dXNlcg==", "X-Team": "${MCP_TEST_TEAM:-blue}"}},

@@ -132,23 +132,6 @@ async fn http_errors_are_retried_only_when_transient() {
     m.shutdown().await;
 }
 
-/// Starts the fake server in HTTP mode; returns it and the port it listens on.
-fn fake_http(port: u16) -> (std::process::Child, u16) {
-    use std::io::BufRead;
-    let mut child = std::process::Command::new(mcp_host_testkit::fake_server())
-        .args(["--http", &port.to_string()])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let port = line.trim().rsplit(':').next().unwrap().parse().unwrap();
-    (child, port)
-}
-
 async fn wait_for(m: &Manager, cond: impl Fn(&mcp_host_core::ServerStatus) -> bool) {
     wait_status(m, "r", cond).await;
 }

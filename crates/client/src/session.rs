@@ -279,14 +279,10 @@ impl Session {
                 let (process, stdin, stdout) = StdioProcess::spawn(launch, supervisor, host_env)?;
                 let inner = AsyncRwTransport::new_client(stdout, stdin)
                     .with_max_line_length(MAX_STDIO_LINE);
-                let t = Watched {
-                    inner,
-                    closed: closed.clone(),
-                };
-                let r =
-                    tokio::time::timeout(timeout, serve_client_with_lifecycle(handler, t, mode))
-                        .await;
-                (r, Some(process))
+                (
+                    handshake(inner, handler, mode, timeout, &closed).await,
+                    Some(process),
+                )
             }
             Endpoint::Http {
                 url,
@@ -294,14 +290,10 @@ impl Session {
                 client,
             } => {
                 let inner = http::transport(client.clone(), url, headers)?;
-                let t = Watched {
-                    inner,
-                    closed: closed.clone(),
-                };
-                let r =
-                    tokio::time::timeout(timeout, serve_client_with_lifecycle(handler, t, mode))
-                        .await;
-                (r, None)
+                (
+                    handshake(inner, handler, mode, timeout, &closed).await,
+                    None,
+                )
             }
         };
         let service = match result {
@@ -496,6 +488,25 @@ impl Session {
         p.stderr_closed().await;
         (format!("server {how}"), p.stderr_tail(5))
     }
+}
+
+/// Runs the lifecycle handshake over `inner`, watched so that `closed` fires when it ends.
+async fn handshake<T: Transport<RoleClient> + 'static>(
+    inner: T,
+    handler: HostHandler,
+    mode: ClientLifecycleMode,
+    timeout: Duration,
+    closed: &CancellationToken,
+) -> Result<Result<Service, ClientInitializeError>, tokio::time::error::Elapsed> {
+    let transport = Watched {
+        inner,
+        closed: closed.clone(),
+    };
+    tokio::time::timeout(
+        timeout,
+        serve_client_with_lifecycle(handler, transport, mode),
+    )
+    .await
 }
 
 /// In 2026-07-28 a server pushes `tools/list_changed` only on a `subscriptions/listen` stream

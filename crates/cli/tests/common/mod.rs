@@ -162,3 +162,20 @@ pub async fn wait_status(
 pub fn signal(pid: u32, sig: nix::sys::signal::Signal) {
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), sig).unwrap();
 }
+
+/// Starts the fake server in HTTP mode (port 0: any free port); returns it and its port.
+pub fn fake_http(port: u16) -> (std::process::Child, u16) {
+    use std::io::BufRead;
+    let mut child = Command::new(fake())
+        .args(["--http", &port.to_string()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let port = line.trim().rsplit(':').next().unwrap().parse().unwrap();
+    (child, port)
+}
