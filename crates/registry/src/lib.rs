@@ -1,0 +1,10 @@
+//! The tool catalogue of mcp-host: one snapshot of what every ready server offers, the
+//! names the model sees, argument validation before anything is sent, lint flags
+//! (look-alike names, hidden characters, cut descriptions), definition pins with drift
+//! reports, and lexical search for deferred tool loading.
+
+pub mod lint;
+pub mod names;
+pub mod pins;
+pub mod schema;
+pub mod search;
