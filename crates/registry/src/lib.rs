@@ -3,6 +3,8 @@
 //! (look-alike names, hidden characters, cut descriptions), definition pins with drift
 //! reports, and lexical search for deferred tool loading.
 
+pub mod catalogue;
+pub mod exposure;
 pub mod lint;
 pub mod names;
 pub mod pins;

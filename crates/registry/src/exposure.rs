@@ -1,0 +1,230 @@
+//! Which tools the model sees. When every definition fits the token budget (default 10% of
+//! the model's context window) the model sees them all. Otherwise deferred mode: the model
+//! sees the `alwaysLoad` servers' tools, the tools it has loaded, and two meta-tools,
+//! `search_tools(query, limit)` and `load_tools(names)`; a loaded tool's full definition is
+//! visible from the next model request on. Works the same with every provider.
+
+use crate::catalogue::{Catalogue, Entry};
+use serde_json::{Value, json};
+use std::collections::BTreeSet;
+
+pub const SEARCH_TOOLS: &str = "search_tools";
+pub const LOAD_TOOLS: &str = "load_tools";
+/// Share of the context window the always-visible definitions may take.
+pub const DEFAULT_BUDGET_SHARE: f64 = 0.10;
+const MAX_SEARCH_LIMIT: usize = 20;
+
+/// A rough, provider-neutral token estimate: four bytes of JSON per token.
+pub fn estimate_tokens(definition: &Value) -> usize {
+    definition.to_string().len().div_ceil(4)
+}
+
+/// The definitions of the two meta-tools, in the same shape as [`Entry::model_definition`].
+pub fn meta_tool_definitions() -> Vec<Value> {
+    vec![
+        json!({
+            "name": SEARCH_TOOLS,
+            "description": "Search the available tools by what you want to do. Returns tool names with one-line descriptions; call load_tools with the names you need, and they become callable on your next step.",
+            "input_schema": {"type": "object", "properties": {
+                "query": {"type": "string", "description": "What you want to do, in plain words"},
+                "limit": {"type": "integer", "minimum": 1, "maximum": MAX_SEARCH_LIMIT, "default": 5}
+            }, "required": ["query"], "additionalProperties": false}
+        }),
+        json!({
+            "name": LOAD_TOOLS,
+            "description": "Make tools found with search_tools callable, by name. Their full definitions are available from your next step on.",
+            "input_schema": {"type": "object", "properties": {
+                "names": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 50}
+            }, "required": ["names"], "additionalProperties": false}
+        }),
+    ]
+}
+
+/// What one model request carries.
+#[derive(Debug)]
+pub struct Plan<'c> {
+    pub deferred: bool,
+    /// Entries whose definitions are sent, in catalogue order.
+    pub visible: Vec<&'c Entry>,
+}
+
+impl Plan<'_> {
+    /// The tool definitions for the provider, meta-tools last.
+    pub fn definitions(&self, loaded: &BTreeSet<String>) -> Vec<Value> {
+        let mut out: Vec<Value> = self
+            .visible
+            .iter()
+            .map(|e| e.model_definition(loaded.contains(&e.name)))
+            .collect();
+        if self.deferred {
+            out.extend(meta_tool_definitions());
+        }
+        out
+    }
+}
+
+/// Per-conversation state: the budget and what the model has loaded.
+#[derive(Clone, Debug)]
+pub struct Exposure {
+    pub budget_tokens: usize,
+    pub loaded: BTreeSet<String>,
+}
+
+impl Exposure {
+    pub fn for_context_window(context_tokens: usize) -> Self {
+        let budget = (context_tokens as f64 * DEFAULT_BUDGET_SHARE) as usize;
+        Self {
+            budget_tokens: budget,
+            loaded: BTreeSet::new(),
+        }
+    }
+
+    pub fn plan<'c>(&self, catalogue: &'c Catalogue) -> Plan<'c> {
+        let callable: Vec<&Entry> = catalogue.entries().iter().filter(|e| e.callable).collect();
+        let total: usize = callable
+            .iter()
+            .map(|e| estimate_tokens(&e.model_definition(false)))
+            .sum();
+        if total <= self.budget_tokens {
+            return Plan {
+                deferred: false,
+                visible: callable,
+            };
+        }
+        let visible = callable
+            .into_iter()
+            .filter(|e| e.always_load || self.loaded.contains(&e.name))
+            .collect();
+        Plan {
+            deferred: true,
+            visible,
+        }
+    }
+
+    /// Runs `search_tools`; the result is what the model reads.
+    pub fn search_tools(&self, catalogue: &Catalogue, args: &Value) -> Value {
+        let query = args
+            .get("query")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let limit = args
+            .get("limit")
+            .and_then(Value::as_u64)
+            .map_or(5, |l| l as usize)
+            .clamp(1, MAX_SEARCH_LIMIT);
+        let hits: Vec<Value> = catalogue
+            .search(query, limit)
+            .into_iter()
+            .filter(|(e, _)| e.callable)
+            .map(|(e, _)| {
+                let line = e.description.lines().next().unwrap_or_default();
+                let short: String = line.chars().take(200).collect();
+                json!({"name": e.name, "description": short, "loaded": self.loaded.contains(&e.name)})
+            })
+            .collect();
+        json!({"tools": hits})
+    }
+
+    /// Runs `load_tools`: names that exist and are callable become visible next request.
+    pub fn load_tools(&mut self, catalogue: &Catalogue, args: &Value) -> Value {
+        let names = args
+            .get("names")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let (mut loaded, mut unknown) = (Vec::new(), Vec::new());
+        for n in names.iter().filter_map(Value::as_str) {
+            match catalogue.get(n).filter(|e| e.callable) {
+                Some(e) => {
+                    self.loaded.insert(e.name.clone());
+                    loaded.push(e.name.clone());
+                }
+                None => unknown.push(n.to_string()),
+            }
+        }
+        json!({"loaded": loaded, "unknown": unknown, "note": "Loaded tools are callable from your next step."})
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalogue::{CatalogueOptions, ServerTools};
+    use mcp_host_core::{ServerId, ToolDescriptor};
+
+    fn catalogue(n: usize, always: bool) -> Catalogue {
+        let tools = (0..n)
+            .map(|i| ToolDescriptor {
+                name: format!("tool_{i}"),
+                title: None,
+                description: Some(format!("Does thing number {i} with widgets")),
+                input_schema: json!({"type": "object"}),
+                output_schema: None,
+                annotations: None,
+            })
+            .collect();
+        let weather = ToolDescriptor {
+            name: "get_forecast".into(),
+            title: None,
+            description: Some("Weather forecast for a city".into()),
+            input_schema: json!({"type": "object"}),
+            output_schema: None,
+            annotations: None,
+        };
+        Catalogue::build(
+            vec![
+                ServerTools {
+                    server: ServerId::new("many"),
+                    tools,
+                    always_load: false,
+                },
+                ServerTools {
+                    server: ServerId::new("wx"),
+                    tools: vec![weather],
+                    always_load: always,
+                },
+            ],
+            CatalogueOptions::default(),
+        )
+    }
+
+    #[test]
+    fn small_catalogues_are_shown_whole_without_meta_tools() {
+        let c = catalogue(3, false);
+        let plan = Exposure::for_context_window(200_000).plan(&c);
+        assert!(!plan.deferred);
+        assert_eq!(plan.definitions(&BTreeSet::new()).len(), 4);
+    }
+
+    #[test]
+    fn over_budget_defers_then_search_and_load_make_a_tool_visible() {
+        let c = catalogue(500, false);
+        let mut exposure = Exposure::for_context_window(20_000);
+        let plan = exposure.plan(&c);
+        assert!(plan.deferred && plan.visible.is_empty());
+        let defs = plan.definitions(&exposure.loaded);
+        let names: Vec<&str> = defs.iter().filter_map(|d| d["name"].as_str()).collect();
+        assert_eq!(names, [SEARCH_TOOLS, LOAD_TOOLS]);
+        let found = exposure.search_tools(&c, &json!({"query": "weather forecast", "limit": 3}));
+        assert_eq!(found["tools"][0]["name"], "wx__get_forecast");
+        let loaded = exposure.load_tools(&c, &json!({"names": ["wx__get_forecast", "nope"]}));
+        assert_eq!(loaded["unknown"], json!(["nope"]));
+        let plan = exposure.plan(&c);
+        assert_eq!(
+            plan.visible
+                .iter()
+                .map(|e| e.name.as_str())
+                .collect::<Vec<_>>(),
+            ["wx__get_forecast"]
+        );
+    }
+
+    #[test]
+    fn always_load_servers_stay_visible_in_deferred_mode() {
+        let c = catalogue(500, true);
+        let plan = Exposure::for_context_window(20_000).plan(&c);
+        assert!(plan.deferred);
+        assert_eq!(plan.visible.len(), 1);
+        assert!(plan.visible[0].always_load);
+    }
+}
