@@ -63,12 +63,23 @@ pub struct ToolsArgs {
     pub server: Option<String>,
     #[arg(long)]
     pub json: bool,
+    /// Rank the tools for a plain-words query instead of listing them all.
+    #[arg(long, value_name = "QUERY")]
+    pub search: Option<String>,
+    /// How many search results.
+    #[arg(long, default_value_t = 10, requires = "search")]
+    pub limit: usize,
+    /// Pin the current definition of every tool that changed since it was first seen.
+    #[arg(long)]
+    pub accept_changes: bool,
 }
 
 #[derive(Debug, Args)]
 pub struct CallArgs {
-    pub server: String,
-    pub tool: String,
+    /// A server name (then TOOL is the server's own tool name), or a model-visible tool
+    /// name such as `time__get_current_time` on its own.
+    pub target: String,
+    pub tool: Option<String>,
     /// Arguments as a JSON object, or `-` to read them from stdin.
     #[arg(long, value_name = "JSON|-")]
     pub args: Option<String>,

@@ -1,6 +1,7 @@
 //! The `mcp-host` binary: a thin front end over the engine crates. It also doubles as the
 //! per-server supervisor (`mcp-host __supervise ...`), dispatched before any runtime starts.
 
+mod catalogue;
 mod cli;
 mod commands;
 mod host;

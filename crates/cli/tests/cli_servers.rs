@@ -136,7 +136,7 @@ fn call_prints_text_and_reports_tool_errors_with_exit_status() {
     );
     assert_eq!(unknown.status.code(), Some(1));
     assert!(
-        stderr(&unknown).contains("Unknown tool"),
+        stderr(&unknown).contains("server `f` has no tool `nope`"),
         "{}",
         stderr(&unknown)
     );

@@ -58,6 +58,12 @@ pub struct RawServer {
     pub tool_timeout: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trust: Option<bool>,
+    /// Keep this server's tools visible to the model even in deferred (search) mode.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub always_load: Option<bool>,
+    /// Offer tools whose input schema does not compile, unvalidated, instead of withholding them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow_unvalidated: Option<bool>,
 }
 
 /// How to reach a server, with every variable expanded.
@@ -87,6 +93,8 @@ pub struct ServerSpec {
     pub trusted: bool,
     /// Hash of the raw definition; approvals are keyed by it.
     pub definition_hash: String,
+    pub always_load: bool,
+    pub allow_unvalidated: bool,
 }
 
 pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
@@ -216,6 +224,8 @@ impl RawServer {
             // A project file could otherwise vouch for its own servers.
             trusted: scope != Scope::Project && self.trust.unwrap_or(false),
             definition_hash: definition_hash(self),
+            always_load: self.always_load.unwrap_or(false),
+            allow_unvalidated: self.allow_unvalidated.unwrap_or(false),
         })
     }
 }

@@ -149,7 +149,7 @@ impl Exposure {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalogue::{CatalogueOptions, ServerTools};
+    use crate::catalogue::ServerTools;
     use mcp_host_core::{ServerId, ToolDescriptor};
 
     fn catalogue(n: usize, always: bool) -> Catalogue {
@@ -171,21 +171,20 @@ mod tests {
             output_schema: None,
             annotations: None,
         };
-        Catalogue::build(
-            vec![
-                ServerTools {
-                    server: ServerId::new("many"),
-                    tools,
-                    always_load: false,
-                },
-                ServerTools {
-                    server: ServerId::new("wx"),
-                    tools: vec![weather],
-                    always_load: always,
-                },
-            ],
-            CatalogueOptions::default(),
-        )
+        Catalogue::build(vec![
+            ServerTools {
+                server: ServerId::new("many"),
+                tools,
+                always_load: false,
+                allow_unvalidated: false,
+            },
+            ServerTools {
+                server: ServerId::new("wx"),
+                tools: vec![weather],
+                always_load: always,
+                allow_unvalidated: false,
+            },
+        ])
     }
 
     #[test]

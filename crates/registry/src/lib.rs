@@ -4,6 +4,7 @@
 //! reports, and lexical search for deferred tool loading.
 
 pub mod catalogue;
+pub mod eval;
 pub mod exposure;
 pub mod lint;
 pub mod names;

@@ -22,7 +22,7 @@ const WEIGHT_TITLE: f32 = 2.0;
 const WEIGHT_SERVER: f32 = 1.0;
 const WEIGHT_DESCRIPTION: f32 = 1.0;
 const WEIGHT_PARAM_NAME: f32 = 1.5;
-const WEIGHT_PARAM_DESCRIPTION: f32 = 0.5;
+const WEIGHT_PARAM_DESCRIPTION: f32 = 0.25;
 const K1: f32 = 1.2;
 const B: f32 = 0.75;
 
@@ -31,6 +31,51 @@ const STOP_WORDS: &[&str] = &[
     "i", "in", "is", "it", "its", "me", "my", "of", "on", "or", "please", "that", "the", "this",
     "to", "use", "what", "when", "where", "which", "with", "you", "your",
 ];
+
+/// How people ask versus how tools are named: a query word adds these words with a lower
+/// weight ("what time is it" asks to *get* the *current* time). Applied to queries only.
+const QUERY_EXPANSIONS: &[(&str, &[&str])] = &[
+    ("what", &["get"]),
+    ("show", &["get", "list"]),
+    ("tell", &["get"]),
+    ("fetch", &["get"]),
+    ("download", &["fetch", "url"]),
+    ("web", &["url", "fetch"]),
+    ("website", &["url", "fetch"]),
+    ("page", &["url"]),
+    ("find", &["search", "get"]),
+    ("look", &["search", "get"]),
+    ("now", &["current"]),
+    ("today", &["current", "date"]),
+    ("currently", &["current"]),
+    ("remove", &["delete"]),
+    ("erase", &["delete"]),
+    ("forget", &["delete"]),
+    ("make", &["create"]),
+    ("new", &["create"]),
+    ("remember", &["create", "add", "observation"]),
+    ("save", &["write"]),
+    ("store", &["write", "create"]),
+    ("open", &["read"]),
+    ("view", &["read", "get"]),
+    ("picture", &["image", "media"]),
+    ("photo", &["image", "media"]),
+    ("image", &["media"]),
+    ("folder", &["directory"]),
+    ("folders", &["directory"]),
+    ("rename", &["move"]),
+    ("big", &["size"]),
+    ("large", &["size"]),
+    ("history", &["log"]),
+    ("compare", &["diff"]),
+    ("changed", &["diff", "status"]),
+    ("link", &["relation"]),
+    ("connect", &["relation"]),
+    ("unstage", &["reset"]),
+    ("several", &["multiple"]),
+    ("many", &["multiple"]),
+];
+const EXPANSION_WEIGHT: f32 = 0.5;
 
 /// Splits identifiers and prose into lower-case words.
 pub fn words(text: &str) -> Vec<String> {
@@ -127,23 +172,40 @@ impl Index {
         self.doc_len.is_empty()
     }
 
+    /// The query's terms with their weights: its own words at 1, expansions lower.
+    fn query_terms(&self, query: &str) -> Vec<(String, f32)> {
+        let mut weighted: HashMap<String, f32> = HashMap::new();
+        for word in words(query) {
+            if let Some((_, extra)) = QUERY_EXPANSIONS.iter().find(|(w, _)| *w == word) {
+                for e in *extra {
+                    let t = self.stemmer.stem(e).into_owned();
+                    let w = weighted.entry(t).or_default();
+                    *w = w.max(EXPANSION_WEIGHT);
+                }
+            }
+            if !STOP_WORDS.contains(&word.as_str()) {
+                weighted.insert(self.stemmer.stem(&word).into_owned(), 1.0);
+            }
+        }
+        let mut out: Vec<(String, f32)> = weighted.into_iter().collect();
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out
+    }
+
     /// The best `limit` documents for `query`, best first, as (document number, score).
     /// Documents with no matching term are never returned.
     pub fn search(&self, query: &str, limit: usize) -> Vec<(usize, f32)> {
         let n = self.doc_len.len() as f32;
         let mut scores = vec![0f32; self.doc_len.len()];
-        let mut query_terms = terms(&self.stemmer, query);
-        query_terms.sort();
-        query_terms.dedup();
-        for term in &query_terms {
-            let Some(list) = self.postings.get(term) else {
+        for (term, weight) in self.query_terms(query) {
+            let Some(list) = self.postings.get(&term) else {
                 continue;
             };
             let df = list.len() as f32;
             let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
             for &(doc, tf) in list {
                 let len_norm = 1.0 - B + B * self.doc_len[doc as usize] / self.avg_len;
-                scores[doc as usize] += idf * tf * (K1 + 1.0) / (tf + K1 * len_norm);
+                scores[doc as usize] += weight * idf * tf * (K1 + 1.0) / (tf + K1 * len_norm);
             }
         }
         let mut hits: Vec<(usize, f32)> = scores

@@ -2,11 +2,13 @@
 //! failed or the tool reported `isError`.
 
 use super::with_manager;
+use crate::catalogue::snapshot;
 use crate::cli::CallArgs;
 use crate::host::Host;
 use crate::output::{one_line, render_content};
 use anyhow::{Context, bail};
 use mcp_host_core::ServerId;
+use mcp_host_registry::pins::PinCheck;
 use serde_json::{Map, Value};
 use std::io::Read;
 use std::process::ExitCode;
@@ -42,24 +44,56 @@ fn type_name(v: &Value) -> &'static str {
 
 pub async fn run(host: &Host, args: CallArgs) -> anyhow::Result<ExitCode> {
     let arguments = parse_args(args.args.as_deref())?;
-    if !host.config.entries.iter().any(|e| e.name == args.server) {
-        bail!("no server named `{}` is configured", args.server);
-    }
-    let manager = host.start(Some(&args.server))?;
+    // `call SERVER TOOL` starts one server; `call NAME` needs every server to know the names.
+    let only = match &args.tool {
+        Some(_) => {
+            if !host.config.entries.iter().any(|e| e.name == args.target) {
+                bail!("no server named `{}` is configured", args.target);
+            }
+            Some(args.target.as_str())
+        }
+        None => None,
+    };
+    let manager = host.start(only)?;
     let limit = host.settle_limit();
-    let id = ServerId::new(&args.server);
     with_manager(host, manager, async move |m, cancel| {
         m.wait_settled(limit).await;
-        let outcome = match m.call(&id, &args.tool, arguments, cancel).await {
+        let (catalogue, _) = snapshot(host, m).await?;
+        let entry = match &args.tool {
+            Some(tool) => catalogue.find(&ServerId::new(&args.target), tool),
+            None => catalogue.get(&args.target),
+        };
+        let Some(entry) = entry else {
+            let what = match &args.tool {
+                Some(tool) => format!("server `{}` has no tool `{tool}`", args.target),
+                None => format!("no tool has the model-visible name `{}`", args.target),
+            };
+            let state = m.status(&ServerId::new(&args.target)).map(|s| s.state);
+            let why = state
+                .as_ref()
+                .and_then(|s| s.error())
+                .map(|e| format!(" ({})", one_line(e, 300)));
+            eprintln!("error: {what}{}", why.unwrap_or_default());
+            return Ok(ExitCode::FAILURE);
+        };
+        let as_value = Value::Object(arguments.clone().unwrap_or_default());
+        if let Err(refusal) = catalogue.prepare_call(entry, &as_value) {
+            eprintln!("error: {refusal}");
+            return Ok(ExitCode::FAILURE);
+        }
+        if let Some(PinCheck::Drift(_)) = &entry.pin {
+            eprintln!(
+                "warning: `{}` changed since it was first seen; see `mcp-host tools`",
+                entry.name
+            );
+        }
+        let outcome = match m
+            .call(&entry.key.server, &entry.key.tool, arguments, cancel)
+            .await
+        {
             Ok(o) => o,
             Err(e) => {
-                let detail = m
-                    .status(&id)
-                    .and_then(|s| s.state.error().map(|e| one_line(e, 300)));
-                eprintln!(
-                    "error: {e}{}",
-                    detail.map(|d| format!(": {d}")).unwrap_or_default()
-                );
+                eprintln!("error: {e}");
                 return Ok(ExitCode::FAILURE);
             }
         };
@@ -74,7 +108,7 @@ pub async fn run(host: &Host, args: CallArgs) -> anyhow::Result<ExitCode> {
             }
             let body = text.join("\n");
             if outcome.is_error {
-                eprintln!("error: tool `{}` reported an error:\n{body}", args.tool);
+                eprintln!("error: tool `{}` reported an error:\n{body}", entry.name);
             } else {
                 println!("{body}");
             }

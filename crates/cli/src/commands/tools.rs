@@ -1,11 +1,17 @@
-//! `mcp-host tools [--server NAME] [--json]`.
+//! `mcp-host tools [--server NAME] [--search QUERY [--limit K]] [--accept-changes] [--json]`:
+//! the catalogue as the model would see it, with model-visible names, lint flags and pin
+//! drift (with a diff).
 
 use super::with_manager;
+use crate::catalogue::snapshot;
 use crate::cli::ToolsArgs;
 use crate::host::Host;
 use crate::output::{one_line, table};
 use anyhow::bail;
-use serde_json::json;
+use mcp_host_registry::catalogue::Entry;
+use mcp_host_registry::lint::Flag;
+use mcp_host_registry::pins::PinCheck;
+use serde_json::{Value, json};
 use std::process::ExitCode;
 
 pub async fn run(host: &Host, args: ToolsArgs) -> anyhow::Result<ExitCode> {
@@ -18,50 +24,121 @@ pub async fn run(host: &Host, args: ToolsArgs) -> anyhow::Result<ExitCode> {
     let limit = host.settle_limit();
     with_manager(host, manager, async move |m, _cancel| {
         m.wait_settled(limit).await;
-        let mut json_rows = Vec::new();
-        let mut cells = Vec::new();
-        for id in m.ids() {
-            let state = m.status(id).map(|s| s.state);
-            if let Some(s) = state.as_ref().filter(|s| s.label() != "ready") {
-                eprintln!(
-                    "warning: server `{id}` is {}{}",
-                    s.label(),
-                    s.error()
-                        .map(|e| format!(": {}", one_line(e, 200)))
-                        .unwrap_or_default()
-                );
-                continue;
+        let (mut catalogue, store) = snapshot(host, m).await?;
+        if args.accept_changes {
+            for e in catalogue
+                .entries()
+                .iter()
+                .filter(|e| matches!(e.pin, Some(PinCheck::Drift(_))))
+            {
+                store
+                    .accept(
+                        e.key.server.as_str(),
+                        &e.key.tool,
+                        &Entry::definition(&e.tool),
+                    )
+                    .await?;
+                eprintln!("accepted the current definition of `{}`", e.name);
             }
-            let Some(list) = m.tools(id) else { continue };
-            for issue in &list.issues {
-                eprintln!(
-                    "warning: server `{id}`: tool `{}` skipped: {}",
-                    one_line(&issue.item, 64),
-                    issue.reason
-                );
-            }
-            for t in &list.items {
-                json_rows.push(json!({
-                    "server": id.as_str(),
-                    "tool": t.name,
-                    "title": t.title,
-                    "description": t.description,
-                    "inputSchema": t.input_schema,
-                    "annotations": t.annotations,
-                }));
-                cells.push(vec![
-                    id.to_string(),
-                    one_line(&t.name, 64),
-                    one_line(t.description.as_deref().unwrap_or_default(), 80),
-                ]);
-            }
+            catalogue.check_pins(&store).await?;
         }
+        let shown: Vec<(&Entry, Option<f32>)> = match &args.search {
+            Some(q) => catalogue
+                .search(q, args.limit)
+                .into_iter()
+                .map(|(e, s)| (e, Some(s)))
+                .collect(),
+            None => catalogue.entries().iter().map(|e| (e, None)).collect(),
+        };
         if args.json {
-            println!("{}", serde_json::to_string_pretty(&json_rows)?);
+            let rows: Vec<Value> = shown.iter().map(|(e, score)| row(e, *score)).collect();
+            println!("{}", serde_json::to_string_pretty(&rows)?);
         } else {
-            print!("{}", table(&["SERVER", "TOOL", "DESCRIPTION"], &cells));
+            print_table(&shown);
         }
         Ok(ExitCode::SUCCESS)
     })
     .await
+}
+
+fn row(e: &Entry, score: Option<f32>) -> Value {
+    let mut r = json!({
+        "name": e.name,
+        "server": e.key.server.as_str(),
+        "tool": e.key.tool,
+        "title": e.tool.title,
+        "description": e.description,
+        "inputSchema": e.tool.input_schema,
+        "annotations": e.tool.annotations,
+        "callable": e.callable,
+        "flags": e.flags,
+        "hash": e.hash,
+        "pin": e.pin,
+    });
+    if let Some(s) = score {
+        r["score"] = json!(s);
+    }
+    r
+}
+
+fn print_table(shown: &[(&Entry, Option<f32>)]) {
+    let cells: Vec<Vec<String>> = shown
+        .iter()
+        .map(|(e, _)| {
+            vec![
+                e.name.clone(),
+                e.key.server.to_string(),
+                one_line(&e.key.tool, 64),
+                one_line(&e.description, 70),
+            ]
+        })
+        .collect();
+    print!(
+        "{}",
+        table(&["NAME", "SERVER", "TOOL", "DESCRIPTION"], &cells)
+    );
+    for (e, _) in shown {
+        for f in &e.flags {
+            eprintln!("warning: `{}`: {}", e.name, describe_flag(f));
+        }
+        if let Some(PinCheck::Drift(d)) = &e.pin {
+            eprintln!(
+                "warning: `{}` changed since it was first seen (accept with `mcp-host tools --accept-changes`):\n{}",
+                e.name,
+                mcp_host_core::sanitize::strip_terminal_escapes(&d.diff)
+            );
+        }
+    }
+}
+
+fn describe_flag(f: &Flag) -> String {
+    match f {
+        Flag::Confusable {
+            other_server,
+            other_tool,
+        } => {
+            format!(
+                "name looks like `{}` of server `{other_server}`",
+                one_line(other_tool, 64)
+            )
+        }
+        Flag::HiddenCharacters {
+            field,
+            count,
+            examples,
+        } => {
+            format!(
+                "{count} invisible or direction-changing character(s) in {field} ({})",
+                examples.join(", ")
+            )
+        }
+        Flag::DescriptionCut {
+            original_chars,
+            limit,
+        } => {
+            format!("description cut from {original_chars} to {limit} characters")
+        }
+        Flag::SchemaUnavailable { reason } => format!("not callable: {reason}"),
+        Flag::SchemaUnvalidated { reason } => format!("arguments are not validated: {reason}"),
+    }
 }

@@ -421,6 +421,9 @@ impl Server {
         if self.opts.broken_tool {
             tools.push(json!({"name": "broken", "description": "no schema"}));
         }
+        if self.opts.http_port.is_some() {
+            tools.push(json!({"name": "headers", "description": "Returns the HTTP request headers", "inputSchema": obj(json!({}))}));
+        }
         if self.grown {
             tools.push(json!({"name": "grown", "inputSchema": obj(json!({}))}));
         }
