@@ -403,7 +403,10 @@ impl Runner {
         if let Ok(mut t) = self.slot.tools.write() {
             *t = Arc::new(list);
         }
-        self.publish(|s| s.tool_count = count);
+        self.publish(|s| {
+            s.tool_count = count;
+            s.tools_revision += 1;
+        });
         Ok(())
     }
 }

@@ -86,6 +86,6 @@ fn pages_follow_numeric_cursors() {
     );
     assert_eq!(out[1]["result"]["tools"].as_array().unwrap().len(), 5);
     assert_eq!(out[1]["result"]["nextCursor"], "5");
-    assert_eq!(out[2]["result"]["tools"].as_array().unwrap().len(), 4);
+    assert_eq!(out[2]["result"]["tools"].as_array().unwrap().len(), 5);
     assert!(out[2]["result"].get("nextCursor").is_none());
 }
