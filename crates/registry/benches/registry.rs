@@ -1,1 +1,213 @@
-fn main() {}
+//! Registry benchmarks: search index build and query at 1,000 and 10,000 tools, catalogue
+//! build, and argument-schema compile and validate. Also prints query-latency percentiles
+//! (p50/p99 over 2,000 varied queries), which criterion's means do not show.
+//! Run: `cargo bench -p mcp-host-registry --bench registry`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // A benchmark: a panic is the report.
+
+use criterion::{BenchmarkId, Criterion};
+use hdrhistogram::Histogram;
+use mcp_host_core::{ServerId, ToolDescriptor};
+use mcp_host_registry::catalogue::{Catalogue, ServerTools};
+use mcp_host_registry::schema;
+use serde_json::{Value, json};
+use std::hint::black_box;
+use std::time::Instant;
+
+const VERBS: &[&str] = &[
+    "get", "list", "create", "delete", "update", "search", "read", "write", "send", "sync",
+    "export", "import",
+];
+const NOUNS: &[&str] = &[
+    "file",
+    "issue",
+    "user",
+    "message",
+    "invoice",
+    "calendar_event",
+    "branch",
+    "commit",
+    "ticket",
+    "document",
+    "channel",
+    "repository",
+    "forecast",
+    "payment",
+    "contact",
+    "task",
+    "note",
+    "image",
+    "report",
+    "dataset",
+];
+const WORDS: &[&str] = &[
+    "quickly",
+    "the",
+    "remote",
+    "local",
+    "project",
+    "workspace",
+    "with",
+    "optional",
+    "filters",
+    "returns",
+    "details",
+    "about",
+    "a",
+    "single",
+    "all",
+    "matching",
+    "items",
+    "from",
+    "service",
+    "account",
+    "history",
+    "latest",
+    "metadata",
+    "content",
+    "status",
+    "owner",
+    "team",
+    "recent",
+    "archived",
+    "shared",
+];
+
+/// A deterministic pseudo-random sequence (no external RNG, same corpus every run).
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self, n: usize) -> usize {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((self.0 >> 33) as usize) % n
+    }
+}
+
+fn corpus(tools: usize) -> Vec<ServerTools> {
+    let mut rng = Lcg(42);
+    let servers = 30.min(tools);
+    (0..servers)
+        .map(|s| {
+            let tools = (0..tools / servers)
+                .map(|i| {
+                    let (v, n) = (VERBS[rng.next(VERBS.len())], NOUNS[rng.next(NOUNS.len())]);
+                    let description: Vec<&str> =
+                        (0..12).map(|_| WORDS[rng.next(WORDS.len())]).collect();
+                    ToolDescriptor {
+                        name: format!("{v}_{n}_{i}"),
+                        title: None,
+                        description: Some(format!("{v} {n}: {}", description.join(" "))),
+                        input_schema: json!({"type": "object", "properties": {
+                            "id": {"type": "string", "description": format!("The {n} id")},
+                            "limit": {"type": "integer", "minimum": 1}
+                        }}),
+                        output_schema: None,
+                        annotations: None,
+                    }
+                })
+                .collect();
+            ServerTools {
+                server: ServerId::new(&format!("server{s}")),
+                tools,
+                always_load: false,
+                allow_unvalidated: false,
+            }
+        })
+        .collect()
+}
+
+fn queries() -> Vec<String> {
+    let mut rng = Lcg(7);
+    (0..2000)
+        .map(|_| {
+            format!(
+                "{} the {} {}",
+                VERBS[rng.next(VERBS.len())],
+                NOUNS[rng.next(NOUNS.len())],
+                WORDS[rng.next(WORDS.len())]
+            )
+        })
+        .collect()
+}
+
+fn latency_report() {
+    println!("| tools | build (ms) | query p50 (µs) | query p99 (µs) | max (µs) |");
+    println!("|---|---|---|---|---|");
+    for n in [1_000, 10_000] {
+        let t0 = Instant::now();
+        let catalogue = Catalogue::build(corpus(n));
+        let build = t0.elapsed();
+        let mut h = Histogram::<u64>::new(3).unwrap();
+        let qs = queries();
+        for q in qs.iter().take(200) {
+            black_box(catalogue.search(q, 10));
+        }
+        for q in &qs {
+            let t = Instant::now();
+            black_box(catalogue.search(q, 10));
+            h.record(t.elapsed().as_nanos() as u64).unwrap();
+        }
+        let us = |ns: u64| ns as f64 / 1000.0;
+        println!(
+            "| {n} | {:.1} | {:.1} | {:.1} | {:.1} |",
+            build.as_secs_f64() * 1000.0,
+            us(h.value_at_quantile(0.5)),
+            us(h.value_at_quantile(0.99)),
+            us(h.max())
+        );
+    }
+}
+
+fn tool_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "path": {"type": "string", "pattern": "^[^\\u0000]+$"},
+            "limit": {"type": "integer", "minimum": 1, "maximum": 1000},
+            "mode": {"enum": ["fast", "thorough"]},
+            "options": {"type": "object", "properties": {"recursive": {"type": "boolean"}}, "additionalProperties": false},
+            "tags": {"type": "array", "items": {"$ref": "#/$defs/tag"}}
+        },
+        "required": ["path"],
+        "additionalProperties": false,
+        "$defs": {"tag": {"type": "object", "properties": {"k": {"type": "string"}, "v": {"type": "string"}}, "required": ["k"]}}
+    })
+}
+
+fn benches(c: &mut Criterion) {
+    let mut group = c.benchmark_group("search");
+    for n in [1_000, 10_000] {
+        let servers = corpus(n);
+        group.bench_with_input(BenchmarkId::new("catalogue_build", n), &servers, |b, s| {
+            b.iter(|| Catalogue::build(black_box(s.clone())))
+        });
+        let catalogue = Catalogue::build(servers);
+        group.bench_with_input(BenchmarkId::new("query_top10", n), &catalogue, |b, cat| {
+            b.iter(|| cat.search(black_box("create a calendar event for the team"), 10))
+        });
+    }
+    group.finish();
+    let s = tool_schema();
+    c.bench_function("schema_compile", |b| {
+        b.iter(|| schema::compile(black_box(&s)).unwrap())
+    });
+    let v = schema::compile(&s).unwrap();
+    let good = json!({"path": "/tmp/x", "limit": 10, "mode": "fast", "options": {"recursive": true}, "tags": [{"k": "a", "v": "b"}]});
+    let bad = json!({"path": 3, "limit": 0, "mode": "slow", "extra": 1, "tags": [{"v": 2}]});
+    c.bench_function("validate_valid_args", |b| {
+        b.iter(|| schema::problems(&v, black_box(&good)))
+    });
+    c.bench_function("validate_invalid_args", |b| {
+        b.iter(|| schema::problems(&v, black_box(&bad)))
+    });
+}
+
+fn main() {
+    latency_report();
+    let mut c = Criterion::default().configure_from_args();
+    benches(&mut c);
+    c.final_summary();
+}
