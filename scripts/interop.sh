@@ -42,7 +42,8 @@ cat >"$WORK/servers.json" <<JSON
   "time": {"command": "$DEPS/venv/bin/mcp-server-time", "args": ["--local-timezone", "UTC"]},
   "git": {"command": "$DEPS/venv/bin/mcp-server-git", "args": ["--repository", "$DEPS/work/gitrepo"]},
   "fastmcp": {"command": "$DEPS/venv/bin/python", "args": ["$ROOT/tests/interop/fastmcp_server.py"]},
-  "everything-http": {"type": "http", "url": "http://127.0.0.1:$PORT/mcp"}
+  "everything-http": {"type": "http", "url": "http://127.0.0.1:$PORT/mcp"},
+  "my.server": {"command": "node", "args": ["$NM/server-memory/dist/index.js"], "env": {"MEMORY_FILE_PATH": "$WORK/memory2.jsonl"}}
 }}
 JSON
 
@@ -69,7 +70,7 @@ start=$(date +%s.%N)
 echo "servers --json took $(python3 -c "print(round($(date +%s.%N)-$start,2))")s"
 check "all real servers ready in their eras" expect_states "$WORK/servers.out" \
   everything=2025-11-25 filesystem=2025-11-25 memory=2025-11-25 everything-http=2025-11-25 \
-  time=2026-07-28 git=2026-07-28 fastmcp=2026-07-28
+  time=2026-07-28 git=2026-07-28 fastmcp=2026-07-28 my.server=2025-11-25
 
 echo_out="$("$HOST" call everything echo --args '{"message":"hi"}' "${CFG[@]}" 2>&1)"
 check "call everything echo prints hi" grep -q "hi" <<<"$echo_out"
@@ -80,6 +81,34 @@ add_out="$("$HOST" call fastmcp add --args '{"a":2,"b":40}' "${CFG[@]}" 2>&1)"
 check "call fastmcp add (2026-07-28) works" grep -q "42" <<<"$add_out"
 http_out="$("$HOST" call everything-http echo --args '{"message":"over http"}' "${CFG[@]}" 2>&1)"
 check "call over Streamable HTTP works" grep -q "over http" <<<"$http_out"
+
+"$HOST" tools --json "${CFG[@]}" >"$WORK/tools.json" 2>"$WORK/tools.err"
+check "every tool has a unique model-visible name of at most 64 safe characters" python3 - "$WORK/tools.json" <<'PY'
+import json, re, sys
+rows = json.load(open(sys.argv[1]))
+names = [r["name"] for r in rows]
+bad = [n for n in names if len(n) > 64 or not re.fullmatch(r"[A-Za-z0-9_-]+", n)]
+servers = {r["server"] for r in rows}
+print(f"  {len(rows)} tools from {len(servers)} servers; {len(set(names))} distinct names")
+ok = not bad and len(set(names)) == len(names) and all(r["server"] and r["tool"] for r in rows)
+ok = ok and {"everything__echo", "everything-http__echo", "memory__read_graph", "my_server__read_graph"} <= set(names)
+sys.exit(0 if ok else 1)
+PY
+same_a="$("$HOST" call everything__echo --args '{"message":"from stdio"}' "${CFG[@]}" 2>&1)"
+same_b="$("$HOST" call everything-http__echo --args '{"message":"from http"}' "${CFG[@]}" 2>&1)"
+check "two servers with the same tool names both answer" \
+  bash -c 'grep -q "from stdio" <<<"$1" && grep -q "from http" <<<"$2"' _ "$same_a" "$same_b"
+dotted="$("$HOST" call my_server__read_graph "${CFG[@]}" 2>&1)"
+check "a server named my.server maps to my_server__*" grep -q "entities" <<<"$dotted"
+"$HOST" tools --search "what time is it in Tokyo" --limit 3 --json "${CFG[@]}" >"$WORK/search.json" 2>/dev/null
+check "search ranks time__get_current_time first for 'what time is it in Tokyo'" python3 - "$WORK/search.json" <<'PY'
+import json, sys
+rows = json.load(open(sys.argv[1]))
+print("  ranked:", [r["name"] for r in rows])
+sys.exit(0 if rows and rows[0]["name"] == "time__get_current_time" else 1)
+PY
+bad_args="$("$HOST" call time get_current_time --args '{"timezone": 7}' "${CFG[@]}" 2>&1)"
+check "wrong-typed arguments are refused locally with a JSON Pointer" grep -q "/timezone" <<<"$bad_args"
 
 printf '{\n  "mcpServers": {\n    "broken": {"command": "x",,}\n  }\n}\n' >"$WORK/bad.json"
 cat >"$WORK/missing.json" <<JSON
