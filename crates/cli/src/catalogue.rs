@@ -32,9 +32,13 @@ pub async fn snapshot(host: &Host, m: &Manager) -> anyhow::Result<(Catalogue, Pi
             );
         }
         let spec = m.spec(id);
+        let offers = m.offers(id).unwrap_or_default();
         servers.push(ServerTools {
             server: id.clone(),
             tools: list.items.clone(),
+            prompts: offers.prompts.items.clone(),
+            resources: offers.resources.items.clone(),
+            templates: offers.templates.items.clone(),
             always_load: spec.is_some_and(|s| s.always_load),
             allow_unvalidated: spec.is_some_and(|s| s.allow_unvalidated),
         });

@@ -207,12 +207,7 @@ async fn a_mid_session_change_announced_by_list_changed_is_drift() {
         .unwrap();
     let snapshot = |m: &Manager| {
         let tools = m.tools(&ServerId::new("f")).unwrap().items.clone();
-        Catalogue::build(vec![ServerTools {
-            server: ServerId::new("f"),
-            tools,
-            always_load: false,
-            allow_unvalidated: false,
-        }])
+        Catalogue::build(vec![ServerTools::new(ServerId::new("f"), tools)])
     };
     let mut before = snapshot(&m);
     before.check_pins(&store).await.unwrap();
@@ -226,7 +221,7 @@ async fn a_mid_session_change_announced_by_list_changed_is_drift() {
     )
     .await
     .unwrap();
-    wait_status(&m, "f", |s| s.tools_revision > first.tools_revision).await;
+    wait_status(&m, "f", |s| s.revision > first.revision).await;
     let mut after = snapshot(&m);
     after.check_pins(&store).await.unwrap();
     let Some(PinCheck::Drift(d)) = &after.get("f__echo").unwrap().pin else {

@@ -244,12 +244,14 @@ async fn prompts_and_resources_are_listed_across_pages_with_bad_entries_reported
     );
     wait_until(&m, "p", is("ready")).await;
     let id = ServerId::new("p");
-    let prompts = m.prompts(&id).await.unwrap();
+    let offers = m.offers(&id).unwrap();
+    let prompts = &offers.prompts;
     let names: Vec<_> = prompts.items.iter().map(|p| p.name.as_str()).collect();
     assert_eq!(names, ["greet", "plain"]);
     assert_eq!(prompts.issues.len(), 1, "{:?}", prompts.issues);
-    let resources = m.resources(&id).await.unwrap();
+    let resources = &offers.resources;
     assert_eq!(resources.items.len(), 5, "three pages of two");
     assert!(resources.issues.is_empty());
+    assert_eq!(offers.templates.items[0].uri_template, "mem://notes/{id}");
     m.shutdown().await;
 }

@@ -5,7 +5,7 @@
 
 use mcp_host_core::{
     CallOutcome, Content, ListIssue, PromptArgument, PromptDescriptor, ResourceDescriptor,
-    ToolDescriptor,
+    ResourceTemplateDescriptor, ToolDescriptor,
 };
 use serde_json::{Map, Value};
 
@@ -73,6 +73,22 @@ pub fn parse_prompt_page(result: &Value) -> Result<Page<PromptDescriptor>, Strin
 
 pub fn parse_resource_page(result: &Value) -> Result<Page<ResourceDescriptor>, String> {
     parse_page(result, "resources", parse_resource)
+}
+
+pub fn parse_template_page(result: &Value) -> Result<Page<ResourceTemplateDescriptor>, String> {
+    parse_page(result, "resourceTemplates", parse_template)
+}
+
+fn parse_template(item: &Value) -> Result<ResourceTemplateDescriptor, String> {
+    let obj = item.as_object().ok_or("entry is not an object")?;
+    let uri_template = required_name(obj, "uriTemplate")?;
+    Ok(ResourceTemplateDescriptor {
+        name: str_field(obj, "name").unwrap_or_else(|| uri_template.clone()),
+        uri_template,
+        title: str_field(obj, "title"),
+        description: str_field(obj, "description"),
+        mime_type: str_field(obj, "mimeType"),
+    })
 }
 
 fn required_name(obj: &Map<String, Value>, key: &str) -> Result<String, String> {

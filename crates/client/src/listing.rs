@@ -5,10 +5,12 @@
 
 use crate::lenient::{self, Page};
 use crate::session::{RequestError, Session, to_value};
-use mcp_host_core::{ListIssue, PromptDescriptor, ResourceDescriptor, ToolDescriptor};
+use mcp_host_core::{
+    ListIssue, PromptDescriptor, ResourceDescriptor, ResourceTemplateDescriptor, ToolDescriptor,
+};
 use rmcp::model::{
-    ClientRequest, ListPromptsRequest, ListResourcesRequest, ListToolsRequest,
-    PaginatedRequestParams,
+    ClientRequest, ListPromptsRequest, ListResourceTemplatesRequest, ListResourcesRequest,
+    ListToolsRequest, PaginatedRequestParams,
 };
 use serde_json::Value;
 use std::collections::HashSet;
@@ -37,6 +39,14 @@ impl<T> Default for Listing<T> {
 
 pub type ToolList = Listing<ToolDescriptor>;
 
+/// What a server offers besides tools, as last listed.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Offers {
+    pub prompts: Listing<PromptDescriptor>,
+    pub resources: Listing<ResourceDescriptor>,
+    pub templates: Listing<ResourceTemplateDescriptor>,
+}
+
 /// The identity an entry is deduplicated by within one server's list.
 pub trait Listed {
     fn key(&self) -> &str;
@@ -51,6 +61,12 @@ impl Listed for ToolDescriptor {
 impl Listed for PromptDescriptor {
     fn key(&self) -> &str {
         &self.name
+    }
+}
+
+impl Listed for ResourceTemplateDescriptor {
+    fn key(&self) -> &str {
+        &self.uri_template
     }
 }
 
@@ -84,6 +100,55 @@ impl Session {
         let request = |p| ClientRequest::ListResourcesRequest(ListResourcesRequest::with_param(p));
         self.paginate(request, lenient::parse_resource_page, page_timeout)
             .await
+    }
+
+    pub async fn list_resource_templates(
+        &self,
+        page_timeout: Duration,
+    ) -> Result<Listing<ResourceTemplateDescriptor>, RequestError> {
+        let request = |p| {
+            ClientRequest::ListResourceTemplatesRequest(ListResourceTemplatesRequest::with_param(p))
+        };
+        self.paginate(request, lenient::parse_template_page, page_timeout)
+            .await
+    }
+
+    /// Prompts, resources and resource templates, each only if the server declared it
+    /// offers them. A failure of one list is reported as an issue of that list, not fatal:
+    /// tools are what a server is for.
+    pub async fn list_offers(&self, page_timeout: Duration) -> Offers {
+        let (prompts, resources) = self.offers_declared();
+        let mut out = Offers::default();
+        let failed = |what: &str, e: RequestError| ListIssue {
+            item: "*".into(),
+            reason: format!("{what} failed: {e}"),
+        };
+        if prompts {
+            out.prompts = self
+                .list_prompts(page_timeout)
+                .await
+                .unwrap_or_else(|e| Listing {
+                    items: Vec::new(),
+                    issues: vec![failed("prompts/list", e)],
+                });
+        }
+        if resources {
+            out.resources = self
+                .list_resources(page_timeout)
+                .await
+                .unwrap_or_else(|e| Listing {
+                    items: Vec::new(),
+                    issues: vec![failed("resources/list", e)],
+                });
+            out.templates = self
+                .list_resource_templates(page_timeout)
+                .await
+                .unwrap_or_else(|e| Listing {
+                    items: Vec::new(),
+                    issues: vec![failed("resources/templates/list", e)],
+                });
+        }
+        out
     }
 
     /// Follows `nextCursor` until it is absent, with a page cap, cursor-loop detection, an

@@ -4,14 +4,11 @@
 //! order on shutdown. A server that fails, hangs or lies affects only its own task.
 
 use crate::backoff::{Next, Retrier, RetryPolicy};
-use crate::listing::{Listing, ToolList};
+use crate::listing::{Offers, ToolList};
 use crate::session::{ConnectError, Endpoint, EraChoice, RequestError, Session};
 use crate::stdio::{StdioLaunch, SupervisorCommand};
 use mcp_host_config::{ServerSpec, Transport};
-use mcp_host_core::{
-    CallOutcome, PromptDescriptor, ResourceDescriptor, ServerId, ServerState, ServerStatus,
-    TransportKind,
-};
+use mcp_host_core::{CallOutcome, ServerId, ServerState, ServerStatus, TransportKind};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
@@ -65,6 +62,7 @@ struct Slot {
     status: watch::Receiver<ServerStatus>,
     session: RwLock<Option<Arc<Session>>>,
     tools: RwLock<Arc<ToolList>>,
+    offers: RwLock<Arc<Offers>>,
     /// Poked when a request failed in a way that suggests the server is gone.
     suspect: Notify,
 }
@@ -107,6 +105,7 @@ impl Manager {
                 status: rx,
                 session: RwLock::new(None),
                 tools: RwLock::new(Arc::new(ToolList::default())),
+                offers: RwLock::new(Arc::new(Offers::default())),
                 suspect: Notify::new(),
             });
             if let Some(spec) = s.spec {
@@ -201,24 +200,11 @@ impl Manager {
         }
     }
 
-    /// Lists a ready server's prompts (fetched now; prompts are not cached yet).
-    pub async fn prompts(&self, id: &ServerId) -> Result<Listing<PromptDescriptor>, CallError> {
-        let (session, spec) = self.session(id)?;
-        let r = session.list_prompts(spec.startup_timeout).await;
-        r.map_err(|source| CallError::Request {
-            server: id.to_string(),
-            source,
-        })
-    }
-
-    /// Lists a ready server's resources (fetched now; resources are not cached yet).
-    pub async fn resources(&self, id: &ServerId) -> Result<Listing<ResourceDescriptor>, CallError> {
-        let (session, spec) = self.session(id)?;
-        let r = session.list_resources(spec.startup_timeout).await;
-        r.map_err(|source| CallError::Request {
-            server: id.to_string(),
-            source,
-        })
+    /// A server's prompts, resources and resource templates as last listed.
+    pub fn offers(&self, id: &ServerId) -> Option<Arc<Offers>> {
+        self.slots
+            .get(id)
+            .and_then(|s| s.offers.read().ok().map(|o| o.clone()))
     }
 
     /// Stops every server in parallel, in the spec's order, and waits for all of them.
@@ -351,6 +337,7 @@ impl Runner {
             session.shutdown().await;
             return Ended::Lost(reason);
         }
+        self.refresh_offers(&session).await;
         if let Ok(mut s) = self.slot.session.write() {
             *s = Some(session.clone());
         }
@@ -378,6 +365,10 @@ impl Runner {
                     }
                     false
                 }
+                () = session.offers_changed.notified() => {
+                    self.refresh_offers(&session).await;
+                    false
+                }
                 () = stop.cancelled() => {
                     session.shutdown().await;
                     break Ended::Stopped;
@@ -394,6 +385,23 @@ impl Runner {
         ended
     }
 
+    async fn refresh_offers(&self, session: &Session) {
+        let offers = session.list_offers(self.spec.startup_timeout).await;
+        for issue in offers
+            .prompts
+            .issues
+            .iter()
+            .chain(&offers.resources.issues)
+            .chain(&offers.templates.issues)
+        {
+            tracing::warn!(server = %self.spec.name, item = %issue.item, reason = %issue.reason, "list entry skipped");
+        }
+        if let Ok(mut o) = self.slot.offers.write() {
+            *o = Arc::new(offers);
+        }
+        self.publish(|s| s.revision += 1);
+    }
+
     async fn refresh_tools(&self, session: &Session) -> Result<(), RequestError> {
         let list = session.list_tools(self.spec.startup_timeout).await?;
         for issue in &list.issues {
@@ -405,7 +413,7 @@ impl Runner {
         }
         self.publish(|s| {
             s.tool_count = count;
-            s.tools_revision += 1;
+            s.revision += 1;
         });
         Ok(())
     }

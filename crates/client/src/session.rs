@@ -141,6 +141,7 @@ pub enum RequestError {
 pub struct HostHandler {
     info: ClientConfig,
     tools_changed: Arc<Notify>,
+    offers_changed: Arc<Notify>,
 }
 
 impl ClientHandler for HostHandler {
@@ -153,6 +154,22 @@ impl ClientHandler for HostHandler {
         _context: NotificationContext<RoleClient>,
     ) -> impl Future<Output = ()> + Send + '_ {
         self.tools_changed.notify_one();
+        std::future::ready(())
+    }
+
+    fn on_prompt_list_changed(
+        &self,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        self.offers_changed.notify_one();
+        std::future::ready(())
+    }
+
+    fn on_resource_list_changed(
+        &self,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        self.offers_changed.notify_one();
         std::future::ready(())
     }
 }
@@ -215,6 +232,8 @@ pub struct Session {
     era: Era,
     /// Notified when the server says its tool list changed.
     pub tools_changed: Arc<Notify>,
+    /// Notified when the server says its prompt or resource list changed.
+    pub offers_changed: Arc<Notify>,
     pub server_name: Option<String>,
 }
 
@@ -265,9 +284,11 @@ impl Session {
         timeout: Duration,
     ) -> Result<Self, ConnectError> {
         let tools_changed = Arc::new(Notify::new());
+        let offers_changed = Arc::new(Notify::new());
         let handler = HostHandler {
             info: client_config(ProtocolVersion::V_2025_11_25),
             tools_changed: tools_changed.clone(),
+            offers_changed: offers_changed.clone(),
         };
         let closed = CancellationToken::new();
         let (result, process) = match endpoint {
@@ -344,17 +365,24 @@ impl Session {
             .peer()
             .set_response_cache_config(rmcp::service::ClientCacheConfig::disabled())
             .await;
-        let listens = era.is_modern()
-            && service.peer().peer_info().is_some_and(|i| {
-                i.capabilities.tools.as_ref().and_then(|t| t.list_changed) == Some(true)
-            });
-        if listens {
-            let peer = service.peer().clone();
-            tokio::spawn(listen_for_tool_changes(
-                peer,
-                tools_changed.clone(),
-                closed.clone(),
-            ));
+        if era.is_modern()
+            && let Some(info) = service.peer().peer_info()
+        {
+            let caps = &info.capabilities;
+            let wants = Changes {
+                tools: caps.tools.as_ref().and_then(|t| t.list_changed) == Some(true),
+                prompts: caps.prompts.as_ref().and_then(|p| p.list_changed) == Some(true),
+                resources: caps.resources.as_ref().and_then(|r| r.list_changed) == Some(true),
+            };
+            if wants.tools || wants.prompts || wants.resources {
+                let notify = (tools_changed.clone(), offers_changed.clone());
+                tokio::spawn(listen_for_changes(
+                    service.peer().clone(),
+                    wants,
+                    notify,
+                    closed.clone(),
+                ));
+            }
         }
         let stderr = process.as_ref().map(|p| p.stderr.clone());
         let process = std::sync::Mutex::new(process);
@@ -365,8 +393,19 @@ impl Session {
             closed,
             era,
             tools_changed,
+            offers_changed,
             server_name,
         })
+    }
+
+    /// Whether the server declared prompts and resources (in `initialize` or `server/discover`).
+    pub fn offers_declared(&self) -> (bool, bool) {
+        let info = self.service.peer().peer_info();
+        let caps = info.as_ref().map(|i| &i.capabilities);
+        (
+            caps.is_some_and(|c| c.prompts.is_some()),
+            caps.is_some_and(|c| c.resources.is_some()),
+        )
     }
 
     pub fn era(&self) -> &Era {
@@ -509,26 +548,48 @@ async fn handshake<T: Transport<RoleClient> + 'static>(
     .await
 }
 
-/// In 2026-07-28 a server pushes `tools/list_changed` only on a `subscriptions/listen` stream
-/// the client opened; this keeps one open for the life of the session.
-async fn listen_for_tool_changes(
+/// Which list changes a 2026-07-28 server declared it can announce.
+#[derive(Clone, Copy, Debug)]
+struct Changes {
+    tools: bool,
+    prompts: bool,
+    resources: bool,
+}
+
+/// In 2026-07-28 a server pushes list changes only on a `subscriptions/listen` stream the
+/// client opened; this keeps one open for the life of the session.
+async fn listen_for_changes(
     peer: rmcp::service::Peer<RoleClient>,
-    tools_changed: Arc<Notify>,
+    wants: Changes,
+    (tools_changed, offers_changed): (Arc<Notify>, Arc<Notify>),
     closed: CancellationToken,
 ) {
-    let filter = SubscriptionFilter::builder().tools_list_changed().build();
+    let mut filter = SubscriptionFilter::builder();
+    if wants.tools {
+        filter = filter.tools_list_changed();
+    }
+    if wants.prompts {
+        filter = filter.prompts_list_changed();
+    }
+    if wants.resources {
+        filter = filter.resources_list_changed();
+    }
     let opened = tokio::select! {
-        r = tokio::time::timeout(Duration::from_secs(10), peer.listen(filter)) => r,
+        r = tokio::time::timeout(Duration::from_secs(10), peer.listen(filter.build())) => r,
         () = closed.cancelled() => return,
     };
     let Ok(Ok(mut subscription)) = opened else {
-        tracing::debug!("server declared tools.listChanged but refused subscriptions/listen");
+        tracing::debug!("server declared listChanged but refused subscriptions/listen");
         return;
     };
     loop {
         tokio::select! {
             n = subscription.next() => match n {
                 Ok(Some(ServerNotification::ToolListChangedNotification(_))) => tools_changed.notify_one(),
+                Ok(Some(
+                    ServerNotification::PromptListChangedNotification(_)
+                    | ServerNotification::ResourceListChangedNotification(_),
+                )) => offers_changed.notify_one(),
                 Ok(Some(_)) => {}
                 Ok(None) | Err(_) => break,
             },

@@ -10,5 +10,5 @@ pub mod types;
 pub use state::{Era, ServerState, ServerStatus, TransportKind};
 pub use types::{
     CallOutcome, Content, ListIssue, PromptArgument, PromptDescriptor, ResourceDescriptor,
-    ServerId, ToolDescriptor,
+    ResourceTemplateDescriptor, ServerId, ToolDescriptor,
 };

@@ -86,9 +86,9 @@ pub struct ServerStatus {
     pub state: ServerState,
     pub era: Option<Era>,
     pub tool_count: usize,
-    /// Bumped every time the tool list is (re)fetched: a catalogue built at an older
-    /// revision is stale.
-    pub tools_revision: u64,
+    /// Bumped every time the tools, prompts or resources are (re)listed: a catalogue built
+    /// at an older revision is stale.
+    pub revision: u64,
     /// Last lines the server wrote to stderr (sanitised), newest last.
     pub stderr_tail: Vec<String>,
     pub restarts: u32,
@@ -100,7 +100,7 @@ impl ServerStatus {
             state,
             era: None,
             tool_count: 0,
-            tools_revision: 0,
+            revision: 0,
             stderr_tail: Vec::new(),
             restarts: 0,
         }

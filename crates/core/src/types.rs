@@ -113,6 +113,18 @@ pub enum Content {
     },
 }
 
+/// One resource template (RFC 6570 URI template) as a server declared it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ResourceTemplateDescriptor {
+    #[serde(rename = "uriTemplate")]
+    pub uri_template: String,
+    pub name: String,
+    pub title: Option<String>,
+    pub description: Option<String>,
+    #[serde(rename = "mimeType")]
+    pub mime_type: Option<String>,
+}
+
 /// The outcome of a `tools/call` that got a result (which may still be a tool-level error).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct CallOutcome {

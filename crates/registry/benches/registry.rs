@@ -109,12 +109,7 @@ fn corpus(tools: usize) -> Vec<ServerTools> {
                     }
                 })
                 .collect();
-            ServerTools {
-                server: ServerId::new(&format!("server{s}")),
-                tools,
-                always_load: false,
-                allow_unvalidated: false,
-            }
+            ServerTools::new(ServerId::new(&format!("server{s}")), tools)
         })
         .collect()
 }

@@ -10,7 +10,9 @@ use crate::pins::{self, PinCheck, PinError, PinStore};
 use crate::schema::{self, Problem};
 use crate::search::{DocText, Index};
 use jsonschema::Validator;
-use mcp_host_core::{ServerId, ToolDescriptor};
+use mcp_host_core::{
+    PromptDescriptor, ResourceDescriptor, ResourceTemplateDescriptor, ServerId, ToolDescriptor,
+};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -21,6 +23,9 @@ use std::sync::Arc;
 pub struct ServerTools {
     pub server: ServerId,
     pub tools: Vec<ToolDescriptor>,
+    pub prompts: Vec<PromptDescriptor>,
+    pub resources: Vec<ResourceDescriptor>,
+    pub templates: Vec<ResourceTemplateDescriptor>,
     /// `alwaysLoad: true`: visible even in deferred mode.
     pub always_load: bool,
     /// `allowUnvalidated: true`: offer tools whose schema does not compile, unvalidated,
@@ -123,16 +128,61 @@ impl fmt::Display for Refusal {
 
 impl std::error::Error for Refusal {}
 
+impl ServerTools {
+    /// A server with tools only and default options.
+    pub fn new(server: ServerId, tools: Vec<ToolDescriptor>) -> Self {
+        Self {
+            server,
+            tools,
+            prompts: Vec::new(),
+            resources: Vec::new(),
+            templates: Vec::new(),
+            always_load: false,
+            allow_unvalidated: false,
+        }
+    }
+}
+
+fn tagged<T>(server: &ServerId, items: Vec<T>) -> impl Iterator<Item = Offered<T>> + use<'_, T> {
+    items.into_iter().map(move |item| Offered {
+        server: server.clone(),
+        item,
+    })
+}
+
+/// Something a server offers besides tools, with the server it came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Offered<T> {
+    pub server: ServerId,
+    pub item: T,
+}
+
 #[derive(Debug)]
 pub struct Catalogue {
     entries: Vec<Entry>,
+    prompts: Vec<Offered<PromptDescriptor>>,
+    resources: Vec<Offered<ResourceDescriptor>>,
+    templates: Vec<Offered<ResourceTemplateDescriptor>>,
     by_name: HashMap<String, usize>,
     by_key: HashMap<ToolKey, usize>,
     index: Index,
 }
 
 impl Catalogue {
-    pub fn build(servers: Vec<ServerTools>) -> Self {
+    pub fn build(mut servers: Vec<ServerTools>) -> Self {
+        servers.sort_by(|a, b| a.server.cmp(&b.server));
+        let mut prompts = Vec::new();
+        let mut resources = Vec::new();
+        let mut templates = Vec::new();
+        for s in &mut servers {
+            s.prompts.sort_by(|a, b| a.name.cmp(&b.name));
+            s.resources.sort_by(|a, b| a.uri.cmp(&b.uri));
+            s.templates
+                .sort_by(|a, b| a.uri_template.cmp(&b.uri_template));
+            prompts.extend(tagged(&s.server, std::mem::take(&mut s.prompts)));
+            resources.extend(tagged(&s.server, std::mem::take(&mut s.resources)));
+            templates.extend(tagged(&s.server, std::mem::take(&mut s.templates)));
+        }
         let mut sorted: BTreeMap<ToolKey, (ToolDescriptor, bool, bool)> = BTreeMap::new();
         for s in servers {
             for t in s.tools {
@@ -166,6 +216,9 @@ impl Catalogue {
             .collect();
         Self {
             entries,
+            prompts,
+            resources,
+            templates,
             by_name,
             by_key,
             index,
@@ -174,6 +227,21 @@ impl Catalogue {
 
     pub fn entries(&self) -> &[Entry] {
         &self.entries
+    }
+
+    /// Every prompt of every server, by server then name.
+    pub fn prompts(&self) -> &[Offered<PromptDescriptor>] {
+        &self.prompts
+    }
+
+    /// Every resource of every server, by server then URI.
+    pub fn resources(&self) -> &[Offered<ResourceDescriptor>] {
+        &self.resources
+    }
+
+    /// Every resource template of every server, by server then template.
+    pub fn resource_templates(&self) -> &[Offered<ResourceTemplateDescriptor>] {
+        &self.templates
     }
 
     pub fn get(&self, name: &str) -> Option<&Entry> {
@@ -399,12 +467,7 @@ mod tests {
     }
 
     fn server(name: &str, tools: Vec<ToolDescriptor>) -> ServerTools {
-        ServerTools {
-            server: ServerId::new(name),
-            tools,
-            always_load: false,
-            allow_unvalidated: false,
-        }
+        ServerTools::new(ServerId::new(name), tools)
     }
 
     fn object() -> Value {
@@ -424,6 +487,37 @@ mod tests {
             "my.server"
         );
         assert!(c.find(&ServerId::new("z"), "b").is_some());
+    }
+
+    #[test]
+    fn prompts_resources_and_templates_are_kept_per_server_in_order() {
+        let prompt = |n: &str| PromptDescriptor {
+            name: n.into(),
+            title: None,
+            description: None,
+            arguments: vec![],
+        };
+        let resource = |u: &str| ResourceDescriptor {
+            uri: u.into(),
+            name: u.into(),
+            title: None,
+            description: None,
+            mime_type: None,
+        };
+        let mut b = server("b", vec![]);
+        b.prompts = vec![prompt("z"), prompt("a")];
+        b.resources = vec![resource("mem://2"), resource("mem://1")];
+        let mut a = server("a", vec![]);
+        a.prompts = vec![prompt("m")];
+        let c = Catalogue::build(vec![b, a]);
+        let ps: Vec<(&str, &str)> = c
+            .prompts()
+            .iter()
+            .map(|p| (p.server.as_str(), p.item.name.as_str()))
+            .collect();
+        assert_eq!(ps, [("a", "m"), ("b", "a"), ("b", "z")]);
+        assert_eq!(c.resources()[0].item.uri, "mem://1");
+        assert!(c.resource_templates().is_empty());
     }
 
     #[test]

@@ -44,12 +44,7 @@ pub fn catalogue_from(tools: &[DatasetTool]) -> Catalogue {
     Catalogue::build(
         by_server
             .into_iter()
-            .map(|(s, tools)| ServerTools {
-                server: ServerId::new(s),
-                tools,
-                always_load: false,
-                allow_unvalidated: false,
-            })
+            .map(|(s, tools)| ServerTools::new(ServerId::new(s), tools))
             .collect(),
     )
 }

@@ -172,17 +172,10 @@ mod tests {
             annotations: None,
         };
         Catalogue::build(vec![
+            ServerTools::new(ServerId::new("many"), tools),
             ServerTools {
-                server: ServerId::new("many"),
-                tools,
-                always_load: false,
-                allow_unvalidated: false,
-            },
-            ServerTools {
-                server: ServerId::new("wx"),
-                tools: vec![weather],
                 always_load: always,
-                allow_unvalidated: false,
+                ..ServerTools::new(ServerId::new("wx"), vec![weather])
             },
         ])
     }

@@ -369,6 +369,10 @@ impl Server {
                 ];
                 self.paged(id, &params, "prompts", prompts)
             }
+            "resources/templates/list" => {
+                let templates = vec![json!({"uriTemplate": "mem://notes/{id}", "name": "note"})];
+                self.paged(id, &params, "resourceTemplates", templates)
+            }
             "resources/list" => {
                 let resources = (0..5)
                     .map(|i| json!({"uri": format!("mem://r{i}"), "name": format!("r{i}"), "mimeType": "text/plain"}))
@@ -418,7 +422,7 @@ impl Server {
             id,
             json!({
                 "protocolVersion": version,
-                "capabilities": {"tools": {"listChanged": true}},
+                "capabilities": {"tools": {"listChanged": true}, "prompts": {}, "resources": {}},
                 "serverInfo": {"name": "fake", "version": "1.0.0"}
             }),
         );
@@ -439,7 +443,7 @@ impl Server {
                 self.reply(id, json!({
                     "resultType": "complete",
                     "supportedVersions": ["2026-07-28"],
-                    "capabilities": {"tools": {"listChanged": true}},
+                    "capabilities": {"tools": {"listChanged": true}, "prompts": {}, "resources": {}},
                     "ttlMs": 0, "cacheScope": "private",
                     "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "fake", "version": "1.0.0"}}
                 }))
