@@ -37,6 +37,47 @@ pub enum Command {
     Tools(ToolsArgs),
     /// Call one tool directly, without a model.
     Call(CallArgs),
+    /// See and test the decisions the host makes on tool calls.
+    #[command(subcommand)]
+    Policy(PolicyCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PolicyCommand {
+    /// Print the decision on a call and the rule that made it.
+    Explain {
+        /// Model-visible tool name (`server__tool`).
+        name: String,
+        #[arg(long, value_name = "JSON")]
+        args: Option<String>,
+        #[arg(long, value_enum, default_value_t = ModeArg::Ask)]
+        mode: ModeArg,
+        /// A server whose output is already in this turn's context (repeatable).
+        #[arg(long, value_name = "SERVER")]
+        after: Vec<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run a table of calls with expected decisions; exit 1 on any mismatch.
+    Test { file: PathBuf },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ModeArg {
+    Ask,
+    Auto,
+    Deny,
+}
+
+impl From<ModeArg> for mcp_host_policy::Mode {
+    fn from(m: ModeArg) -> Self {
+        match m {
+            ModeArg::Ask => Self::Ask,
+            ModeArg::Auto => Self::Auto,
+            ModeArg::Deny => Self::Deny,
+        }
+    }
 }
 
 #[derive(Debug, Args)]

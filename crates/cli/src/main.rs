@@ -1,11 +1,13 @@
 //! The `mcp-host` binary: a thin front end over the engine crates. It also doubles as the
 //! per-server supervisor (`mcp-host __supervise ...`), dispatched before any runtime starts.
 
+mod audit;
 mod catalogue;
 mod cli;
 mod commands;
 mod host;
 mod output;
+mod policy;
 
 use clap::Parser;
 use mcp_host_client::supervisor::{SUPERVISE_ARG, SupervisorArgs, supervise};

@@ -1,6 +1,7 @@
 //! Parsing one `mcpServers` file into per-server raw entries, each with its position in the
 //! file, so that one broken server is reported precisely and the others still load.
 
+use crate::permissions::RawPermissions;
 use crate::server::RawServer;
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -43,6 +44,7 @@ pub struct Located<T> {
 #[derive(Clone, Debug, Default)]
 pub struct ConfigFile {
     pub servers: Vec<(String, Located<RawServer>)>,
+    pub permissions: Option<Located<RawPermissions>>,
     pub problems: Vec<ConfigProblem>,
 }
 
@@ -50,6 +52,8 @@ pub struct ConfigFile {
 struct TopLevel<'a> {
     #[serde(rename = "mcpServers", borrow, default)]
     mcp_servers: Option<BTreeMap<String, &'a RawValue>>,
+    #[serde(borrow, default)]
+    permissions: Option<&'a RawValue>,
 }
 
 /// Parses `text` (the contents of `file`). Syntax errors make the whole file a problem; a
@@ -85,6 +89,30 @@ pub(crate) fn parse_config_slice(file: &Path, full: &str, slice: &str) -> Config
             return out;
         }
     };
+    if let Some(raw) = top.permissions {
+        let (line, column) = position_of(full, raw.get());
+        let de = &mut serde_json::Deserializer::from_str(raw.get());
+        match serde_path_to_error::deserialize::<_, RawPermissions>(de) {
+            Ok(value) => {
+                out.permissions = Some(Located {
+                    value,
+                    line,
+                    column,
+                })
+            }
+            Err(e) => {
+                let sub = path_or_empty(e.path());
+                let inner = e.into_inner();
+                let (l, c) = shift((line, column), inner.line(), inner.column());
+                let key = if sub.is_empty() {
+                    "permissions".to_string()
+                } else {
+                    format!("permissions.{sub}")
+                };
+                out.problems.push(problem(l, c, &key, describe(&inner)));
+            }
+        }
+    }
     for (name, raw) in top.mcp_servers.unwrap_or_default() {
         let (line, column) = position_of(full, raw.get());
         let key = format!("mcpServers.{name}");

@@ -7,11 +7,13 @@
 mod expand;
 mod file;
 mod load;
+mod permissions;
 mod server;
 mod trust;
 
 pub use expand::{ExpandError, expand};
 pub use file::{ConfigFile, ConfigProblem, Located, parse_config_text};
 pub use load::{ConfigPaths, LoadOptions, LoadedConfig, ServerEntry, ServerReadiness, load};
+pub use permissions::{RawCondition, RawPermissions, RawRule, TaintExempt};
 pub use server::{RawServer, Scope, ServerSpec, Transport, definition_hash};
 pub use trust::{TrustAnswer, TrustError, TrustLedger};

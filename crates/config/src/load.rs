@@ -5,6 +5,7 @@
 //! user's approval.
 
 use crate::file::{ConfigFile, ConfigProblem, parse_config_slice, parse_config_text};
+use crate::permissions::RawPermissions;
 use crate::server::{RawServer, Scope, ServerSpec};
 use crate::trust::{TrustAnswer, TrustLedger};
 use mcp_host_core::TransportKind;
@@ -90,6 +91,9 @@ pub struct LoadedConfig {
     pub project_root: PathBuf,
     /// Every server of the project file with its definition hash (for approve/deny).
     pub project_servers: Vec<(String, String)>,
+    /// Permission rules of every file, in precedence order (user, project, local, flag).
+    /// A project file's `allow` rules are already removed (and reported as a problem).
+    pub permissions: Vec<(Scope, PathBuf, RawPermissions)>,
 }
 
 /// Loads every scope. Never fails as a whole: unreadable files become problems.
@@ -132,6 +136,19 @@ pub fn load(
     let mut merged: BTreeMap<String, (Scope, PathBuf, usize, usize, RawServer)> = BTreeMap::new();
     for (scope, file, parsed) in layers {
         out.problems.extend(parsed.problems);
+        if let Some(mut perms) = parsed.permissions {
+            if scope == Scope::Project && !perms.value.allow.is_empty() {
+                out.problems.push(ConfigProblem {
+                    file: file.clone(),
+                    line: perms.line,
+                    column: perms.column,
+                    key: "permissions.allow".into(),
+                    message: "a project file cannot allow tools; its allow rules are ignored (ask and deny rules apply)".into(),
+                });
+                perms.value.allow.clear();
+            }
+            out.permissions.push((scope, file.clone(), perms.value));
+        }
         for (name, located) in parsed.servers {
             let v = (
                 scope,
@@ -223,6 +240,7 @@ fn read_file(path: &Path, must_exist: bool) -> ConfigFile {
         Err(e) if !must_exist && e.kind() == std::io::ErrorKind::NotFound => ConfigFile::default(),
         Err(e) => ConfigFile {
             servers: Vec::new(),
+            permissions: None,
             problems: vec![ConfigProblem {
                 file: path.to_path_buf(),
                 line: 0,
@@ -431,6 +449,33 @@ mod tests {
         let cfg = run(&fx, &opts);
         assert_eq!(cfg.problems.len(), 1);
         assert!(cfg.problems[0].message.contains("cannot read"));
+    }
+
+    #[test]
+    fn a_project_file_can_ask_and_deny_but_never_allow() {
+        let fx = fixture();
+        let perms = r#""permissions": {"allow": ["*"], "deny": ["*__delete_*"]}"#;
+        fs::write(fx.repo.join(".mcp.json"), format!("{{{perms}}}")).unwrap();
+        fs::write(
+            &fx.paths.user_file,
+            r#"{"permissions": {"allow": ["time__*"]}}"#,
+        )
+        .unwrap();
+        let cfg = run(&fx, &LoadOptions::default());
+        let project = cfg
+            .permissions
+            .iter()
+            .find(|(s, _, _)| *s == Scope::Project)
+            .unwrap();
+        assert!(project.2.allow.is_empty());
+        assert_eq!(project.2.deny[0].pattern(), "*__delete_*");
+        assert_eq!(cfg.problems[0].key, "permissions.allow");
+        let user = cfg
+            .permissions
+            .iter()
+            .find(|(s, _, _)| *s == Scope::User)
+            .unwrap();
+        assert_eq!(user.2.allow[0].pattern(), "time__*");
     }
 
     #[test]

@@ -2,16 +2,21 @@
 //! failed or the tool reported `isError`.
 
 use super::with_manager;
+use crate::audit::{Audit, Subject};
 use crate::catalogue::snapshot;
 use crate::cli::CallArgs;
 use crate::host::Host;
 use crate::output::{one_line, render_content};
+use crate::policy::{CallFacts, compile, decide_call, trusted};
 use anyhow::{Context, bail};
 use mcp_host_core::ServerId;
+use mcp_host_policy::{Mode, Remembered, Verdict};
 use mcp_host_registry::pins::PinCheck;
 use serde_json::{Map, Value};
+use std::collections::BTreeSet;
 use std::io::Read;
 use std::process::ExitCode;
+use std::time::Instant;
 
 fn parse_args(raw: Option<&str>) -> anyhow::Result<Option<Map<String, Value>>> {
     let text = match raw {
@@ -54,6 +59,8 @@ pub async fn run(host: &Host, args: CallArgs) -> anyhow::Result<ExitCode> {
         }
         None => None,
     };
+    let policy = compile(&host.config);
+    let audit = Audit::new(&host.paths.data_dir);
     let manager = host.start(only)?;
     let limit = host.settle_limit();
     with_manager(host, manager, async move |m, cancel| {
@@ -81,16 +88,48 @@ pub async fn run(host: &Host, args: CallArgs) -> anyhow::Result<ExitCode> {
             eprintln!("error: {refusal}");
             return Ok(ExitCode::FAILURE);
         }
+        // The person typing this command is the one who would be asked: only deny stops it.
+        let (provenance, remembered) = (BTreeSet::new(), Remembered::default());
+        let facts = CallFacts {
+            entry,
+            trusted: trusted(m, &entry.key.server),
+            mode: Mode::Ask,
+            provenance: &provenance,
+            remembered: &remembered,
+        };
+        let decision = decide_call(&policy, &as_value, &facts);
+        let subject = Subject {
+            name: &entry.name,
+            server: entry.key.server.as_str(),
+            tool: &entry.key.tool,
+            args: &as_value,
+        };
+        let answered_by = if decision.verdict == Verdict::Ask {
+            "cli user"
+        } else {
+            "policy"
+        };
+        audit.decision(&subject, &decision, answered_by);
+        if decision.verdict == Verdict::Deny {
+            eprintln!("error: denied: {}", decision.reason);
+            return Ok(ExitCode::FAILURE);
+        }
         if let Some(PinCheck::Drift(_)) = &entry.pin {
             eprintln!(
                 "warning: `{}` changed since it was first seen; see `mcp-host tools`",
                 entry.name
             );
         }
-        let outcome = match m
+        let started = Instant::now();
+        let result = m
             .call(&entry.key.server, &entry.key.tool, arguments, cancel)
-            .await
-        {
+            .await;
+        audit.call(
+            &subject,
+            result.as_ref().map_err(ToString::to_string),
+            started.elapsed(),
+        );
+        let outcome = match result {
             Ok(o) => o,
             Err(e) => {
                 eprintln!("error: {e}");

@@ -3,6 +3,7 @@
 //! server it started before returning.
 
 mod call;
+mod policy;
 mod servers;
 mod tools;
 
@@ -19,6 +20,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Servers(args) => servers::run(&host, args).await,
         Command::Tools(args) => tools::run(&host, args).await,
         Command::Call(args) => call::run(&host, args).await,
+        Command::Policy(command) => policy::run(&host, command).await,
     }
 }
 

@@ -43,6 +43,8 @@ struct Opts {
     echo_description: String,
     /// Name of the `echo` tool.
     echo_name: String,
+    /// Tools that claim `readOnlyHint: true`.
+    read_only: Vec<String>,
 }
 
 fn parse_opts() -> Opts {
@@ -59,6 +61,7 @@ fn parse_opts() -> Opts {
         request_log: None,
         echo_description: "Echoes the message".into(),
         echo_name: "echo".into(),
+        read_only: Vec::new(),
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -82,6 +85,7 @@ fn parse_opts() -> Opts {
             "--request-log" => o.request_log = Some(val()),
             "--describe-echo" => o.echo_description = val(),
             "--rename-echo" => o.echo_name = val(),
+            "--annotate-readonly" => o.read_only.push(val()),
             "--start-delay-ms" => o.start_delay = Duration::from_millis(val().parse().unwrap_or(0)),
             "--spawn-log" => {
                 let path = val();
@@ -473,6 +477,11 @@ impl Server {
         }
         if self.grown {
             tools.push(json!({"name": "grown", "inputSchema": obj(json!({}))}));
+        }
+        for t in &mut tools {
+            if self.opts.read_only.iter().any(|r| t["name"] == r.as_str()) {
+                t["annotations"] = json!({"readOnlyHint": true});
+            }
         }
         for i in 0..self.opts.extra_tools {
             tools.push(json!({"name": format!("tool{i}"), "inputSchema": obj(json!({}))}));

@@ -1,0 +1,161 @@
+//! `mcp-host policy explain NAME [--args JSON] [--mode M] [--after SERVER]...` and
+//! `mcp-host policy test FILE`: the same decision function every call goes through, run
+//! against the live catalogue without calling anything.
+
+use super::with_manager;
+use crate::catalogue::snapshot;
+use crate::cli::{ModeArg, PolicyCommand};
+use crate::host::Host;
+use crate::policy::{CallFacts, compile, decide_call, trusted};
+use anyhow::{Context as _, bail};
+use mcp_host_client::Manager;
+use mcp_host_core::ServerId;
+use mcp_host_policy::{Decision, Policy, Remembered, Verdict};
+use mcp_host_registry::catalogue::Catalogue;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::collections::BTreeSet;
+use std::process::ExitCode;
+
+#[derive(Debug, Deserialize)]
+struct Fixture {
+    cases: Vec<Case>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Case {
+    #[serde(default)]
+    name: Option<String>,
+    tool: String,
+    #[serde(default)]
+    args: Value,
+    #[serde(default = "default_mode")]
+    mode: ModeArg,
+    #[serde(default)]
+    after: Vec<String>,
+    expect: Verdict,
+}
+
+fn default_mode() -> ModeArg {
+    ModeArg::Ask
+}
+
+pub async fn run(host: &Host, command: PolicyCommand) -> anyhow::Result<ExitCode> {
+    let fixture = match &command {
+        PolicyCommand::Test { file } => {
+            let text = std::fs::read_to_string(file)
+                .with_context(|| format!("cannot read {}", file.display()))?;
+            let f: Fixture = serde_json::from_str(&text)
+                .with_context(|| format!("{} is not a policy fixture", file.display()))?;
+            Some(f)
+        }
+        PolicyCommand::Explain { .. } => None,
+    };
+    let policy = compile(&host.config);
+    let manager = host.start(None)?;
+    let limit = host.settle_limit();
+    with_manager(host, manager, async move |m, _cancel| {
+        m.wait_settled(limit).await;
+        let (catalogue, _) = snapshot(host, m).await?;
+        let judge = Judge {
+            m,
+            catalogue: &catalogue,
+            policy: &policy,
+        };
+        match command {
+            PolicyCommand::Explain {
+                name,
+                args,
+                mode,
+                after,
+                json,
+            } => {
+                let args = match args {
+                    Some(a) => serde_json::from_str(&a).context("--args is not valid JSON")?,
+                    None => json!({}),
+                };
+                let d = judge.decide(&name, &args, mode, &after)?;
+                if json {
+                    println!("{}", serde_json::to_string_pretty(&d)?);
+                } else {
+                    println!("{}: {}", verdict_word(d.verdict), d.reason);
+                    println!("decided by: {}", serde_json::to_string(&d.decided_by)?);
+                }
+                Ok(ExitCode::SUCCESS)
+            }
+            PolicyCommand::Test { .. } => {
+                let Some(fixture) = fixture else {
+                    bail!("no fixture")
+                };
+                let (mut pass, mut fail) = (0, 0);
+                for (i, c) in fixture.cases.iter().enumerate() {
+                    let label = c.name.clone().unwrap_or_else(|| format!("case {}", i + 1));
+                    match judge.decide(&c.tool, &c.args, c.mode, &c.after) {
+                        Ok(d) if d.verdict == c.expect => {
+                            pass += 1;
+                            println!("PASS {label}: {}", verdict_word(d.verdict));
+                        }
+                        Ok(d) => {
+                            fail += 1;
+                            println!(
+                                "FAIL {label}: expected {}, got {} ({})",
+                                verdict_word(c.expect),
+                                verdict_word(d.verdict),
+                                d.reason
+                            );
+                        }
+                        Err(e) => {
+                            fail += 1;
+                            println!("FAIL {label}: {e}");
+                        }
+                    }
+                }
+                println!("policy: {pass} passed, {fail} failed");
+                Ok(if fail == 0 {
+                    ExitCode::SUCCESS
+                } else {
+                    ExitCode::FAILURE
+                })
+            }
+        }
+    })
+    .await
+}
+
+fn verdict_word(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Allow => "allow",
+        Verdict::Ask => "ask",
+        Verdict::Deny => "deny",
+    }
+}
+
+struct Judge<'a> {
+    m: &'a Manager,
+    catalogue: &'a Catalogue,
+    policy: &'a Policy,
+}
+
+impl Judge<'_> {
+    fn decide(
+        &self,
+        name: &str,
+        args: &Value,
+        mode: ModeArg,
+        after: &[String],
+    ) -> anyhow::Result<Decision> {
+        let Some(entry) = self.catalogue.get(name) else {
+            bail!("no tool has the model-visible name `{name}`");
+        };
+        let provenance: BTreeSet<ServerId> = after.iter().map(|s| ServerId::new(s)).collect();
+        let remembered = Remembered::default();
+        let facts = CallFacts {
+            entry,
+            trusted: trusted(self.m, &entry.key.server),
+            mode: mode.into(),
+            provenance: &provenance,
+            remembered: &remembered,
+        };
+        Ok(decide_call(self.policy, args, &facts))
+    }
+}

@@ -1,0 +1,131 @@
+//! Wiring the pure policy into the commands: compiling the config's permission rules, and
+//! gathering one call's facts (trust, catalogue flags, pin state) for `decide`.
+
+use mcp_host_client::Manager;
+use mcp_host_config::{LoadedConfig, RawRule};
+use mcp_host_core::ServerId;
+use mcp_host_policy::{
+    Call, Condition, Context, Decision, Mode, Policy, Remembered, Rule, RuleSource, ToolFacts,
+    decide,
+};
+use mcp_host_registry::catalogue::Entry;
+use mcp_host_registry::lint::Flag;
+use mcp_host_registry::pins::PinCheck;
+use serde_json::Value;
+use std::collections::BTreeSet;
+
+/// Compiles every scope's rules; a rule that does not compile is reported and left out.
+pub fn compile(config: &LoadedConfig) -> Policy {
+    let mut policy = Policy::default();
+    for (scope, file, perms) in &config.permissions {
+        let lists = [
+            ("allow", &perms.allow, &mut policy.allow),
+            ("ask", &perms.ask, &mut policy.ask),
+            ("deny", &perms.deny, &mut policy.deny),
+        ];
+        for (list, raws, out) in lists {
+            for (i, raw) in raws.iter().enumerate() {
+                let source = RuleSource {
+                    scope: scope.label().into(),
+                    file: file.display().to_string(),
+                    key: format!("permissions.{list}[{i}]"),
+                };
+                match rule(raw, source) {
+                    Ok(r) => out.push(r),
+                    Err(e) => eprintln!(
+                        "error: {}: key `permissions.{list}[{i}]`: {e}; rule ignored",
+                        file.display()
+                    ),
+                }
+            }
+        }
+        policy.taint_exempt.extend(
+            perms
+                .taint_exempt
+                .iter()
+                .map(|t| (t.from.clone(), t.to.clone())),
+        );
+    }
+    policy
+}
+
+fn rule(raw: &RawRule, source: RuleSource) -> Result<Rule, String> {
+    let when = match raw.condition() {
+        None => None,
+        Some(c) => {
+            let set = [
+                c.equals.is_some(),
+                c.regex.is_some(),
+                c.prefix.is_some(),
+                c.under.is_some(),
+            ];
+            if set.iter().filter(|x| **x).count() != 1 {
+                return Err("a condition needs exactly one of equals, regex, prefix, under".into());
+            }
+            let cond = if let Some(v) = &c.equals {
+                Condition::Equals(v.clone())
+            } else if let Some(r) = &c.regex {
+                Condition::Regex(regex_lite(r)?)
+            } else if let Some(p) = &c.prefix {
+                Condition::Prefix(p.clone())
+            } else {
+                Condition::Under(c.under.clone().unwrap_or_default())
+            };
+            Some((c.pointer.clone(), cond))
+        }
+    };
+    Ok(Rule {
+        pattern: raw.pattern().to_string(),
+        when,
+        source,
+    })
+}
+
+fn regex_lite(pattern: &str) -> Result<regex::Regex, String> {
+    regex::RegexBuilder::new(pattern)
+        .size_limit(1 << 20)
+        .build()
+        .map_err(|e| format!("bad regex: {e}"))
+}
+
+/// Everything `decide` needs about one call besides the rules.
+pub struct CallFacts<'a> {
+    pub entry: &'a Entry,
+    pub trusted: bool,
+    pub mode: Mode,
+    pub provenance: &'a BTreeSet<ServerId>,
+    pub remembered: &'a Remembered,
+}
+
+pub fn decide_call(policy: &Policy, args: &Value, f: &CallFacts<'_>) -> Decision {
+    let e = f.entry;
+    let facts = ToolFacts {
+        definition_hash: &e.hash,
+        drifted: matches!(e.pin, Some(PinCheck::Drift(_))),
+        look_alike: e
+            .flags
+            .iter()
+            .any(|fl| matches!(fl, Flag::Confusable { .. })),
+        annotations: e.tool.annotations.as_ref(),
+    };
+    let call = Call {
+        server: &e.key.server,
+        tool: &e.key.tool,
+        name: &e.name,
+        args,
+    };
+    let cx = Context {
+        mode: f.mode,
+        policy,
+        server_trusted: f.trusted,
+        tool: facts,
+        provenance: f.provenance,
+        remembered: f.remembered,
+    };
+    decide(call, cx)
+}
+
+/// Whether the host believes this server's annotations (`trust: true` in its config).
+pub fn trusted(m: &Manager, server: &ServerId) -> bool {
+    m.spec(server).is_some_and(|s| s.trusted)
+}

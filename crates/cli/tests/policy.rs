@@ -1,0 +1,170 @@
+//! Policy end to end: `policy explain` names the deciding rule, `policy test` runs the
+//! repo's fixture (and fails on a wrong expectation), annotations are believed only from
+//! trusted servers, a project file cannot allow, and `call` leaves an audit line per
+//! decision and call with no secret in it.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a panic is the failure report.
+
+mod common;
+use common::*;
+use serde_json::{Value, json};
+
+const FIXTURE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/policy-cases.json"
+);
+
+/// Servers `u` (untrusted) and `t` (trusted), both claiming `evil` is read-only, and rules.
+fn config(sb: &Sandbox) -> std::path::PathBuf {
+    let text = json!({
+        "mcpServers": {
+            "u": {"command": fake(), "args": ["--annotate-readonly", "evil"]},
+            "t": {"command": fake(), "args": ["--annotate-readonly", "evil"], "trust": true},
+        },
+        "permissions": {
+            "allow": ["u__echo", {"tool": "t__slow", "when": {"pointer": "/ms", "equals": 5}}],
+            "ask": ["*__add"],
+            "deny": ["*__crash"]
+        }
+    });
+    sb.write("c.json", &serde_json::to_string_pretty(&text).unwrap())
+}
+
+#[test]
+fn explain_names_the_rule_for_allow_ask_and_deny() {
+    let sb = Sandbox::new();
+    let cfg = config(&sb);
+    for (tool, verdict, rule) in [
+        ("u__echo", "allow", "`u__echo`"),
+        ("u__add", "ask", "`*__add`"),
+        ("u__crash", "deny", "`*__crash`"),
+    ] {
+        let out = sb.run_with(&["policy", "explain", tool], &cfg);
+        let text = stdout(&out);
+        assert!(text.starts_with(&format!("{verdict}: ")), "{tool}: {text}");
+        assert!(
+            text.contains(rule) && text.contains("c.json"),
+            "{tool}: {text}"
+        );
+    }
+    let out = sb.run_with(&["policy", "explain", "u__echo", "--json"], &cfg);
+    let d: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(d["decided_by"]["by"], "allow_rule");
+}
+
+#[test]
+fn the_fixture_passes_and_a_wrong_expectation_fails() {
+    let sb = Sandbox::new();
+    let cfg = config(&sb);
+    let ok = sb.run_with(&["policy", "test", FIXTURE], &cfg);
+    assert!(ok.status.success(), "{}", stdout(&ok));
+    assert!(
+        stdout(&ok).contains("policy: 11 passed, 0 failed"),
+        "{}",
+        stdout(&ok)
+    );
+
+    let mut cases: Value =
+        serde_json::from_str(&std::fs::read_to_string(FIXTURE).unwrap()).unwrap();
+    cases["cases"][5]["expect"] = json!("allow");
+    let wrong = sb.write("wrong.json", &cases.to_string());
+    let bad = sb.run_with(&["policy", "test", wrong.to_str().unwrap()], &cfg);
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(
+        stdout(&bad)
+            .contains("FAIL untrusted readOnlyHint is not believed: expected allow, got ask"),
+        "{}",
+        stdout(&bad)
+    );
+}
+
+#[test]
+fn a_project_file_cannot_allow() {
+    let sb = Sandbox::new();
+    let repo = sb.path().join("repo");
+    std::fs::create_dir_all(repo.join(".git")).unwrap();
+    std::fs::write(
+        repo.join(".mcp.json"),
+        json!({"permissions": {"allow": ["*"]}}).to_string(),
+    )
+    .unwrap();
+    let flag = sb.config("flag.json", json!({"f": fake_server(&[])}));
+    let out = sb
+        .command(&repo)
+        .args([
+            "policy",
+            "explain",
+            "f__grow",
+            "--mcp-config",
+            flag.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(stdout(&out).starts_with("ask: "), "{}", stdout(&out));
+    assert!(
+        stderr(&out).contains("a project file cannot allow tools"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn call_applies_deny_rules_and_audits_without_secrets() {
+    let sb = Sandbox::new();
+    let secret = "sekrit-4242-token";
+    let text = json!({
+        "mcpServers": {"u": {"command": fake(), "env": {"API_TOKEN": "${MCP_TEST_SECRET}"}}},
+        "permissions": {"deny": ["*__crash"]}
+    });
+    let cfg = sb.write("c.json", &text.to_string());
+    let run = |args: &[&str]| {
+        let mut all = args.to_vec();
+        all.extend(["--strict-mcp-config", "--mcp-config", cfg.to_str().unwrap()]);
+        sb.command(sb.path())
+            .env("MCP_TEST_SECRET", secret)
+            .args(&all)
+            .output()
+            .unwrap()
+    };
+    let ok = run(&[
+        "call",
+        "u__echo",
+        "--args",
+        &json!({"message": secret}).to_string(),
+    ]);
+    assert_eq!(stdout(&ok), format!("{secret}\n"));
+    let denied = run(&["call", "u", "crash"]);
+    assert_eq!(denied.status.code(), Some(1));
+    assert!(
+        stderr(&denied).contains("denied by rule `*__crash`"),
+        "{}",
+        stderr(&denied)
+    );
+
+    let log = std::fs::read_to_string(sb.path().join("data/mcp-host/audit.jsonl")).unwrap();
+    assert!(
+        !log.contains(secret),
+        "a secret reached the audit log:\n{log}"
+    );
+    let lines: Vec<Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let events: Vec<(&str, &str)> = lines
+        .iter()
+        .map(|l| (l["event"].as_str().unwrap(), l["tool"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        events,
+        [
+            ("decision", "echo"),
+            ("call", "echo"),
+            ("decision", "crash")
+        ]
+    );
+    assert_eq!(lines[0]["verdict"], "ask");
+    assert_eq!(lines[0]["answered_by"], "cli user");
+    assert_eq!(lines[1]["status"], "ok");
+    assert_eq!(lines[2]["verdict"], "deny");
+    assert_eq!(lines[0]["args_sha256"].as_str().unwrap().len(), 64);
+}

@@ -1,0 +1,101 @@
+//! Permission rules as written in a config file:
+//!
+//! ```json
+//! "permissions": {
+//!   "allow": ["time__*", {"tool": "fs__read_*", "when": {"pointer": "/path", "under": "/home/me/src"}}],
+//!   "ask":   ["*__write_*"],
+//!   "deny":  ["*__delete_*", {"tool": "fetch__fetch", "when": {"pointer": "/url", "prefix": "http://"}}],
+//!   "taintExempt": [{"from": "git", "to": "time"}]
+//! }
+//! ```
+//!
+//! Compiling them (regexes) is the policy crate's business; this module only reads them.
+
+use serde::Deserialize;
+use serde_json::Value;
+
+/// One rule: a glob over model-visible names, with an optional argument condition.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum RawRule {
+    Pattern(String),
+    Detailed {
+        tool: String,
+        #[serde(default)]
+        when: Option<RawCondition>,
+    },
+}
+
+impl RawRule {
+    pub fn pattern(&self) -> &str {
+        match self {
+            Self::Pattern(p) | Self::Detailed { tool: p, .. } => p,
+        }
+    }
+
+    pub fn condition(&self) -> Option<&RawCondition> {
+        match self {
+            Self::Pattern(_) => None,
+            Self::Detailed { when, .. } => when.as_ref(),
+        }
+    }
+}
+
+/// Exactly one of `equals`, `regex`, `prefix`, `under` is expected.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawCondition {
+    pub pointer: String,
+    #[serde(default)]
+    pub equals: Option<Value>,
+    #[serde(default)]
+    pub regex: Option<String>,
+    #[serde(default)]
+    pub prefix: Option<String>,
+    #[serde(default)]
+    pub under: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaintExempt {
+    pub from: String,
+    pub to: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawPermissions {
+    #[serde(default)]
+    pub allow: Vec<RawRule>,
+    #[serde(default)]
+    pub ask: Vec<RawRule>,
+    #[serde(default)]
+    pub deny: Vec<RawRule>,
+    #[serde(default)]
+    pub taint_exempt: Vec<TaintExempt>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rules_are_patterns_or_patterns_with_a_condition() {
+        let p: RawPermissions = serde_json::from_str(
+            r#"{"allow": ["time__*", {"tool": "fs__read_*", "when": {"pointer": "/path", "under": "/src"}}],
+                "taintExempt": [{"from": "git", "to": "time"}]}"#,
+        )
+        .unwrap();
+        assert_eq!(p.allow[0].pattern(), "time__*");
+        assert_eq!(
+            p.allow[1].condition().unwrap().under.as_deref(),
+            Some("/src")
+        );
+        assert_eq!(p.taint_exempt[0].to, "time");
+        assert!(
+            serde_json::from_str::<RawPermissions>(r#"{"alow": []}"#).is_err(),
+            "typos are errors"
+        );
+    }
+}
