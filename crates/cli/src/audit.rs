@@ -118,7 +118,7 @@ mod tests {
     #[test]
     fn timestamps_are_rfc3339_utc() {
         assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
-        let t = UNIX_EPOCH + Duration::from_millis(1_796_083_200_123); // 2026-11-30T00:00:00.123Z
+        let t = UNIX_EPOCH + Duration::from_millis(1_795_996_800_123); // 2026-11-30T00:00:00.123Z
         assert_eq!(rfc3339(t), "2026-11-30T00:00:00.123Z");
         let leap = UNIX_EPOCH + Duration::from_secs(951_782_400); // 2000-02-29
         assert_eq!(rfc3339(leap), "2000-02-29T00:00:00.000Z");
