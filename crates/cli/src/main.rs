@@ -5,6 +5,7 @@ mod audit;
 mod catalogue;
 mod cli;
 mod commands;
+mod hooks;
 mod host;
 mod output;
 mod policy;

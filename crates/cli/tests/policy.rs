@@ -168,3 +168,83 @@ fn call_applies_deny_rules_and_audits_without_secrets() {
     assert_eq!(lines[2]["verdict"], "deny");
     assert_eq!(lines[0]["args_sha256"].as_str().unwrap().len(), 64);
 }
+
+#[test]
+fn hooks_can_deny_and_a_failing_or_slow_hook_denies() {
+    let sb = Sandbox::new();
+    let json_deny = r#"{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny", "permissionDecisionReason": "json says no"}}"#;
+    let text = json!({
+        "mcpServers": {"f": {"command": fake()}},
+        "hooks": {
+            "PreToolUse": [
+                {"matcher": "f__echo", "hooks": [{"type": "command", "command": "if grep -q forbidden; then echo 'no forbidden words' >&2; exit 2; fi"}]},
+                {"matcher": "f__add", "hooks": [{"type": "command", "command": format!("cat >/dev/null; echo '{json_deny}'")}]},
+                {"matcher": "f__grow", "hooks": [{"type": "command", "command": "sleep 5", "timeout": 1}]},
+                {"matcher": "f__error", "hooks": [{"type": "command", "command": "exit 1"}]}
+            ],
+            "PostToolUse": [{"matcher": "f__echo", "hooks": [{"command": "cat >/dev/null; echo '{\"decision\": \"block\", \"reason\": \"looked at the result\"}'"}]}]
+        }
+    });
+    let cfg = sb.write("c.json", &text.to_string());
+    let ok = sb.run_with(
+        &["call", "f__echo", "--args", r#"{"message": "fine"}"#],
+        &cfg,
+    );
+    assert_eq!(stdout(&ok), "fine\n", "{}", stderr(&ok));
+    assert!(
+        stderr(&ok).contains("PostToolUse hook objected: looked at the result"),
+        "{}",
+        stderr(&ok)
+    );
+    for (tool, args, why) in [
+        (
+            "f__echo",
+            r#"{"message": "forbidden"}"#,
+            "no forbidden words",
+        ),
+        ("f__add", r#"{"a": 1, "b": 2}"#, "json says no"),
+        ("f__grow", "{}", "timed out"),
+        ("f__error", "{}", "failed (exit Some(1))"),
+    ] {
+        let out = sb.run_with(&["call", tool, "--args", args], &cfg);
+        assert_eq!(out.status.code(), Some(1), "{tool}");
+        assert!(stderr(&out).contains(why), "{tool}: {}", stderr(&out));
+    }
+    let log = std::fs::read_to_string(sb.path().join("data/mcp-host/audit.jsonl")).unwrap();
+    assert_eq!(
+        log.lines()
+            .filter(|l| l.contains("\"answered_by\":\"hook\""))
+            .count(),
+        4,
+        "{log}"
+    );
+}
+
+#[test]
+fn a_project_file_cannot_define_hooks() {
+    let sb = Sandbox::new();
+    let repo = sb.path().join("repo");
+    std::fs::create_dir_all(repo.join(".git")).unwrap();
+    let hooks =
+        json!({"hooks": {"PreToolUse": [{"matcher": "*", "hooks": [{"command": "exit 2"}]}]}});
+    std::fs::write(repo.join(".mcp.json"), hooks.to_string()).unwrap();
+    let flag = sb.config("flag.json", json!({"f": fake_server(&[])}));
+    let out = sb
+        .command(&repo)
+        .args([
+            "call",
+            "f__echo",
+            "--args",
+            r#"{"message": "ran"}"#,
+            "--mcp-config",
+            flag.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(stdout(&out), "ran\n", "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("a project file cannot define hooks"),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -1,7 +1,7 @@
 //! Parsing one `mcpServers` file into per-server raw entries, each with its position in the
 //! file, so that one broken server is reported precisely and the others still load.
 
-use crate::permissions::RawPermissions;
+use crate::permissions::{RawHooks, RawPermissions};
 use crate::server::RawServer;
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -45,6 +45,7 @@ pub struct Located<T> {
 pub struct ConfigFile {
     pub servers: Vec<(String, Located<RawServer>)>,
     pub permissions: Option<Located<RawPermissions>>,
+    pub hooks: Option<Located<RawHooks>>,
     pub problems: Vec<ConfigProblem>,
 }
 
@@ -54,6 +55,8 @@ struct TopLevel<'a> {
     mcp_servers: Option<BTreeMap<String, &'a RawValue>>,
     #[serde(borrow, default)]
     permissions: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    hooks: Option<&'a RawValue>,
 }
 
 /// Parses `text` (the contents of `file`). Syntax errors make the whole file a problem; a
@@ -90,27 +93,15 @@ pub(crate) fn parse_config_slice(file: &Path, full: &str, slice: &str) -> Config
         }
     };
     if let Some(raw) = top.permissions {
-        let (line, column) = position_of(full, raw.get());
-        let de = &mut serde_json::Deserializer::from_str(raw.get());
-        match serde_path_to_error::deserialize::<_, RawPermissions>(de) {
-            Ok(value) => {
-                out.permissions = Some(Located {
-                    value,
-                    line,
-                    column,
-                })
-            }
-            Err(e) => {
-                let sub = path_or_empty(e.path());
-                let inner = e.into_inner();
-                let (l, c) = shift((line, column), inner.line(), inner.column());
-                let key = if sub.is_empty() {
-                    "permissions".to_string()
-                } else {
-                    format!("permissions.{sub}")
-                };
-                out.problems.push(problem(l, c, &key, describe(&inner)));
-            }
+        match section(full, raw, "permissions") {
+            Ok(p) => out.permissions = Some(p),
+            Err((l, c, key, msg)) => out.problems.push(problem(l, c, &key, msg)),
+        }
+    }
+    if let Some(raw) = top.hooks {
+        match section(full, raw, "hooks") {
+            Ok(h) => out.hooks = Some(h),
+            Err((l, c, key, msg)) => out.problems.push(problem(l, c, &key, msg)),
         }
     }
     for (name, raw) in top.mcp_servers.unwrap_or_default() {
@@ -141,6 +132,33 @@ pub(crate) fn parse_config_slice(file: &Path, full: &str, slice: &str) -> Config
         }
     }
     out
+}
+
+/// Parses one top-level section; the error is (line, column, key, message).
+fn section<T: serde::de::DeserializeOwned>(
+    full: &str,
+    raw: &RawValue,
+    name: &str,
+) -> Result<Located<T>, (usize, usize, String, String)> {
+    let (line, column) = position_of(full, raw.get());
+    let de = &mut serde_json::Deserializer::from_str(raw.get());
+    serde_path_to_error::deserialize::<_, T>(de)
+        .map(|value| Located {
+            value,
+            line,
+            column,
+        })
+        .map_err(|e| {
+            let sub = path_or_empty(e.path());
+            let inner = e.into_inner();
+            let (l, c) = shift((line, column), inner.line(), inner.column());
+            let key = if sub.is_empty() {
+                name.to_string()
+            } else {
+                format!("{name}.{sub}")
+            };
+            (l, c, key, describe(&inner))
+        })
 }
 
 /// Converts a position inside a slice that starts at `base` into one in the whole file.

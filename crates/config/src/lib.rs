@@ -14,6 +14,8 @@ mod trust;
 pub use expand::{ExpandError, expand};
 pub use file::{ConfigFile, ConfigProblem, Located, parse_config_text};
 pub use load::{ConfigPaths, LoadOptions, LoadedConfig, ServerEntry, ServerReadiness, load};
-pub use permissions::{RawCondition, RawPermissions, RawRule, TaintExempt};
+pub use permissions::{
+    HookCommand, HookMatcher, RawCondition, RawHooks, RawPermissions, RawRule, TaintExempt,
+};
 pub use server::{RawServer, Scope, ServerSpec, Transport, definition_hash};
 pub use trust::{TrustAnswer, TrustError, TrustLedger};

@@ -5,7 +5,7 @@
 //! user's approval.
 
 use crate::file::{ConfigFile, ConfigProblem, parse_config_slice, parse_config_text};
-use crate::permissions::RawPermissions;
+use crate::permissions::{RawHooks, RawPermissions};
 use crate::server::{RawServer, Scope, ServerSpec};
 use crate::trust::{TrustAnswer, TrustLedger};
 use mcp_host_core::TransportKind;
@@ -94,6 +94,9 @@ pub struct LoadedConfig {
     /// Permission rules of every file, in precedence order (user, project, local, flag).
     /// A project file's `allow` rules are already removed (and reported as a problem).
     pub permissions: Vec<(Scope, PathBuf, RawPermissions)>,
+    /// Hooks of the user, local and flag files. A project file's hooks would run commands
+    /// from a cloned repository, so they are ignored (and reported).
+    pub hooks: Vec<(Scope, PathBuf, RawHooks)>,
 }
 
 /// Loads every scope. Never fails as a whole: unreadable files become problems.
@@ -148,6 +151,19 @@ pub fn load(
                 perms.value.allow.clear();
             }
             out.permissions.push((scope, file.clone(), perms.value));
+        }
+        if let Some(hooks) = parsed.hooks {
+            if scope == Scope::Project {
+                out.problems.push(ConfigProblem {
+                    file: file.clone(),
+                    line: hooks.line,
+                    column: hooks.column,
+                    key: "hooks".into(),
+                    message: "a project file cannot define hooks (they would run commands from the repository); ignored".into(),
+                });
+            } else {
+                out.hooks.push((scope, file.clone(), hooks.value));
+            }
         }
         for (name, located) in parsed.servers {
             let v = (
@@ -241,6 +257,7 @@ fn read_file(path: &Path, must_exist: bool) -> ConfigFile {
         Err(e) => ConfigFile {
             servers: Vec::new(),
             permissions: None,
+            hooks: None,
             problems: vec![ConfigProblem {
                 file: path.to_path_buf(),
                 line: 0,

@@ -99,3 +99,35 @@ mod tests {
         );
     }
 }
+
+/// Hooks in Claude Code's shape:
+/// `"hooks": {"PreToolUse": [{"matcher": "github__.*", "hooks": [{"type": "command", "command": "...", "timeout": 10}]}]}`.
+/// `matcher` is a regex over the model-visible tool name (empty or `*` matches every tool);
+/// `timeout` is in seconds.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+pub struct RawHooks {
+    #[serde(rename = "PreToolUse", default)]
+    pub pre_tool_use: Vec<HookMatcher>,
+    #[serde(rename = "PostToolUse", default)]
+    pub post_tool_use: Vec<HookMatcher>,
+}
+
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+pub struct HookMatcher {
+    #[serde(default)]
+    pub matcher: String,
+    pub hooks: Vec<HookCommand>,
+}
+
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+pub struct HookCommand {
+    #[serde(rename = "type", default = "command_type")]
+    pub kind: String,
+    pub command: String,
+    #[serde(default)]
+    pub timeout: Option<u64>,
+}
+
+fn command_type() -> String {
+    "command".into()
+}

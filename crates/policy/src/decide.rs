@@ -33,15 +33,29 @@ pub enum Verdict {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "by", rename_all = "snake_case")]
 pub enum DecidedBy {
-    DenyRule { rule: String },
-    AskRule { rule: String },
-    AllowRule { rule: String },
+    DenyRule {
+        rule: String,
+    },
+    AskRule {
+        rule: String,
+    },
+    AllowRule {
+        rule: String,
+    },
     Drift,
     LookAlike,
-    Taint { from: String },
+    Taint {
+        from: String,
+    },
     Remembered,
     ReadOnlyHint,
-    Mode { mode: Mode },
+    Mode {
+        mode: Mode,
+    },
+    /// A `PreToolUse` hook answered (decided outside this function, recorded the same way).
+    Hook {
+        command: String,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

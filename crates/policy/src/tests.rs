@@ -86,6 +86,7 @@ fn by_label(d: &DecidedBy) -> &'static str {
         DecidedBy::Remembered => "remembered",
         DecidedBy::ReadOnlyHint => "read_only_hint",
         DecidedBy::Mode { .. } => "mode",
+        DecidedBy::Hook { .. } => "hook",
     }
 }
 

@@ -5,12 +5,13 @@ use super::with_manager;
 use crate::audit::{Audit, Subject};
 use crate::catalogue::snapshot;
 use crate::cli::CallArgs;
+use crate::hooks::Hooks;
 use crate::host::Host;
 use crate::output::{one_line, render_content};
 use crate::policy::{CallFacts, compile, decide_call, trusted};
 use anyhow::{Context, bail};
 use mcp_host_core::ServerId;
-use mcp_host_policy::{Mode, Remembered, Verdict};
+use mcp_host_policy::{DecidedBy, Mode, Remembered, Verdict};
 use mcp_host_registry::pins::PinCheck;
 use serde_json::{Map, Value};
 use std::collections::BTreeSet;
@@ -60,6 +61,7 @@ pub async fn run(host: &Host, args: CallArgs) -> anyhow::Result<ExitCode> {
         None => None,
     };
     let policy = compile(&host.config);
+    let hooks = Hooks::compile(&host.config);
     let audit = Audit::new(&host.paths.data_dir);
     let manager = host.start(only)?;
     let limit = host.settle_limit();
@@ -97,17 +99,23 @@ pub async fn run(host: &Host, args: CallArgs) -> anyhow::Result<ExitCode> {
             provenance: &provenance,
             remembered: &remembered,
         };
-        let decision = decide_call(&policy, &as_value, &facts);
+        let mut decision = decide_call(&policy, &as_value, &facts);
+        // Hooks are consulted unless a rule already denied; they may allow, ask or deny.
+        if decision.verdict != Verdict::Deny
+            && let Some(hooked) = hooks.pre_tool_use(&entry.name, &as_value).await
+        {
+            decision = hooked;
+        }
         let subject = Subject {
             name: &entry.name,
             server: entry.key.server.as_str(),
             tool: &entry.key.tool,
             args: &as_value,
         };
-        let answered_by = if decision.verdict == Verdict::Ask {
-            "cli user"
-        } else {
-            "policy"
+        let answered_by = match (&decision.verdict, &decision.decided_by) {
+            (_, DecidedBy::Hook { .. }) => "hook",
+            (Verdict::Ask, _) => "cli user",
+            _ => "policy",
         };
         audit.decision(&subject, &decision, answered_by);
         if decision.verdict == Verdict::Deny {
@@ -136,6 +144,10 @@ pub async fn run(host: &Host, args: CallArgs) -> anyhow::Result<ExitCode> {
                 return Ok(ExitCode::FAILURE);
             }
         };
+        let response = serde_json::to_value(&outcome).unwrap_or_default();
+        for objection in hooks.post_tool_use(&entry.name, &as_value, &response).await {
+            eprintln!("warning: a PostToolUse hook objected: {objection}");
+        }
         if args.json {
             println!("{}", serde_json::to_string_pretty(&outcome)?);
         } else {
