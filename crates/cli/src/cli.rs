@@ -60,6 +60,26 @@ pub enum PolicyCommand {
     },
     /// Run a table of calls with expected decisions; exit 1 on any mismatch.
     Test { file: PathBuf },
+    /// Remember an answer ("always") for a tool's current definition.
+    Remember {
+        name: String,
+        #[arg(value_enum)]
+        answer: AnswerArg,
+    },
+    /// Forget remembered answers: all of them, one server's, or one tool's.
+    Forget {
+        #[arg(long)]
+        server: Option<String>,
+        /// The server's own tool name (with --server).
+        #[arg(long, requires = "server")]
+        tool: Option<String>,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AnswerArg {
+    Allow,
+    Deny,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Deserialize)]

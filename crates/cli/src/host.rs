@@ -52,6 +52,11 @@ impl Host {
         })
     }
 
+    /// The SQLite store of remembered answers.
+    pub async fn store(&self) -> anyhow::Result<mcp_host_store::Store> {
+        Ok(mcp_host_store::Store::open(&self.paths.data_dir.join("store.sqlite")).await?)
+    }
+
     pub fn ledger(&self) -> anyhow::Result<TrustLedger> {
         Ok(TrustLedger::open(&self.paths.trust_file())?)
     }

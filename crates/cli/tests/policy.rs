@@ -248,3 +248,101 @@ fn a_project_file_cannot_define_hooks() {
         stderr(&out)
     );
 }
+
+#[test]
+fn remembered_answers_apply_to_one_definition_until_forgotten() {
+    let sb = Sandbox::new();
+    let honest = sb.config("a.json", json!({"f": fake_server(&[])}));
+    let changed = sb.config(
+        "b.json",
+        json!({"f": fake_server(&["--describe-echo", "Echoes, differently"])}),
+    );
+    let explain =
+        |cfg: &std::path::Path| stdout(&sb.run_with(&["policy", "explain", "f__echo"], cfg));
+    assert!(explain(&honest).starts_with("ask: "));
+    assert!(
+        sb.run_with(&["policy", "remember", "f__echo", "allow"], &honest)
+            .status
+            .success()
+    );
+    let now = explain(&honest);
+    assert!(
+        now.starts_with("allow: ") && now.contains("remembered"),
+        "{now}"
+    );
+    // A changed definition is not covered by the answer (and drift asks anyway).
+    assert!(
+        explain(&changed).starts_with("ask: "),
+        "{}",
+        explain(&changed)
+    );
+    let forget = sb.run_with(&["policy", "forget", "--server", "f"], &honest);
+    assert!(stdout(&forget).contains("forgot 1"), "{}", stdout(&forget));
+    assert!(explain(&honest).starts_with("ask: "));
+}
+
+/// A deterministic pseudo-random sequence for the property test.
+struct Lcg(u64);
+
+impl Lcg {
+    fn pick(&mut self, n: usize) -> usize {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((self.0 >> 33) as usize) % n
+    }
+}
+
+#[test]
+fn no_call_reaches_a_server_without_a_recorded_decision() {
+    // Random calls (valid and invalid arguments, denied and allowed tools): every tools/call
+    // the server receives is preceded by an audit decision that was not a denial.
+    let sb = Sandbox::new();
+    let log = sb.path().join("requests.log");
+    let text = json!({
+        "mcpServers": {"f": {"command": fake(), "args": ["--request-log", log.to_str().unwrap()]}},
+        "permissions": {"deny": ["f__error", {"tool": "f__echo", "when": {"pointer": "/message", "prefix": "rm "}}]}
+    });
+    let cfg = sb.write("c.json", &text.to_string());
+    let calls = [
+        ("f__echo", r#"{"message": "hi"}"#),
+        ("f__echo", r#"{"message": "rm -rf /"}"#),
+        ("f__echo", r#"{"message": 3}"#),
+        ("f__add", r#"{"a": 1, "b": 2}"#),
+        ("f__add", r#"{"a": "x"}"#),
+        ("f__error", "{}"),
+        ("f__evil", "{}"),
+        ("f__nope", "{}"),
+    ];
+    let mut rng = Lcg(2026);
+    let mut sent = 0;
+    for _ in 0..24 {
+        let (tool, args) = calls[rng.pick(calls.len())];
+        let before = std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .matches("tools/call")
+            .count();
+        sb.run_with(&["call", tool, "--args", args], &cfg);
+        let after = std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .matches("tools/call")
+            .count();
+        let audit = std::fs::read_to_string(sb.path().join("data/mcp-host/audit.jsonl"))
+            .unwrap_or_default();
+        let last: Option<Value> = audit
+            .lines()
+            .rfind(|l| l.contains("\"decision\""))
+            .map(|l| serde_json::from_str(l).unwrap());
+        if after > before {
+            sent += 1;
+            let d = last.expect("a call was sent without any decision");
+            assert_eq!(d["name"], tool, "the last decision is for this call");
+            assert_ne!(
+                d["verdict"], "deny",
+                "a denied call reached the server: {tool} {args}"
+            );
+        }
+    }
+    assert!(sent > 0, "the scenario sent nothing; it proves nothing");
+}

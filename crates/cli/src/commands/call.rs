@@ -11,7 +11,7 @@ use crate::output::{one_line, render_content};
 use crate::policy::{CallFacts, compile, decide_call, trusted};
 use anyhow::{Context, bail};
 use mcp_host_core::ServerId;
-use mcp_host_policy::{DecidedBy, Mode, Remembered, Verdict};
+use mcp_host_policy::{DecidedBy, Mode, Verdict};
 use mcp_host_registry::pins::PinCheck;
 use serde_json::{Map, Value};
 use std::collections::BTreeSet;
@@ -62,6 +62,7 @@ pub async fn run(host: &Host, args: CallArgs) -> anyhow::Result<ExitCode> {
     };
     let policy = compile(&host.config);
     let hooks = Hooks::compile(&host.config);
+    let remembered = host.store().await?.remembered().await?;
     let audit = Audit::new(&host.paths.data_dir);
     let manager = host.start(only)?;
     let limit = host.settle_limit();
@@ -91,7 +92,7 @@ pub async fn run(host: &Host, args: CallArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::FAILURE);
         }
         // The person typing this command is the one who would be asked: only deny stops it.
-        let (provenance, remembered) = (BTreeSet::new(), Remembered::default());
+        let provenance = BTreeSet::new();
         let facts = CallFacts {
             entry,
             trusted: trusted(m, &entry.key.server),

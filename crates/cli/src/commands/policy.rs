@@ -4,13 +4,13 @@
 
 use super::with_manager;
 use crate::catalogue::snapshot;
-use crate::cli::{ModeArg, PolicyCommand};
+use crate::cli::{AnswerArg, ModeArg, PolicyCommand};
 use crate::host::Host;
 use crate::policy::{CallFacts, compile, decide_call, trusted};
 use anyhow::{Context as _, bail};
 use mcp_host_client::Manager;
 use mcp_host_core::ServerId;
-use mcp_host_policy::{Decision, Policy, Remembered, Verdict};
+use mcp_host_policy::{Decision, MemoryKey, Policy, Remembered, Verdict};
 use mcp_host_registry::catalogue::Catalogue;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -41,6 +41,17 @@ fn default_mode() -> ModeArg {
 }
 
 pub async fn run(host: &Host, command: PolicyCommand) -> anyhow::Result<ExitCode> {
+    if let PolicyCommand::Forget { server, tool } = &command {
+        let n = host
+            .store()
+            .await?
+            .forget(server.as_deref(), tool.as_deref())
+            .await?;
+        println!("forgot {n} remembered answer(s)");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let store = host.store().await?;
+    let remembered = store.remembered().await?;
     let fixture = match &command {
         PolicyCommand::Test { file } => {
             let text = std::fs::read_to_string(file)
@@ -49,7 +60,7 @@ pub async fn run(host: &Host, command: PolicyCommand) -> anyhow::Result<ExitCode
                 .with_context(|| format!("{} is not a policy fixture", file.display()))?;
             Some(f)
         }
-        PolicyCommand::Explain { .. } => None,
+        _ => None,
     };
     let policy = compile(&host.config);
     let manager = host.start(None)?;
@@ -61,6 +72,7 @@ pub async fn run(host: &Host, command: PolicyCommand) -> anyhow::Result<ExitCode
             m,
             catalogue: &catalogue,
             policy: &policy,
+            remembered: &remembered,
         };
         match command {
             PolicyCommand::Explain {
@@ -83,6 +95,27 @@ pub async fn run(host: &Host, command: PolicyCommand) -> anyhow::Result<ExitCode
                 }
                 Ok(ExitCode::SUCCESS)
             }
+            PolicyCommand::Remember { name, answer } => {
+                let Some(entry) = catalogue.get(&name) else {
+                    bail!("no tool has the model-visible name `{name}`")
+                };
+                let key = MemoryKey {
+                    server: entry.key.server.to_string(),
+                    tool: entry.key.tool.clone(),
+                    definition_hash: entry.hash.clone(),
+                };
+                let verdict = match answer {
+                    AnswerArg::Allow => Verdict::Allow,
+                    AnswerArg::Deny => Verdict::Deny,
+                };
+                store.remember(&key, verdict).await?;
+                println!(
+                    "remembered {} for `{name}` (this definition; a change asks again)",
+                    verdict_word(verdict)
+                );
+                Ok(ExitCode::SUCCESS)
+            }
+            PolicyCommand::Forget { .. } => Ok(ExitCode::SUCCESS),
             PolicyCommand::Test { .. } => {
                 let Some(fixture) = fixture else {
                     bail!("no fixture")
@@ -134,6 +167,7 @@ struct Judge<'a> {
     m: &'a Manager,
     catalogue: &'a Catalogue,
     policy: &'a Policy,
+    remembered: &'a Remembered,
 }
 
 impl Judge<'_> {
@@ -148,13 +182,12 @@ impl Judge<'_> {
             bail!("no tool has the model-visible name `{name}`");
         };
         let provenance: BTreeSet<ServerId> = after.iter().map(|s| ServerId::new(s)).collect();
-        let remembered = Remembered::default();
         let facts = CallFacts {
             entry,
             trusted: trusted(self.m, &entry.key.server),
             mode: mode.into(),
             provenance: &provenance,
-            remembered: &remembered,
+            remembered: self.remembered,
         };
         Ok(decide_call(self.policy, args, &facts))
     }
