@@ -5,7 +5,7 @@
 # and no FAILURE or WARNING (the suite alone reports "passed" for a client that never
 # connected). Last line: "conformance: N passed, N failed".
 #
-#   scripts/conformance.sh [SCENARIO...]     default: initialize tools_call sse-retry
+#   scripts/conformance.sh [SCENARIO...]     default: initialize tools_call sse-retry elicitation-sep1034-client-defaults
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -17,7 +17,7 @@ SUITE="$DEPS/node_modules/@modelcontextprotocol/conformance/dist/index.js"
 [ -x "$NODE22" ] && [ -f "$SUITE" ] || { echo "run scripts/install-test-deps.sh first" >&2; exit 1; }
 
 SCENARIOS=("$@")
-[ ${#SCENARIOS[@]} -gt 0 ] || SCENARIOS=(initialize tools_call sse-retry)
+[ ${#SCENARIOS[@]} -gt 0 ] || SCENARIOS=(initialize tools_call sse-retry elicitation-sep1034-client-defaults)
 OUT="$(mktemp -d)"
 trap 'rm -rf "$OUT"' EXIT
 pass=0; fail=0

@@ -16,5 +16,5 @@ pub mod supervisor;
 pub use http::{http_client, install_crypto_provider};
 pub use listing::{Listing, ToolList};
 pub use manager::{CallError, Manager, ManagerOptions, ServerSetup};
-pub use session::{ConnectError, Endpoint, EraChoice, RequestError, Session};
+pub use session::{ClientFeatures, ConnectError, Endpoint, EraChoice, RequestError, Session};
 pub use stdio::{StdioLaunch, SupervisorCommand};

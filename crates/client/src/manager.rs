@@ -5,7 +5,7 @@
 
 use crate::backoff::{Next, Retrier, RetryPolicy};
 use crate::listing::{Offers, ToolList};
-use crate::session::{ConnectError, Endpoint, EraChoice, RequestError, Session};
+use crate::session::{ClientFeatures, ConnectError, Endpoint, EraChoice, RequestError, Session};
 use crate::stdio::{StdioLaunch, SupervisorCommand};
 use mcp_host_config::{ServerSpec, Transport};
 use mcp_host_core::{CallOutcome, ServerId, ServerState, ServerStatus, TransportKind};
@@ -269,7 +269,15 @@ impl Runner {
         let mut era_choice = EraChoice::Auto;
         loop {
             self.set_state(ServerState::Starting);
-            let connect = Session::connect(&self.endpoint, era_choice, self.spec.startup_timeout);
+            let features = ClientFeatures {
+                elicitation_defaults: self.spec.elicitation_defaults,
+            };
+            let connect = Session::connect(
+                &self.endpoint,
+                era_choice,
+                self.spec.startup_timeout,
+                features,
+            );
             let result = tokio::select! {
                 r = connect => r,
                 () = stop.cancelled() => break,

@@ -9,7 +9,8 @@ use crate::stdio::{ProcessExit, SpawnError, StdioLaunch, StdioProcess, Superviso
 use mcp_host_core::{CallOutcome, Era};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, ClientCapabilities, ClientConfig, ClientRequest,
-    DiscoverRequest, DiscoverRequestParams, Implementation, PingRequest, ProtocolVersion,
+    DiscoverRequest, DiscoverRequestParams, ElicitRequestParams, ElicitResult, ElicitationAction,
+    ElicitationCapability, FormElicitationCapability, Implementation, PingRequest, ProtocolVersion,
     ServerNotification, ServerResult, SubscriptionFilter,
 };
 use rmcp::service::{
@@ -142,6 +143,42 @@ pub struct HostHandler {
     info: ClientConfig,
     tools_changed: Arc<Notify>,
     offers_changed: Arc<Notify>,
+    elicitation_defaults: bool,
+}
+
+/// What the host can do for a server beyond tools, decided per server by config.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ClientFeatures {
+    /// Headless elicitation: declare form elicitation and answer with the schema's defaults.
+    pub elicitation_defaults: bool,
+}
+
+/// The answer to a form when nobody can be asked: accept with every property's default, or
+/// decline (with the reason, for the log) when a required property has none.
+pub fn defaults_answer(schema: &Value) -> Result<Value, String> {
+    let props = schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let required: Vec<&str> = (schema.get("required").and_then(Value::as_array))
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let mut content = serde_json::Map::new();
+    for (name, prop) in &props {
+        match prop.get("default") {
+            Some(d) => {
+                content.insert(name.clone(), d.clone());
+            }
+            None if required.contains(&name.as_str()) => {
+                return Err(format!(
+                    "required field `{name}` has no default and nobody can answer"
+                ));
+            }
+            None => {}
+        }
+    }
+    Ok(Value::Object(content))
 }
 
 impl ClientHandler for HostHandler {
@@ -155,6 +192,36 @@ impl ClientHandler for HostHandler {
     ) -> impl Future<Output = ()> + Send + '_ {
         self.tools_changed.notify_one();
         std::future::ready(())
+    }
+
+    fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> impl Future<Output = Result<ElicitResult, rmcp::ErrorData>> + Send + '_ {
+        let answer = match request {
+            ElicitRequestParams::FormElicitationParams {
+                requested_schema, ..
+            } if self.elicitation_defaults => {
+                let schema = serde_json::to_value(&requested_schema).unwrap_or_default();
+                match defaults_answer(&schema) {
+                    Ok(content) => {
+                        ElicitResult::new(ElicitationAction::Accept).with_content(content)
+                    }
+                    Err(reason) => {
+                        tracing::info!(%reason, "declined an elicitation");
+                        ElicitResult::new(ElicitationAction::Decline)
+                    }
+                }
+            }
+            _ => {
+                tracing::info!(
+                    "declined an elicitation: nobody can answer and defaults are not allowed for this server"
+                );
+                ElicitResult::new(ElicitationAction::Decline)
+            }
+        };
+        std::future::ready(Ok(answer))
     }
 
     fn on_prompt_list_changed(
@@ -174,10 +241,16 @@ impl ClientHandler for HostHandler {
     }
 }
 
-fn client_config(version: ProtocolVersion) -> ClientConfig {
-    // We declare no roots, sampling or elicitation: capabilities bind us to implement them.
+fn client_config(version: ProtocolVersion, features: ClientFeatures) -> ClientConfig {
+    // Capabilities bind us to implement them: no roots or sampling, and form elicitation
+    // only where config lets us answer it.
+    let mut caps = ClientCapabilities::default();
+    if features.elicitation_defaults {
+        caps.elicitation =
+            Some(ElicitationCapability::new().with_form(FormElicitationCapability::default()));
+    }
     ClientConfig::new(
-        ClientCapabilities::default(),
+        caps,
         Implementation::new("mcp-host", env!("CARGO_PKG_VERSION")),
     )
     .with_protocol_version(version)
@@ -253,6 +326,7 @@ impl Session {
         endpoint: &Endpoint,
         choice: EraChoice,
         timeout: Duration,
+        features: ClientFeatures,
     ) -> Result<Self, ConnectError> {
         let first = match choice {
             EraChoice::Auto => ClientLifecycleMode::Auto {
@@ -265,14 +339,14 @@ impl Session {
             EraChoice::Legacy => ClientLifecycleMode::Initialize,
         };
         let stdio = matches!(endpoint, Endpoint::Stdio { .. });
-        match Self::open(endpoint, first, timeout).await {
+        match Self::open(endpoint, first, timeout, features).await {
             // A stdio server that died or misbehaved during the probe may simply be a legacy
             // server that insists on `initialize` first: treat it as legacy and respawn.
             Err(ConnectError::Handshake {
                 detail, transient, ..
             }) if choice == EraChoice::Auto && (stdio || !transient) => {
                 tracing::debug!(%detail, "probe failed; retrying as legacy on a fresh connection");
-                Self::open(endpoint, ClientLifecycleMode::Initialize, timeout).await
+                Self::open(endpoint, ClientLifecycleMode::Initialize, timeout, features).await
             }
             other => other,
         }
@@ -282,13 +356,15 @@ impl Session {
         endpoint: &Endpoint,
         mode: ClientLifecycleMode,
         timeout: Duration,
+        features: ClientFeatures,
     ) -> Result<Self, ConnectError> {
         let tools_changed = Arc::new(Notify::new());
         let offers_changed = Arc::new(Notify::new());
         let handler = HostHandler {
-            info: client_config(ProtocolVersion::V_2025_11_25),
+            info: client_config(ProtocolVersion::V_2025_11_25, features),
             tools_changed: tools_changed.clone(),
             offers_changed: offers_changed.clone(),
+            elicitation_defaults: features.elicitation_defaults,
         };
         let closed = CancellationToken::new();
         let (result, process) = match endpoint {
@@ -664,5 +740,30 @@ fn transport_error(e: &ClientInitializeError) -> Option<&rmcp::transport::Dynami
             transport_error(fallback).or_else(|| transport_error(discover))
         }
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn headless_forms_are_answered_with_defaults_or_declined() {
+        let schema = json!({"type": "object", "properties": {
+            "name": {"type": "string", "default": "anon"},
+            "count": {"type": "integer", "default": 3},
+            "note": {"type": "string"}
+        }, "required": ["name"]});
+        assert_eq!(
+            defaults_answer(&schema).unwrap(),
+            json!({"name": "anon", "count": 3})
+        );
+        let needs_input = json!({"type": "object", "properties": {"token": {"type": "string"}}, "required": ["token"]});
+        assert!(
+            defaults_answer(&needs_input)
+                .unwrap_err()
+                .contains("`token`")
+        );
     }
 }

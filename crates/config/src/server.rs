@@ -64,6 +64,10 @@ pub struct RawServer {
     /// Offer tools whose input schema does not compile, unvalidated, instead of withholding them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allow_unvalidated: Option<bool>,
+    /// When nobody can answer (headless), accept this server's elicitation forms with the
+    /// schema's default values instead of declining.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub elicitation_defaults: Option<bool>,
 }
 
 /// How to reach a server, with every variable expanded.
@@ -95,6 +99,7 @@ pub struct ServerSpec {
     pub definition_hash: String,
     pub always_load: bool,
     pub allow_unvalidated: bool,
+    pub elicitation_defaults: bool,
 }
 
 pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
@@ -226,6 +231,7 @@ impl RawServer {
             definition_hash: definition_hash(self),
             always_load: self.always_load.unwrap_or(false),
             allow_unvalidated: self.allow_unvalidated.unwrap_or(false),
+            elicitation_defaults: self.elicitation_defaults.unwrap_or(false),
         })
     }
 }

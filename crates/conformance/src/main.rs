@@ -3,7 +3,7 @@
 //! then does what the scenario in `MCP_CONFORMANCE_SCENARIO` expects, and exits 0 on success.
 
 use anyhow::{Context, bail};
-use mcp_host_client::{Endpoint, EraChoice, Session};
+use mcp_host_client::{ClientFeatures, Endpoint, EraChoice, Session};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -26,7 +26,11 @@ async fn main() -> anyhow::Result<()> {
         headers: BTreeMap::new(),
         client: mcp_host_client::http_client(Duration::from_secs(5))?,
     };
-    let session = Session::connect(&endpoint, EraChoice::Auto, TIMEOUT).await?;
+    // Nobody sits at this client: forms are answered with their defaults.
+    let features = ClientFeatures {
+        elicitation_defaults: true,
+    };
+    let session = Session::connect(&endpoint, EraChoice::Auto, TIMEOUT, features).await?;
     eprintln!("connected: era {}", session.era().version);
     let result = run_scenario(&session, &scenario).await;
     session.shutdown().await;
@@ -52,6 +56,9 @@ async fn run_scenario(session: &Session, scenario: &str) -> anyhow::Result<()> {
     match scenario {
         "tools_call" => call("add_numbers", json!({"a": 5, "b": 3})).await,
         "sse-retry" => call("test_reconnection", json!({})).await,
+        "elicitation-sep1034-client-defaults" => {
+            call("test_client_elicitation_defaults", json!({})).await
+        }
         // initialize and anything else: connecting and listing is the whole job.
         _ => {
             eprintln!("{} tools listed", tools.items.len());
