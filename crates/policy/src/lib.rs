@@ -5,12 +5,14 @@
 
 mod decide;
 pub mod rules;
+mod turn;
 
 pub use decide::{
     Call, Context, DecidedBy, Decision, Hints, MemoryKey, Mode, Policy, Remembered, ToolFacts,
     Verdict, decide, hints,
 };
 pub use rules::{Condition, Rule, RuleSource};
+pub use turn::{AnswerScope, Answers, Origin, Tagged, Turn};
 
 #[cfg(test)]
 mod tests;
