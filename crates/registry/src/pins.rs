@@ -6,14 +6,13 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
+use sqlx::sqlite::SqlitePool;
 use std::path::Path;
-use std::time::Duration;
 
 #[derive(Debug, thiserror::Error)]
 pub enum PinError {
-    #[error("cannot open the pin store {path}: {source}")]
-    Open { path: String, source: sqlx::Error },
+    #[error(transparent)]
+    Open(#[from] mcp_host_store::StoreError),
     #[error("cannot migrate the pin store: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
     #[error("pin store query failed: {0}")]
@@ -83,23 +82,7 @@ pub struct PinStore {
 
 impl PinStore {
     pub async fn open(path: &Path) -> Result<Self, PinError> {
-        let open_err = |source| PinError::Open {
-            path: path.display().to_string(),
-            source,
-        };
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| open_err(sqlx::Error::Io(e)))?;
-        }
-        let options = SqliteConnectOptions::new()
-            .filename(path)
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            .busy_timeout(Duration::from_secs(5));
-        let pool = SqlitePoolOptions::new()
-            .max_connections(2)
-            .connect_with(options)
-            .await
-            .map_err(open_err)?;
+        let pool = mcp_host_store::open_sqlite(path).await?;
         sqlx::migrate!("./migrations").run(&pool).await?;
         Ok(Self { pool })
     }

@@ -31,25 +31,31 @@ fn verdict_text(v: Verdict) -> Option<&'static str> {
     }
 }
 
+/// Opens (creating it and its directory if needed) a SQLite file the way every mcp-host
+/// store wants it: WAL, a busy timeout, a small pool. The caller runs its own migrations.
+pub async fn open_sqlite(path: &Path) -> Result<SqlitePool, StoreError> {
+    let open_err = |source| StoreError::Open {
+        path: path.display().to_string(),
+        source,
+    };
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| open_err(sqlx::Error::Io(e)))?;
+    }
+    let options = SqliteConnectOptions::new()
+        .filename(path)
+        .create_if_missing(true)
+        .journal_mode(SqliteJournalMode::Wal)
+        .busy_timeout(Duration::from_secs(5));
+    SqlitePoolOptions::new()
+        .max_connections(2)
+        .connect_with(options)
+        .await
+        .map_err(open_err)
+}
+
 impl Store {
     pub async fn open(path: &Path) -> Result<Self, StoreError> {
-        let open_err = |source| StoreError::Open {
-            path: path.display().to_string(),
-            source,
-        };
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| open_err(sqlx::Error::Io(e)))?;
-        }
-        let options = SqliteConnectOptions::new()
-            .filename(path)
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            .busy_timeout(Duration::from_secs(5));
-        let pool = SqlitePoolOptions::new()
-            .max_connections(2)
-            .connect_with(options)
-            .await
-            .map_err(open_err)?;
+        let pool = open_sqlite(path).await?;
         sqlx::migrate!("./migrations").run(&pool).await?;
         Ok(Self { pool })
     }
