@@ -119,34 +119,13 @@ impl Session {
     pub async fn list_offers(&self, page_timeout: Duration) -> Offers {
         let (prompts, resources) = self.offers_declared();
         let mut out = Offers::default();
-        let failed = |what: &str, e: RequestError| ListIssue {
-            item: "*".into(),
-            reason: format!("{what} failed: {e}"),
-        };
         if prompts {
-            out.prompts = self
-                .list_prompts(page_timeout)
-                .await
-                .unwrap_or_else(|e| Listing {
-                    items: Vec::new(),
-                    issues: vec![failed("prompts/list", e)],
-                });
+            out.prompts = or_issue("prompts/list", self.list_prompts(page_timeout).await);
         }
         if resources {
-            out.resources = self
-                .list_resources(page_timeout)
-                .await
-                .unwrap_or_else(|e| Listing {
-                    items: Vec::new(),
-                    issues: vec![failed("resources/list", e)],
-                });
-            out.templates = self
-                .list_resource_templates(page_timeout)
-                .await
-                .unwrap_or_else(|e| Listing {
-                    items: Vec::new(),
-                    issues: vec![failed("resources/templates/list", e)],
-                });
+            out.resources = or_issue("resources/list", self.list_resources(page_timeout).await);
+            let templates = self.list_resource_templates(page_timeout).await;
+            out.templates = or_issue("resources/templates/list", templates);
         }
         out
     }
@@ -202,6 +181,14 @@ impl Session {
         }
         Ok(out)
     }
+}
+
+/// A failed listing becomes an empty one that says why.
+fn or_issue<T>(what: &str, listed: Result<Listing<T>, RequestError>) -> Listing<T> {
+    listed.unwrap_or_else(|e| Listing {
+        items: Vec::new(),
+        issues: vec![issue("*", format!("{what} failed: {e}"))],
+    })
 }
 
 fn issue(item: &str, reason: String) -> ListIssue {
