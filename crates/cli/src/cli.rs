@@ -37,6 +37,8 @@ pub enum Command {
     Tools(ToolsArgs),
     /// Call one tool directly, without a model.
     Call(CallArgs),
+    /// Run one prompt headless: the model calls tools, policy decides, the answer is printed.
+    Run(RunArgs),
     /// See and test the decisions the host makes on tool calls.
     #[command(subcommand)]
     Policy(PolicyCommand),
@@ -74,6 +76,36 @@ pub enum PolicyCommand {
         #[arg(long, requires = "server")]
         tool: Option<String>,
     },
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The prompt.
+    #[arg(short = 'p', long = "prompt")]
+    pub prompt: String,
+    /// `provider:model`, e.g. `openai-compatible:llama3` (or set MCP_HOST_MODEL).
+    #[arg(short = 'm', long = "model")]
+    pub model: Option<String>,
+    /// Base URL of the model API (`openai-compatible` needs one; or OPENAI_BASE_URL).
+    #[arg(long)]
+    pub base_url: Option<String>,
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    pub output_format: OutputFormat,
+    /// Model steps allowed in the turn.
+    #[arg(long, default_value_t = 20)]
+    pub max_steps: usize,
+    /// Tool patterns (globs over model-visible names) allowed in this run, comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    pub allowed_tools: Vec<String>,
+    /// Headless default: deny what no rule allows.
+    #[arg(long, value_enum, default_value_t = ModeArg::Deny)]
+    pub mode: ModeArg,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutputFormat {
+    Text,
+    Json,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

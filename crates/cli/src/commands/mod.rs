@@ -4,6 +4,7 @@
 
 mod call;
 mod policy;
+mod run;
 mod servers;
 mod tools;
 
@@ -21,6 +22,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Tools(args) => tools::run(&host, args).await,
         Command::Call(args) => call::run(&host, args).await,
         Command::Policy(command) => policy::run(&host, command).await,
+        Command::Run(args) => run::run(&host, args).await,
     }
 }
 

@@ -1,0 +1,218 @@
+//! Headless runs end to end: a local server speaking OpenAI's streaming Chat Completions
+//! wire format drives a tool-using turn against the fake MCP server. Denied and invalid calls
+//! come back to the model as readable errors and the turn goes on.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a panic is the failure report.
+
+mod common;
+use common::*;
+use serde_json::{Value, json};
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::sync::{Arc, Mutex};
+
+/// Serves each POST with the next scripted SSE body; records every request body.
+fn fake_openai(script: Vec<String>) -> (String, Arc<Mutex<Vec<Value>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let record = seen.clone();
+    std::thread::spawn(move || {
+        let mut script = script.into_iter();
+        for stream in listener.incoming() {
+            let Ok(mut s) = stream else { continue };
+            let mut raw = Vec::new();
+            let mut buf = [0u8; 65536];
+            let (head_end, length) = loop {
+                let n = s.read(&mut buf).unwrap_or(0);
+                if n == 0 {
+                    break (0, 0);
+                }
+                raw.extend_from_slice(&buf[..n]);
+                if let Some(i) = raw.windows(4).position(|w| w == b"\r\n\r\n") {
+                    let head = String::from_utf8_lossy(&raw[..i]).to_lowercase();
+                    let len = head
+                        .lines()
+                        .find_map(|l| l.strip_prefix("content-length:"))
+                        .and_then(|v| v.trim().parse().ok())
+                        .unwrap_or(0);
+                    break (i + 4, len);
+                }
+            };
+            while raw.len() < head_end + length {
+                let n = s.read(&mut buf).unwrap_or(0);
+                if n == 0 {
+                    break;
+                }
+                raw.extend_from_slice(&buf[..n]);
+            }
+            if let Ok(body) = serde_json::from_slice::<Value>(&raw[head_end..head_end + length]) {
+                record.lock().unwrap().push(body);
+            }
+            let body = script.next().unwrap_or_default();
+            let _ = write!(
+                s,
+                "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n{body}"
+            );
+        }
+    });
+    (url, seen)
+}
+
+/// An SSE stream of Chat Completions chunks: tool calls split across chunks, as real servers do.
+fn tool_calls_stream(calls: &[(&str, &str, &str)]) -> String {
+    let mut out = String::new();
+    for (i, (id, name, args)) in calls.iter().enumerate() {
+        let (head, tail) = args.split_at(args.len() / 2);
+        let first = json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": i, "id": id, "type": "function", "function": {"name": name, "arguments": head}}]}, "finish_reason": null}]});
+        let second = json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": i, "function": {"arguments": tail}}]}, "finish_reason": null}]});
+        out.push_str(&format!("data: {first}\n\ndata: {second}\n\n"));
+    }
+    out.push_str(&format!(
+        "data: {}\n\ndata: [DONE]\n\n",
+        json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})
+    ));
+    out
+}
+
+fn text_stream(text: &str) -> String {
+    let (a, b) = text.split_at(text.len() / 2);
+    let chunk = |t: &str| json!({"choices": [{"index": 0, "delta": {"content": t}, "finish_reason": null}]});
+    format!(
+        "data: {}\n\n: keep-alive\n\ndata: {}\n\ndata: {}\n\ndata: [DONE]\n\n",
+        chunk(a),
+        chunk(b),
+        json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    )
+}
+
+#[test]
+fn a_tool_using_turn_completes_with_denied_and_invalid_calls_reported_to_the_model() {
+    let (url, seen) = fake_openai(vec![
+        tool_calls_stream(&[
+            (
+                "call_a",
+                "f__echo",
+                r#"{"message": "hello from the model"}"#,
+            ),
+            ("call_b", "f__add", r#"{"a": "two", "b": 2}"#),
+            ("call_c", "f__grow", "{}"),
+        ]),
+        tool_calls_stream(&[("call_d", "f__add", r#"{"a": 40, "b": 2}"#)]),
+        text_stream("All done: the sum is 42."),
+    ]);
+    let sb = Sandbox::new();
+    let cfg = sb.config("c.json", json!({"f": fake_server(&[])}));
+    let out = sb.run_with(
+        &[
+            "run",
+            "-p",
+            "say hello and add",
+            "-m",
+            "openai-compatible:test-model",
+            "--base-url",
+            &url,
+            "--allowed-tools",
+            "f__echo,f__add",
+            "--output-format",
+            "json",
+        ],
+        &cfg,
+    );
+    assert!(out.status.success(), "{}\n{}", stdout(&out), stderr(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["result"], "All done: the sum is 42.");
+    assert_eq!(report["end"], "finished");
+    assert_eq!(report["steps"], 3);
+    let calls = report["tool_calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 4);
+    assert_eq!(calls[0]["is_error"], false);
+    assert!(
+        calls[1]["refused"].as_str().unwrap().contains("/a"),
+        "{}",
+        calls[1]
+    );
+    assert!(
+        calls[2]["refused"].as_str().unwrap().contains("denied"),
+        "{}",
+        calls[2]
+    );
+
+    let requests = seen.lock().unwrap();
+    assert_eq!(requests.len(), 3);
+    assert_eq!(requests[0]["model"], "test-model");
+    assert!(
+        requests[0]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["function"]["name"] == "f__echo")
+    );
+    let second = requests[1]["messages"].as_array().unwrap();
+    let tool_msg = |id: &str| {
+        second.iter().find(|m| m["tool_call_id"] == id).unwrap()["content"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(tool_msg("call_a"), "hello from the model");
+    assert!(
+        tool_msg("call_b").starts_with("ERROR: ")
+            && tool_msg("call_b").contains("nothing was sent")
+    );
+    assert!(
+        tool_msg("call_c").contains("denied"),
+        "{}",
+        tool_msg("call_c")
+    );
+    let third = requests[2]["messages"].as_array().unwrap();
+    assert!(
+        third
+            .iter()
+            .any(|m| m["tool_call_id"] == "call_d" && m["content"] == "42")
+    );
+}
+
+#[test]
+fn the_step_cap_ends_a_turn_that_never_stops_calling_tools() {
+    let loop_call = || tool_calls_stream(&[("c", "f__echo", r#"{"message": "again"}"#)]);
+    let (url, _) = fake_openai(vec![loop_call(), loop_call(), loop_call()]);
+    let sb = Sandbox::new();
+    let cfg = sb.config("c.json", json!({"f": fake_server(&[])}));
+    let out = sb.run_with(
+        &[
+            "run",
+            "-p",
+            "loop",
+            "-m",
+            "openai-compatible:m",
+            "--base-url",
+            &url,
+            "--allowed-tools",
+            "f__*",
+            "--max-steps",
+            "2",
+        ],
+        &cfg,
+    );
+    assert_eq!(out.status.code(), Some(3));
+    assert!(
+        stdout(&out).contains("Stopped after 2 model steps"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
+fn without_a_model_run_says_how_to_configure_one_and_other_commands_still_work() {
+    let sb = Sandbox::new();
+    let cfg = sb.config("c.json", json!({"f": fake_server(&[])}));
+    let out = sb.run_with(&["run", "-p", "hi"], &cfg);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("no model configured: pass -m provider:model"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(sb.run_with(&["tools"], &cfg).status.success());
+}

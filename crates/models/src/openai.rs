@@ -1,0 +1,175 @@
+//! OpenAI-compatible Chat Completions with streaming (`stream: true`, SSE), which OpenAI,
+//! vLLM, llama.cpp's server and LM Studio all speak. Tool calls arrive as deltas by index:
+//! the first carries id and name, later ones append argument text. Lenient: unknown finish
+//! reasons are kept as `Other`, a missing call id is synthesised.
+
+use crate::sse::SseParser;
+use crate::types::{
+    Message, ModelRequest, ModelResponse, Provider, ProviderError, StopReason, ToolCall,
+};
+use futures::StreamExt;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::future::Future;
+
+#[derive(Clone, Debug)]
+pub struct OpenAiCompatible {
+    client: reqwest::Client,
+    base_url: String,
+    api_key: Option<String>,
+}
+
+impl OpenAiCompatible {
+    pub fn new(client: reqwest::Client, base_url: &str, api_key: Option<String>) -> Self {
+        Self {
+            client,
+            base_url: base_url.trim_end_matches('/').to_string(),
+            api_key,
+        }
+    }
+
+    fn body(request: &ModelRequest) -> Value {
+        let messages: Vec<Value> = request.messages.iter().map(wire_message).collect();
+        let mut body = json!({"model": request.model, "messages": messages, "stream": true});
+        if !request.tools.is_empty() {
+            let tools: Vec<Value> = request
+                .tools
+                .iter()
+                .map(|t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}))
+                .collect();
+            body["tools"] = json!(tools);
+        }
+        body
+    }
+
+    async fn send(&self, request: &ModelRequest) -> Result<ModelResponse, ProviderError> {
+        let url = format!("{}/chat/completions", self.base_url);
+        let mut req = self.client.post(&url).json(&Self::body(request));
+        if let Some(key) = &self.api_key {
+            req = req.bearer_auth(key);
+        }
+        let response = req.send().await.map_err(|e| ProviderError::Unreachable {
+            url: url.clone(),
+            detail: e.to_string(),
+        })?;
+        let status = response.status();
+        if !status.is_success() {
+            let body = response.text().await.unwrap_or_default();
+            return Err(ProviderError::Status {
+                status: status.as_u16(),
+                body: body.chars().take(2000).collect(),
+            });
+        }
+        let mut stream = response.bytes_stream();
+        let mut parser = SseParser::default();
+        let mut text = String::new();
+        let mut calls: BTreeMap<u64, ToolCall> = BTreeMap::new();
+        let mut stop = StopReason::Other;
+        'read: while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(|e| ProviderError::Stream(e.to_string()))?;
+            for data in parser.feed(&chunk).map_err(ProviderError::Stream)? {
+                if data == "[DONE]" {
+                    break 'read;
+                }
+                let Ok(event) = serde_json::from_str::<Value>(&data) else {
+                    continue;
+                };
+                let Some(choice) = event.pointer("/choices/0") else {
+                    continue;
+                };
+                if let Some(t) = choice.pointer("/delta/content").and_then(Value::as_str) {
+                    text.push_str(t);
+                }
+                for d in choice
+                    .pointer("/delta/tool_calls")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
+                    let index = d
+                        .get("index")
+                        .and_then(Value::as_u64)
+                        .unwrap_or(calls.len() as u64);
+                    let call = calls.entry(index).or_insert_with(|| ToolCall {
+                        id: String::new(),
+                        name: String::new(),
+                        arguments: String::new(),
+                    });
+                    if let Some(id) = d.get("id").and_then(Value::as_str) {
+                        call.id = id.to_string();
+                    }
+                    if let Some(n) = d.pointer("/function/name").and_then(Value::as_str) {
+                        call.name.push_str(n);
+                    }
+                    if let Some(a) = d.pointer("/function/arguments").and_then(Value::as_str) {
+                        call.arguments.push_str(a);
+                    }
+                }
+                if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+                    stop = match reason {
+                        "stop" => StopReason::EndTurn,
+                        "tool_calls" | "function_call" => StopReason::ToolUse,
+                        "length" => StopReason::MaxTokens,
+                        _ => StopReason::Other,
+                    };
+                }
+            }
+        }
+        let tool_calls = calls
+            .into_values()
+            .enumerate()
+            .map(|(i, mut c)| {
+                if c.id.is_empty() {
+                    c.id = format!("call_{i}");
+                }
+                c
+            })
+            .collect();
+        Ok(ModelResponse {
+            text,
+            tool_calls,
+            stop,
+        })
+    }
+}
+
+fn wire_message(m: &Message) -> Value {
+    match m {
+        Message::System { text } => json!({"role": "system", "content": text}),
+        Message::User { text } => json!({"role": "user", "content": text}),
+        Message::Assistant { text, tool_calls } => {
+            let mut v = json!({"role": "assistant", "content": if text.is_empty() { Value::Null } else { json!(text) }});
+            if !tool_calls.is_empty() {
+                let calls: Vec<Value> = tool_calls
+                    .iter()
+                    .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
+                    .collect();
+                v["tool_calls"] = json!(calls);
+            }
+            v
+        }
+        // Chat Completions has no error flag on tool results: the text says so.
+        Message::ToolResult {
+            call_id,
+            content,
+            is_error,
+            ..
+        } => {
+            let content = if *is_error {
+                format!("ERROR: {content}")
+            } else {
+                content.clone()
+            };
+            json!({"role": "tool", "tool_call_id": call_id, "content": content})
+        }
+    }
+}
+
+impl Provider for OpenAiCompatible {
+    fn complete(
+        &self,
+        request: &ModelRequest,
+    ) -> impl Future<Output = Result<ModelResponse, ProviderError>> + Send {
+        self.send(request)
+    }
+}

@@ -1,0 +1,116 @@
+//! Provider-neutral conversation types and the provider trait.
+
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::VecDeque;
+use std::future::Future;
+use std::sync::Mutex;
+
+/// A tool call as the model made it. `arguments` is the raw JSON text the model produced.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    pub arguments: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "role", rename_all = "snake_case")]
+pub enum Message {
+    System {
+        text: String,
+    },
+    User {
+        text: String,
+    },
+    Assistant {
+        text: String,
+        tool_calls: Vec<ToolCall>,
+    },
+    ToolResult {
+        call_id: String,
+        name: String,
+        content: String,
+        is_error: bool,
+    },
+}
+
+/// A tool offered to the model.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    pub parameters: Value,
+}
+
+#[derive(Clone, Debug)]
+pub struct ModelRequest {
+    pub model: String,
+    pub messages: Vec<Message>,
+    pub tools: Vec<ToolSpec>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    EndTurn,
+    ToolUse,
+    MaxTokens,
+    Other,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ModelResponse {
+    pub text: String,
+    pub tool_calls: Vec<ToolCall>,
+    pub stop: StopReason,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProviderError {
+    #[error("cannot reach the model at {url}: {detail}")]
+    Unreachable { url: String, detail: String },
+    #[error("the model API answered {status}: {body}")]
+    Status { status: u16, body: String },
+    #[error("the model's stream could not be read: {0}")]
+    Stream(String),
+    #[error("the scripted provider ran out of responses")]
+    ScriptExhausted,
+}
+
+/// A model API. One call is one model request; streaming happens inside.
+pub trait Provider: Send + Sync {
+    fn complete(
+        &self,
+        request: &ModelRequest,
+    ) -> impl Future<Output = Result<ModelResponse, ProviderError>> + Send;
+}
+
+/// Replays prepared responses and records every request it was given (for engine tests).
+#[derive(Debug, Default)]
+pub struct Scripted {
+    responses: Mutex<VecDeque<ModelResponse>>,
+    pub requests: Mutex<Vec<ModelRequest>>,
+}
+
+impl Scripted {
+    pub fn new(responses: impl IntoIterator<Item = ModelResponse>) -> Self {
+        Self {
+            responses: Mutex::new(responses.into_iter().collect()),
+            requests: Mutex::default(),
+        }
+    }
+}
+
+impl Provider for Scripted {
+    fn complete(
+        &self,
+        request: &ModelRequest,
+    ) -> impl Future<Output = Result<ModelResponse, ProviderError>> + Send {
+        if let Ok(mut r) = self.requests.lock() {
+            r.push(request.clone());
+        }
+        let next = self.responses.lock().ok().and_then(|mut r| r.pop_front());
+        std::future::ready(next.ok_or(ProviderError::ScriptExhausted))
+    }
+}
