@@ -11,10 +11,10 @@ use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 
-/// Serves each POST with the next scripted SSE body; records every request body.
-fn fake_openai(script: Vec<String>) -> (String, Arc<Mutex<Vec<Value>>>) {
+/// Serves each POST with the next scripted SSE body (any wire format); records every request body.
+fn fake_model(script: Vec<String>) -> (String, Arc<Mutex<Vec<Value>>>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let url = format!("http://{}", listener.local_addr().unwrap());
     let seen = Arc::new(Mutex::new(Vec::new()));
     let record = seen.clone();
     std::thread::spawn(move || {
@@ -88,7 +88,7 @@ fn text_stream(text: &str) -> String {
 
 #[test]
 fn a_tool_using_turn_completes_with_denied_and_invalid_calls_reported_to_the_model() {
-    let (url, seen) = fake_openai(vec![
+    let (url, seen) = fake_model(vec![
         tool_calls_stream(&[
             (
                 "call_a",
@@ -176,7 +176,7 @@ fn a_tool_using_turn_completes_with_denied_and_invalid_calls_reported_to_the_mod
 #[test]
 fn the_step_cap_ends_a_turn_that_never_stops_calling_tools() {
     let loop_call = || tool_calls_stream(&[("c", "f__echo", r#"{"message": "again"}"#)]);
-    let (url, _) = fake_openai(vec![loop_call(), loop_call(), loop_call()]);
+    let (url, _) = fake_model(vec![loop_call(), loop_call(), loop_call()]);
     let sb = Sandbox::new();
     let cfg = sb.config("c.json", json!({"f": fake_server(&[])}));
     let out = sb.run_with(
@@ -215,4 +215,87 @@ fn without_a_model_run_says_how_to_configure_one_and_other_commands_still_work()
         stderr(&out)
     );
     assert!(sb.run_with(&["tools"], &cfg).status.success());
+}
+
+fn anthropic_event(v: Value) -> String {
+    format!("event: {}\ndata: {v}\n\n", v["type"].as_str().unwrap())
+}
+
+fn anthropic_tools(calls: &[(&str, &str, &str)]) -> String {
+    let mut out = anthropic_event(
+        json!({"type": "message_start", "message": {"id": "msg_1", "role": "assistant", "content": []}}),
+    );
+    for (i, (id, name, args)) in calls.iter().enumerate() {
+        out += &anthropic_event(
+            json!({"type": "content_block_start", "index": i, "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}}),
+        );
+        let (head, tail) = args.split_at(args.len() / 2);
+        for part in [head, tail] {
+            out += &anthropic_event(
+                json!({"type": "content_block_delta", "index": i, "delta": {"type": "input_json_delta", "partial_json": part}}),
+            );
+        }
+        out += &anthropic_event(json!({"type": "content_block_stop", "index": i}));
+    }
+    out += &anthropic_event(json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}}));
+    out + &anthropic_event(json!({"type": "message_stop"}))
+}
+
+fn anthropic_text(text: &str) -> String {
+    let mut out = anthropic_event(
+        json!({"type": "message_start", "message": {"id": "msg_2", "role": "assistant", "content": []}}),
+    );
+    out += &anthropic_event(
+        json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+    );
+    out += &anthropic_event(
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}}),
+    );
+    out += &anthropic_event(json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}}));
+    out + &anthropic_event(json!({"type": "message_stop"}))
+}
+
+#[test]
+fn the_same_turn_works_through_the_anthropic_wire_format() {
+    let (url, seen) = fake_model(vec![
+        anthropic_tools(&[
+            ("toolu_a", "f__echo", r#"{"message": "via anthropic"}"#),
+            ("toolu_b", "f__grow", "{}"),
+        ]),
+        anthropic_text("Finished."),
+    ]);
+    let sb = Sandbox::new();
+    let cfg = sb.config("c.json", json!({"f": fake_server(&[])}));
+    let out = sb.run_with(
+        &[
+            "run",
+            "-p",
+            "go",
+            "-m",
+            "anthropic:claude-test",
+            "--base-url",
+            &url,
+            "--allowed-tools",
+            "f__echo",
+            "--output-format",
+            "json",
+        ],
+        &cfg,
+    );
+    assert!(out.status.success(), "{}\n{}", stdout(&out), stderr(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["result"], "Finished.");
+    let requests = seen.lock().unwrap();
+    let results = &requests[1]["messages"][2]["content"];
+    assert_eq!(results[0]["tool_use_id"], "toolu_a");
+    assert_eq!(results[0]["content"], "via anthropic");
+    assert_eq!(results[0]["is_error"], false);
+    assert_eq!(
+        results[1]["is_error"], true,
+        "the denied call is an error result"
+    );
+    assert_eq!(
+        requests[0]["tools"].as_array().unwrap().last().unwrap()["cache_control"]["type"],
+        "ephemeral"
+    );
 }

@@ -11,7 +11,7 @@ use crate::host::Host;
 use crate::policy::compile;
 use anyhow::bail;
 use mcp_host_engine::{Conversation, Engine, EngineConfig, TurnEnd};
-use mcp_host_models::OpenAiCompatible;
+use mcp_host_models::{Anthropic, AnyProvider, OpenAiCompatible};
 use mcp_host_policy::{Answers, Rule, RuleSource};
 use serde_json::json;
 use std::process::ExitCode;
@@ -38,7 +38,7 @@ pub async fn run(host: &Host, args: RunArgs) -> anyhow::Result<ExitCode> {
             let Some(base) = args.base_url.clone().or_else(|| env("OPENAI_BASE_URL")) else {
                 bail!("openai-compatible needs --base-url (or OPENAI_BASE_URL)")
             };
-            OpenAiCompatible::new(http, &base, env("OPENAI_API_KEY"))
+            AnyProvider::OpenAiCompatible(OpenAiCompatible::new(http, &base, env("OPENAI_API_KEY")))
         }
         "openai" => {
             let Some(key) = env("OPENAI_API_KEY") else {
@@ -48,11 +48,23 @@ pub async fn run(host: &Host, args: RunArgs) -> anyhow::Result<ExitCode> {
                 .base_url
                 .clone()
                 .unwrap_or_else(|| "https://api.openai.com/v1".into());
-            OpenAiCompatible::new(http, &base, Some(key))
+            AnyProvider::OpenAiCompatible(OpenAiCompatible::new(http, &base, Some(key)))
         }
-        other => {
-            bail!("provider `{other}` is not supported yet (supported: openai-compatible, openai)")
+        "anthropic" => {
+            let key = env("ANTHROPIC_API_KEY");
+            // A local or proxy endpoint may need no key; the real API does.
+            if key.is_none() && args.base_url.is_none() {
+                bail!("anthropic needs ANTHROPIC_API_KEY");
+            }
+            let base = args
+                .base_url
+                .clone()
+                .unwrap_or_else(|| "https://api.anthropic.com".into());
+            AnyProvider::Anthropic(Anthropic::new(http, &base, key))
         }
+        other => bail!(
+            "provider `{other}` is not supported yet (supported: anthropic, openai, openai-compatible)"
+        ),
     };
     let mut policy = compile(&host.config);
     for (i, pattern) in args.allowed_tools.iter().enumerate() {

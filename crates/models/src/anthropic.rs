@@ -1,0 +1,259 @@
+//! Anthropic Messages with streaming (SSE). Tool use arrives as `content_block_start` with a
+//! `tool_use` block (id, name) followed by `input_json_delta` fragments; tool results go
+//! back as `tool_result` blocks (with `is_error`) grouped into one user message. The system
+//! prompt and the tool list carry `cache_control` breakpoints so a stable catalogue is read
+//! from the prompt cache.
+
+use crate::sse::SseParser;
+use crate::types::{
+    Message, ModelRequest, ModelResponse, Provider, ProviderError, StopReason, ToolCall,
+};
+use futures::StreamExt;
+use serde_json::{Value, json};
+use std::future::Future;
+
+pub const API_VERSION: &str = "2023-06-01";
+const MAX_TOKENS: u32 = 8192;
+
+#[derive(Clone, Debug)]
+pub struct Anthropic {
+    client: reqwest::Client,
+    base_url: String,
+    api_key: Option<String>,
+}
+
+impl Anthropic {
+    pub fn new(client: reqwest::Client, base_url: &str, api_key: Option<String>) -> Self {
+        Self {
+            client,
+            base_url: base_url.trim_end_matches('/').to_string(),
+            api_key,
+        }
+    }
+
+    fn body(request: &ModelRequest) -> Value {
+        let mut system = Vec::new();
+        let mut messages: Vec<Value> = Vec::new();
+        for m in &request.messages {
+            match m {
+                Message::System { text } => system.push(json!({"type": "text", "text": text})),
+                Message::User { text } => messages
+                    .push(json!({"role": "user", "content": [{"type": "text", "text": text}]})),
+                Message::Assistant { text, tool_calls } => {
+                    let mut content = Vec::new();
+                    if !text.is_empty() {
+                        content.push(json!({"type": "text", "text": text}));
+                    }
+                    for c in tool_calls {
+                        let input: Value =
+                            serde_json::from_str(&c.arguments).unwrap_or_else(|_| json!({}));
+                        content.push(
+                            json!({"type": "tool_use", "id": c.id, "name": c.name, "input": input}),
+                        );
+                    }
+                    messages.push(json!({"role": "assistant", "content": content}));
+                }
+                Message::ToolResult {
+                    call_id,
+                    content,
+                    is_error,
+                    ..
+                } => {
+                    let block = json!({"type": "tool_result", "tool_use_id": call_id, "content": content, "is_error": is_error});
+                    // Results of one step belong in one user message, in call order.
+                    match messages.last_mut() {
+                        Some(last)
+                            if last["role"] == "user"
+                                && last["content"][0]["type"] == "tool_result" =>
+                        {
+                            if let Some(arr) = last["content"].as_array_mut() {
+                                arr.push(block);
+                            }
+                        }
+                        _ => messages.push(json!({"role": "user", "content": [block]})),
+                    }
+                }
+            }
+        }
+        let mut body = json!({"model": request.model, "max_tokens": MAX_TOKENS, "messages": messages, "stream": true});
+        if let Some(last) = system.last_mut() {
+            last["cache_control"] = json!({"type": "ephemeral"});
+            body["system"] = json!(system);
+        }
+        if !request.tools.is_empty() {
+            let mut tools: Vec<Value> = request
+                .tools
+                .iter()
+                .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}))
+                .collect();
+            if let Some(last) = tools.last_mut() {
+                last["cache_control"] = json!({"type": "ephemeral"});
+            }
+            body["tools"] = json!(tools);
+        }
+        body
+    }
+
+    async fn send(&self, request: &ModelRequest) -> Result<ModelResponse, ProviderError> {
+        let url = format!("{}/v1/messages", self.base_url);
+        let mut req = self
+            .client
+            .post(&url)
+            .header("anthropic-version", API_VERSION)
+            .json(&Self::body(request));
+        if let Some(key) = &self.api_key {
+            req = req.header("x-api-key", key);
+        }
+        let response = req.send().await.map_err(|e| ProviderError::Unreachable {
+            url: url.clone(),
+            detail: e.to_string(),
+        })?;
+        let status = response.status();
+        if !status.is_success() {
+            let body = response.text().await.unwrap_or_default();
+            return Err(ProviderError::Status {
+                status: status.as_u16(),
+                body: body.chars().take(2000).collect(),
+            });
+        }
+        let mut stream = response.bytes_stream();
+        let mut parser = SseParser::default();
+        let mut text = String::new();
+        let mut calls: Vec<ToolCall> = Vec::new();
+        // Which content block index is which tool call.
+        let mut block_to_call: Vec<(u64, usize)> = Vec::new();
+        let mut stop = StopReason::Other;
+        'read: while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(|e| ProviderError::Stream(e.to_string()))?;
+            for data in parser.feed(&chunk).map_err(ProviderError::Stream)? {
+                let Ok(event) = serde_json::from_str::<Value>(&data) else {
+                    continue;
+                };
+                let index = event.get("index").and_then(Value::as_u64).unwrap_or(0);
+                match event
+                    .get("type")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                {
+                    "content_block_start" => {
+                        let block = &event["content_block"];
+                        if block["type"] == "tool_use" {
+                            let id = block["id"]
+                                .as_str()
+                                .map_or_else(|| format!("toolu_{}", calls.len()), str::to_string);
+                            calls.push(ToolCall {
+                                id,
+                                name: block["name"].as_str().unwrap_or_default().into(),
+                                arguments: String::new(),
+                            });
+                            block_to_call.push((index, calls.len() - 1));
+                        } else if let Some(t) = block["text"].as_str() {
+                            text.push_str(t);
+                        }
+                    }
+                    "content_block_delta" => {
+                        let delta = &event["delta"];
+                        if let Some(t) = delta.get("text").and_then(Value::as_str) {
+                            text.push_str(t);
+                        }
+                        if let Some(j) = delta.get("partial_json").and_then(Value::as_str)
+                            && let Some((_, c)) = block_to_call.iter().find(|(b, _)| *b == index)
+                        {
+                            calls[*c].arguments.push_str(j);
+                        }
+                    }
+                    "message_delta" => {
+                        stop = match event.pointer("/delta/stop_reason").and_then(Value::as_str) {
+                            Some("end_turn" | "stop_sequence") => StopReason::EndTurn,
+                            Some("tool_use") => StopReason::ToolUse,
+                            Some("max_tokens") => StopReason::MaxTokens,
+                            _ => StopReason::Other,
+                        };
+                    }
+                    "message_stop" => break 'read,
+                    "error" => {
+                        let msg = event
+                            .pointer("/error/message")
+                            .and_then(Value::as_str)
+                            .unwrap_or("unknown error");
+                        return Err(ProviderError::Stream(msg.to_string()));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Ok(ModelResponse {
+            text,
+            tool_calls: calls,
+            stop,
+        })
+    }
+}
+
+impl Provider for Anthropic {
+    fn complete(
+        &self,
+        request: &ModelRequest,
+    ) -> impl Future<Output = Result<ModelResponse, ProviderError>> + Send {
+        self.send(request)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::ToolSpec;
+
+    #[test]
+    fn tool_results_of_one_step_share_a_user_message_and_caches_are_marked() {
+        let request = ModelRequest {
+            model: "m".into(),
+            messages: vec![
+                Message::System {
+                    text: "be brief".into(),
+                },
+                Message::User { text: "hi".into() },
+                Message::Assistant {
+                    text: String::new(),
+                    tool_calls: vec![
+                        ToolCall {
+                            id: "a".into(),
+                            name: "x".into(),
+                            arguments: "{\"q\":1}".into(),
+                        },
+                        ToolCall {
+                            id: "b".into(),
+                            name: "y".into(),
+                            arguments: String::new(),
+                        },
+                    ],
+                },
+                Message::ToolResult {
+                    call_id: "a".into(),
+                    name: "x".into(),
+                    content: "1".into(),
+                    is_error: false,
+                },
+                Message::ToolResult {
+                    call_id: "b".into(),
+                    name: "y".into(),
+                    content: "no".into(),
+                    is_error: true,
+                },
+            ],
+            tools: vec![ToolSpec {
+                name: "x".into(),
+                description: "d".into(),
+                parameters: json!({"type": "object"}),
+            }],
+        };
+        let body = Anthropic::body(&request);
+        let msgs = body["messages"].as_array().unwrap();
+        assert_eq!(msgs.len(), 3);
+        assert_eq!(msgs[1]["content"][0]["input"], json!({"q": 1}));
+        assert_eq!(msgs[2]["content"].as_array().unwrap().len(), 2);
+        assert_eq!(msgs[2]["content"][1]["is_error"], true);
+        assert_eq!(body["system"][0]["cache_control"]["type"], "ephemeral");
+        assert_eq!(body["tools"][0]["cache_control"]["type"], "ephemeral");
+    }
+}
