@@ -24,15 +24,10 @@ pub enum AnyProvider {
 }
 
 impl Provider for AnyProvider {
-    fn complete(
-        &self,
-        request: &ModelRequest,
-    ) -> impl std::future::Future<Output = Result<ModelResponse, ProviderError>> + Send {
-        async move {
-            match self {
-                Self::OpenAiCompatible(p) => p.complete(request).await,
-                Self::Anthropic(p) => p.complete(request).await,
-            }
+    async fn complete(&self, request: &ModelRequest) -> Result<ModelResponse, ProviderError> {
+        match self {
+            Self::OpenAiCompatible(p) => p.complete(request).await,
+            Self::Anthropic(p) => p.complete(request).await,
         }
     }
 }
