@@ -44,7 +44,9 @@ cat >"$WORK/servers.json" <<JSON
   "fastmcp": {"command": "$DEPS/venv/bin/python", "args": ["$ROOT/tests/interop/fastmcp_server.py"]},
   "everything-http": {"type": "http", "url": "http://127.0.0.1:$PORT/mcp"},
   "my.server": {"command": "node", "args": ["$NM/server-memory/dist/index.js"], "env": {"MEMORY_FILE_PATH": "$WORK/memory2.jsonl"}}
-}}
+},
+ "permissions": {"taintExempt": [{"from": "time", "to": "everything"}]}
+}
 JSON
 
 expect_states() { # json-file, then name=era pairs; every listed server must be ready in that era
@@ -109,6 +111,30 @@ sys.exit(0 if rows and rows[0]["name"] == "time__get_current_time" else 1)
 PY
 bad_args="$("$HOST" call time get_current_time --args '{"timezone": 7}' "${CFG[@]}" 2>&1)"
 check "wrong-typed arguments are refused locally with a JSON Pointer" grep -q "/timezone" <<<"$bad_args"
+
+for wire in openai anthropic; do
+  python3 "$ROOT/scripts/fake_model.py" "$wire" >"$WORK/model-$wire.port" &
+  MODEL_PID=$!
+  for _ in $(seq 1 100); do [ -s "$WORK/model-$wire.port" ] && break; sleep 0.05; done
+  MPORT="$(head -1 "$WORK/model-$wire.port")"
+  if [ "$wire" = openai ]; then model=(-m openai-compatible:fake --base-url "http://127.0.0.1:$MPORT/v1");
+  else model=(-m anthropic:fake --base-url "http://127.0.0.1:$MPORT"); fi
+  "$HOST" run -p "what time is it, echo and add" "${model[@]}" --allowed-tools 'time__*,everything__*' \
+    --output-format json "${CFG[@]}" >"$WORK/run-$wire.json" 2>"$WORK/run-$wire.err"
+  kill "$MODEL_PID" 2>/dev/null
+  check "run: a $wire-wire-format turn makes three tool calls on two real servers" python3 - "$WORK/run-$wire.json" <<'PY'
+import json, sys
+try:
+    r = json.load(open(sys.argv[1]))
+except Exception as e:
+    print("  no JSON:", e); sys.exit(1)
+calls = r.get("tool_calls", [])
+print("  result:", r.get("result"), "| calls:", [(c["name"], c["is_error"], c.get("refused")) for c in calls])
+ok = r.get("result") == "done" and r.get("end") == "finished" and len(calls) == 3
+ok = ok and not any(c["is_error"] for c in calls) and {c["name"].split("__")[0] for c in calls} == {"time", "everything"}
+sys.exit(0 if ok else 1)
+PY
+done
 
 printf '{\n  "mcpServers": {\n    "broken": {"command": "x",,}\n  }\n}\n' >"$WORK/bad.json"
 cat >"$WORK/missing.json" <<JSON
