@@ -203,11 +203,11 @@ async fn list_changed_refreshes_the_tool_list_in_both_eras() {
     for name in ["old", "new"] {
         wait_until(&m, name, is("ready")).await;
         let id = ServerId::new(name);
-        assert_eq!(m.status(&id).unwrap().tool_count, 10);
+        assert_eq!(m.status(&id).unwrap().tool_count, 11);
         m.call(&id, "grow", None, &CancellationToken::new())
             .await
             .unwrap();
-        wait_until(&m, name, |s| s.tool_count == 11).await;
+        wait_until(&m, name, |s| s.tool_count == 12).await;
         assert!(
             m.tools(&id)
                 .unwrap()

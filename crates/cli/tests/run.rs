@@ -13,12 +13,19 @@ use std::sync::{Arc, Mutex};
 
 /// Serves each POST with the next scripted SSE body (any wire format); records every request body.
 fn fake_model(script: Vec<String>) -> (String, Arc<Mutex<Vec<Value>>>) {
+    let script = Mutex::new(script.into_iter());
+    fake_model_fn(move |_| script.lock().unwrap().next().unwrap_or_default())
+}
+
+/// Serves each POST with what `respond` makes of the request body.
+fn fake_model_fn(
+    respond: impl Fn(&Value) -> String + Send + 'static,
+) -> (String, Arc<Mutex<Vec<Value>>>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let seen = Arc::new(Mutex::new(Vec::new()));
     let record = seen.clone();
     std::thread::spawn(move || {
-        let mut script = script.into_iter();
         for stream in listener.incoming() {
             let Ok(mut s) = stream else { continue };
             let mut raw = Vec::new();
@@ -46,10 +53,10 @@ fn fake_model(script: Vec<String>) -> (String, Arc<Mutex<Vec<Value>>>) {
                 }
                 raw.extend_from_slice(&buf[..n]);
             }
-            if let Ok(body) = serde_json::from_slice::<Value>(&raw[head_end..head_end + length]) {
-                record.lock().unwrap().push(body);
-            }
-            let body = script.next().unwrap_or_default();
+            let request: Value =
+                serde_json::from_slice(&raw[head_end..head_end + length]).unwrap_or_default();
+            let body = respond(&request);
+            record.lock().unwrap().push(request);
             let _ = write!(
                 s,
                 "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n{body}"
@@ -298,4 +305,86 @@ fn the_same_turn_works_through_the_anthropic_wire_format() {
         requests[0]["tools"].as_array().unwrap().last().unwrap()["cache_control"]["type"],
         "ephemeral"
     );
+}
+
+/// The fake server's `big` text, rebuilt here to compare against.
+fn big_text(bytes: usize) -> String {
+    let mut s = String::with_capacity(bytes + 64);
+    let mut i = 0u64;
+    while s.len() < bytes {
+        s.push_str(&format!("line {i:08} of the big result\n"));
+        i += 1;
+    }
+    s.truncate(bytes);
+    s
+}
+
+#[test]
+fn a_20_mb_result_is_stored_previewed_and_read_back_through_read_result() {
+    const SIZE: usize = 20_000_000;
+    let (url, seen) = fake_model_fn(|request| {
+        let messages = request["messages"].as_array().cloned().unwrap_or_default();
+        let last_tool = messages
+            .iter()
+            .rev()
+            .find(|m| m["role"] == "tool")
+            .map(|m| m["content"].as_str().unwrap_or_default().to_string());
+        match last_tool {
+            None => tool_calls_stream(&[("big", "f__big", &json!({"bytes": SIZE}).to_string())]),
+            Some(preview) if preview.contains("too large to show whole") => {
+                let at = preview.find("handle ").unwrap() + "handle ".len();
+                let handle = &preview[at..at + 32];
+                let args =
+                    json!({"handle": handle, "offset": 10_000_000, "length": 100}).to_string();
+                tool_calls_stream(&[("read", "read_result", &args)])
+            }
+            Some(page) => {
+                let page: Value = serde_json::from_str(&page)
+                    .unwrap_or_else(|_| panic!("not a page: {}", &page[..page.len().min(300)]));
+                text_stream(page["text"].as_str().unwrap())
+            }
+        }
+    });
+    let sb = Sandbox::new();
+    let cfg = sb.config("c.json", json!({"f": fake_server(&[])}));
+    let out = sb.run_with(
+        &[
+            "run",
+            "-p",
+            "read the big one",
+            "-m",
+            "openai-compatible:m",
+            "--base-url",
+            &format!("{url}/v1"),
+            "--allowed-tools",
+            "f__big",
+        ],
+        &cfg,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let expected = big_text(SIZE);
+    assert_eq!(
+        stdout(&out),
+        format!("{}\n", &expected[10_000_000..10_000_100])
+    );
+
+    let requests = seen.lock().unwrap();
+    let second = serde_json::to_string(&requests[1]).unwrap();
+    assert!(
+        second.len() < 100_000,
+        "the model was sent {} bytes, not a capped preview",
+        second.len()
+    );
+    assert!(
+        requests[1]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["function"]["name"] == "read_result")
+    );
+    // The whole result is stored byte for byte under its handle.
+    let dir = sb.path().join("data/mcp-host/results");
+    let stored: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().collect();
+    assert_eq!(stored.len(), 1);
+    assert!(std::fs::read(stored[0].path()).unwrap() == expected.as_bytes());
 }

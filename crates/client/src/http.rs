@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// Largest JSON body or SSE event accepted from a server.
-pub const MAX_HTTP_MESSAGE: usize = 16 * 1024 * 1024;
+pub const MAX_HTTP_MESSAGE: usize = 64 * 1024 * 1024;
 
 /// Installs ring as rustls' process-wide crypto provider (we avoid aws-lc's C build).
 /// Idempotent; a provider installed earlier by the embedding program wins.

@@ -31,8 +31,9 @@ use tokio_util::sync::CancellationToken;
 /// `initialize`. A server that settles on anything else is refused.
 pub const SUPPORTED_VERSIONS: &[&str] = &["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"];
 
-/// Largest stdout line (one JSON-RPC message) accepted from a stdio server.
-pub const MAX_STDIO_LINE: usize = 16 * 1024 * 1024;
+/// Largest stdout line (one JSON-RPC message) accepted from a stdio server. Large results
+/// are legitimate (the engine spills them to the result store), unbounded ones are not.
+pub const MAX_STDIO_LINE: usize = 64 * 1024 * 1024;
 
 /// Where a server lives.
 #[derive(Clone, Debug)]

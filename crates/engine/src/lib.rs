@@ -8,6 +8,10 @@
 //! answered and is refused with its reason); approvals, parallel dispatch, result spill and
 //! persistence come next.
 
+mod results;
+
+pub use results::{MAX_READ, READ_RESULT, ResultStore, preview, read_result_definition};
+
 use mcp_host_client::Manager;
 use mcp_host_core::{CallOutcome, Content};
 use mcp_host_models::{Message, ModelRequest, Provider, ProviderError, ToolCall, ToolSpec};
@@ -22,7 +26,8 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-/// Characters of one tool result the model gets; the rest is cut, and the cut is stated.
+/// Bytes of one tool result the model gets inline; a larger result is stored whole and the
+/// model gets a preview and a handle (or, without a store, a stated cut).
 pub const DEFAULT_RESULT_CHARS: usize = 50_000;
 
 #[derive(Clone, Debug)]
@@ -32,6 +37,8 @@ pub struct EngineConfig {
     pub mode: Mode,
     pub result_chars: usize,
     pub context_window: usize,
+    /// Where large results go; `None` cuts them instead.
+    pub results: Option<ResultStore>,
 }
 
 /// What happened to one tool call, for the report.
@@ -83,6 +90,8 @@ pub struct Conversation {
     pub exposure: Exposure,
     pub answers: Answers,
     turn: Turn,
+    /// Once a result was stored, `read_result` is offered for the rest of the conversation.
+    stored_results: bool,
 }
 
 impl Conversation {
@@ -92,6 +101,7 @@ impl Conversation {
             exposure: Exposure::for_context_window(context_window),
             answers,
             turn: Turn::default(),
+            stored_results: false,
         }
     }
 }
@@ -110,11 +120,11 @@ impl<P: Provider> Engine<'_, P> {
         let mut calls = Vec::new();
         for step in 1..=self.config.max_steps {
             let plan = conv.exposure.plan(self.catalogue);
-            let tools = plan
-                .definitions(&conv.exposure.loaded)
-                .into_iter()
-                .filter_map(tool_spec)
-                .collect();
+            let mut definitions = plan.definitions(&conv.exposure.loaded);
+            if conv.stored_results {
+                definitions.push(read_result_definition());
+            }
+            let tools = definitions.into_iter().filter_map(tool_spec).collect();
             let request = ModelRequest {
                 model: self.config.model.clone(),
                 messages: conv.history.clone(),
@@ -195,6 +205,20 @@ impl<P: Provider> Engine<'_, P> {
                 record(false, None),
             );
         }
+        if call.name == READ_RESULT
+            && let Some(store) = &self.config.results
+        {
+            let handle = args
+                .get("handle")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let offset = args.get("offset").and_then(Value::as_u64).unwrap_or(0) as usize;
+            let length = args.get("length").and_then(Value::as_u64).unwrap_or(20_000) as usize;
+            return match store.read(handle, offset, length) {
+                Ok(page) => (page.to_string(), record(false, None)),
+                Err(e) => (e, record(true, None)),
+            };
+        }
         let entry = match self.catalogue.prepare_named_call(&call.name, &args) {
             Ok(e) => e,
             Err(refusal) => return refuse(refusal.to_string()),
@@ -223,10 +247,25 @@ impl<P: Provider> Engine<'_, P> {
                     call_id: call.id.clone(),
                 };
                 let tagged = conv.turn.record(origin, outcome);
-                let text = cap(&render(&tagged.value), self.config.result_chars);
+                let text = self.fit(conv, render(&tagged.value));
                 (text, record(tagged.value.is_error, None))
             }
             Err(e) => (format!("the call failed: {e}"), record(true, None)),
+        }
+    }
+
+    /// A result that fits goes inline; a larger one is stored and previewed, or cut when there
+    /// is no store. Either way the model is told.
+    fn fit(&self, conv: &mut Conversation, text: String) -> String {
+        if text.len() <= self.config.result_chars {
+            return text;
+        }
+        match self.config.results.as_ref().map(|s| s.put(&text)) {
+            Some(Ok(handle)) => {
+                conv.stored_results = true;
+                preview(&text, &handle)
+            }
+            _ => cap(&text, self.config.result_chars),
         }
     }
 

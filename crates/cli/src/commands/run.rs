@@ -10,7 +10,7 @@ use crate::cli::{OutputFormat, RunArgs};
 use crate::host::Host;
 use crate::policy::compile;
 use anyhow::bail;
-use mcp_host_engine::{Conversation, Engine, EngineConfig, TurnEnd};
+use mcp_host_engine::{Conversation, Engine, EngineConfig, ResultStore, TurnEnd};
 use mcp_host_models::{Anthropic, AnyProvider, OpenAiCompatible};
 use mcp_host_policy::{Answers, Rule, RuleSource};
 use serde_json::json;
@@ -92,6 +92,7 @@ pub async fn run(host: &Host, args: RunArgs) -> anyhow::Result<ExitCode> {
             mode: args.mode.into(),
             result_chars: mcp_host_engine::DEFAULT_RESULT_CHARS,
             context_window: DEFAULT_CONTEXT_WINDOW,
+            results: Some(ResultStore::new(host.paths.data_dir.join("results"))),
         };
         let engine = Engine {
             provider: &provider,

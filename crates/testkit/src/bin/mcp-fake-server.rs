@@ -462,7 +462,8 @@ impl Server {
             json!({"name": "add", "description": "Adds a and b", "inputSchema": obj(json!({"a": {"type": "number"}, "b": {"type": "number"}}))}),
             json!({"name": "crash", "description": "Exits mid-call", "inputSchema": obj(json!({}))}),
             json!({"name": "hang", "description": "Never answers", "inputSchema": obj(json!({}))}),
-            json!({"name": "huge", "description": "Answers with a 17 MiB line", "inputSchema": obj(json!({}))}),
+            json!({"name": "huge", "description": "Answers with a 65 MiB line", "inputSchema": obj(json!({}))}),
+            json!({"name": "big", "description": "Answers with a large numbered text", "inputSchema": obj(json!({"bytes": {"type": "integer"}}))}),
             json!({"name": "slow", "description": "Answers after ms", "inputSchema": obj(json!({"ms": {"type": "integer"}}))}),
             json!({"name": "grow", "description": "Adds a tool and says so", "inputSchema": obj(json!({}))}),
             json!({"name": "mutate", "description": "Changes the echo tool's description and says so", "inputSchema": obj(json!({}))}),
@@ -535,7 +536,12 @@ impl Server {
                 std::process::exit(3);
             }
             "hang" => {}
-            "huge" => self.reply(id, text("y".repeat(17 * 1024 * 1024))),
+            // Over the host's 64 MiB line cap.
+            "huge" => self.reply(id, text("y".repeat(65 * 1024 * 1024))),
+            "big" => {
+                let bytes = args["bytes"].as_u64().unwrap_or(1024) as usize;
+                self.reply(id, text(big_text(bytes)))
+            }
             "slow" => {
                 let ms = args["ms"].as_u64().unwrap_or(100);
                 let out = self.out.clone();
@@ -568,4 +574,16 @@ impl Server {
             other => self.error(id, -32602, &format!("Unknown tool: {other}"), None),
         }
     }
+}
+
+/// Deterministic large text: numbered lines, so any slice shows where it came from.
+fn big_text(bytes: usize) -> String {
+    let mut s = String::with_capacity(bytes + 64);
+    let mut i = 0u64;
+    while s.len() < bytes {
+        s.push_str(&format!("line {i:08} of the big result\n"));
+        i += 1;
+    }
+    s.truncate(bytes);
+    s
 }

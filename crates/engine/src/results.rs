@@ -1,0 +1,165 @@
+//! Results too large for the model's context are stored whole, content-addressed, in a
+//! directory of the user's data dir; the model gets a preview that says what was cut and a
+//! handle, and `read_result(handle, offset, length)` reads any part back. Offsets and lengths
+//! are in bytes of the UTF-8 text, moved inwards to character boundaries.
+
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use std::io;
+use std::path::PathBuf;
+
+pub const READ_RESULT: &str = "read_result";
+/// Bytes one `read_result` call returns at most.
+pub const MAX_READ: usize = 100_000;
+const HEAD: usize = 2_000;
+const TAIL: usize = 1_000;
+
+#[derive(Clone, Debug)]
+pub struct ResultStore {
+    dir: PathBuf,
+}
+
+impl ResultStore {
+    pub fn new(dir: PathBuf) -> Self {
+        Self { dir }
+    }
+
+    /// Stores `text` (once per distinct content) and returns its handle.
+    pub fn put(&self, text: &str) -> io::Result<String> {
+        let digest = Sha256::digest(text.as_bytes());
+        let handle: String = digest.iter().take(16).map(|b| format!("{b:02x}")).collect();
+        let path = self.dir.join(format!("{handle}.txt"));
+        if !path.exists() {
+            std::fs::create_dir_all(&self.dir)?;
+            let tmp = self.dir.join(format!("{handle}.tmp"));
+            std::fs::write(&tmp, text)?;
+            std::fs::rename(&tmp, &path)?;
+        }
+        Ok(handle)
+    }
+
+    /// Reads `length` bytes from `offset`; the answer says where the next read starts.
+    pub fn read(&self, handle: &str, offset: usize, length: usize) -> Result<Value, String> {
+        // The handle names a file: only the exact shape `put` makes is accepted.
+        if handle.len() != 32
+            || !handle
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+        {
+            return Err(format!("`{handle}` is not a result handle"));
+        }
+        let text = std::fs::read_to_string(self.dir.join(format!("{handle}.txt")))
+            .map_err(|_| format!("no stored result has the handle `{handle}`"))?;
+        let total = text.len();
+        let mut start = offset.min(total);
+        while !text.is_char_boundary(start) {
+            start += 1;
+        }
+        let mut end = start.saturating_add(length.clamp(1, MAX_READ)).min(total);
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        let next = (end < total).then_some(end);
+        Ok(
+            json!({"handle": handle, "offset": start, "total_bytes": total, "next_offset": next, "text": &text[start..end]}),
+        )
+    }
+}
+
+/// The definition of the `read_result` tool, shaped like a catalogue definition.
+pub fn read_result_definition() -> Value {
+    json!({
+        "name": READ_RESULT,
+        "description": "Read part of a tool result that was too large to show, by the handle given in its preview. Offsets and lengths are in bytes; the answer gives next_offset until the end.",
+        "input_schema": {"type": "object", "properties": {
+            "handle": {"type": "string"},
+            "offset": {"type": "integer", "minimum": 0, "default": 0},
+            "length": {"type": "integer", "minimum": 1, "maximum": MAX_READ, "default": 20000}
+        }, "required": ["handle"], "additionalProperties": false}
+    })
+}
+
+/// What the model sees instead of a large result: how big it is, where it is, its head and
+/// tail, and for JSON its shape.
+pub fn preview(text: &str, handle: &str) -> String {
+    let head_end = floor_boundary(text, HEAD.min(text.len()));
+    let tail_start = ceil_boundary(text, text.len().saturating_sub(TAIL).max(head_end));
+    let mut out = format!(
+        "[This result is {} bytes, too large to show whole. It is stored as handle {handle}; read any part with read_result(handle, offset, length). Below: the first {head_end} and the last {} bytes.]\n",
+        text.len(),
+        text.len() - tail_start
+    );
+    if let Ok(v) = serde_json::from_str::<Value>(text) {
+        out.push_str(&format!("[JSON shape: {}]\n", shape(&v, 0)));
+    }
+    out.push_str(&text[..head_end]);
+    out.push_str("\n[…]\n");
+    out.push_str(&text[tail_start..]);
+    out
+}
+
+fn shape(v: &Value, depth: usize) -> String {
+    match v {
+        Value::Object(m) if depth < 2 => {
+            let fields: Vec<String> = m
+                .iter()
+                .take(20)
+                .map(|(k, v)| format!("{k}: {}", shape(v, depth + 1)))
+                .collect();
+            format!("{{{}}}", fields.join(", "))
+        }
+        Value::Object(m) => format!("object({} keys)", m.len()),
+        Value::Array(a) => format!("array({})", a.len()),
+        Value::String(_) => "string".into(),
+        Value::Number(_) => "number".into(),
+        Value::Bool(_) => "bool".into(),
+        Value::Null => "null".into(),
+    }
+}
+
+fn floor_boundary(s: &str, mut i: usize) -> usize {
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+fn ceil_boundary(s: &str, mut i: usize) -> usize {
+    while !s.is_char_boundary(i) {
+        i += 1;
+    }
+    i
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stored_result_reads_back_byte_for_byte_in_pages() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = ResultStore::new(dir.path().join("results"));
+        let text: String = (0..400_000).map(|i| format!("{i:06}é\n")).collect();
+        let handle = store.put(&text).unwrap();
+        assert_eq!(store.put(&text).unwrap(), handle, "content-addressed");
+        let mut back = String::new();
+        let mut offset = Some(0);
+        while let Some(o) = offset {
+            let page = store.read(&handle, o, MAX_READ).unwrap();
+            back.push_str(page["text"].as_str().unwrap());
+            offset = page["next_offset"].as_u64().map(|n| n as usize);
+        }
+        assert_eq!(back, text);
+        assert!(store.read("../../etc/passwd", 0, 10).is_err());
+        assert!(store.read(&"0".repeat(32), 0, 10).is_err());
+    }
+
+    #[test]
+    fn previews_say_what_was_cut_and_show_json_shape() {
+        let json_text =
+            serde_json::to_string(&json!({"items": vec![1; 5000], "meta": {"n": 1}})).unwrap();
+        let p = preview(&json_text, "h");
+        assert!(p.contains("too large to show whole") && p.contains("handle h"));
+        assert!(p.contains("items: array(5000)"), "{p}");
+    }
+}
