@@ -388,3 +388,70 @@ fn a_20_mb_result_is_stored_previewed_and_read_back_through_read_result() {
     assert_eq!(stored.len(), 1);
     assert!(std::fs::read(stored[0].path()).unwrap() == expected.as_bytes());
 }
+
+#[test]
+fn an_interrupt_mid_call_cancels_it_at_the_server_and_leaves_nothing_running() {
+    let (url, _) = fake_model(vec![tool_calls_stream(&[(
+        "slow",
+        "f__slow",
+        r#"{"ms": 600000}"#,
+    )])]);
+    let sb = Sandbox::new();
+    let log = sb.path().join("requests.log");
+    let pids = sb.path().join("spawn.log");
+    let cfg = sb.config("c.json", json!({"f": fake_server(&["--request-log", log.to_str().unwrap(), "--spawn-log", pids.to_str().unwrap()])}));
+    let mut host = sb
+        .command(sb.path())
+        .args([
+            "run",
+            "-p",
+            "wait",
+            "-m",
+            "openai-compatible:m",
+            "--base-url",
+            &format!("{url}/v1"),
+            "--allowed-tools",
+            "f__slow",
+            "--strict-mcp-config",
+            "--mcp-config",
+            cfg.to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while !std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .contains("tools/call slow")
+    {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(15),
+            "the slow call never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    signal(host.id(), nix::sys::signal::Signal::SIGINT);
+    assert_eq!(host.wait().unwrap().code(), Some(130));
+    let seen = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        seen.contains("notifications/cancelled"),
+        "the server was not told: {seen}"
+    );
+    let server: i32 = std::fs::read_to_string(&pids)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let stat = std::fs::read_to_string(format!("/proc/{server}/stat")).unwrap_or_default();
+    assert!(
+        stat.is_empty()
+            || stat
+                .rsplit(')')
+                .next()
+                .unwrap()
+                .trim_start()
+                .starts_with('Z'),
+        "server still running"
+    );
+}

@@ -58,6 +58,8 @@ pub enum TurnEnd {
     Finished,
     /// The step cap was reached.
     StepLimit,
+    /// The user interrupted; in-flight calls were cancelled and the history kept.
+    Cancelled,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -130,7 +132,10 @@ impl<P: Provider> Engine<'_, P> {
                 messages: conv.history.clone(),
                 tools,
             };
-            let response = self.provider.complete(&request).await?;
+            let response = tokio::select! {
+                r = self.provider.complete(&request) => r?,
+                () = cancel.cancelled() => return Ok(cancelled(step, calls)),
+            };
             conv.history.push(Message::Assistant {
                 text: response.text.clone(),
                 tool_calls: response.tool_calls.clone(),
@@ -152,6 +157,9 @@ impl<P: Provider> Engine<'_, P> {
                     is_error: record.is_error,
                 });
                 calls.push(record);
+                if cancel.is_cancelled() {
+                    return Ok(cancelled(step, calls));
+                }
             }
         }
         let text = format!(
@@ -306,6 +314,15 @@ impl<P: Provider> Engine<'_, P> {
             },
             cx,
         )
+    }
+}
+
+fn cancelled(steps: usize, calls: Vec<CallRecord>) -> TurnReport {
+    TurnReport {
+        text: "Interrupted; the turn was cancelled.".into(),
+        steps,
+        end: TurnEnd::Cancelled,
+        calls,
     }
 }
 

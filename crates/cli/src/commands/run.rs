@@ -120,6 +120,7 @@ pub async fn run(host: &Host, args: RunArgs) -> anyhow::Result<ExitCode> {
         Ok(match report.end {
             TurnEnd::Finished => ExitCode::SUCCESS,
             TurnEnd::StepLimit => ExitCode::from(3),
+            TurnEnd::Cancelled => ExitCode::from(130),
         })
     })
     .await

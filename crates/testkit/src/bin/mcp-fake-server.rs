@@ -203,6 +203,8 @@ fn main() {
             server.write_raw("this is not json\n{\"half\": \n\u{1b}[31mred\u{1b}[0m\n");
         }
         let Some(id) = msg.get("id").cloned() else {
+            // Notifications are logged too: tests look for notifications/cancelled.
+            server.log_request(&method, &msg.get("params").cloned().unwrap_or(json!({})));
             continue;
         };
         if msg.get("result").is_some() || msg.get("error").is_some() {
