@@ -4,6 +4,7 @@
 //! prompt and the tool list carry `cache_control` breakpoints so a stable catalogue is read
 //! from the prompt cache.
 
+use crate::retry::{self, Retry};
 use crate::sse::SseParser;
 use crate::types::{
     Message, ModelRequest, ModelResponse, Provider, ProviderError, StopReason, ToolCall,
@@ -20,6 +21,7 @@ pub struct Anthropic {
     client: reqwest::Client,
     base_url: String,
     api_key: Option<String>,
+    pub retry: Retry,
 }
 
 impl Anthropic {
@@ -28,6 +30,7 @@ impl Anthropic {
             client,
             base_url: base_url.trim_end_matches('/').to_string(),
             api_key,
+            retry: Retry::default(),
         }
     }
 
@@ -96,26 +99,19 @@ impl Anthropic {
 
     async fn send(&self, request: &ModelRequest) -> Result<ModelResponse, ProviderError> {
         let url = format!("{}/v1/messages", self.base_url);
-        let mut req = self
-            .client
-            .post(&url)
-            .header("anthropic-version", API_VERSION)
-            .json(&Self::body(request));
-        if let Some(key) = &self.api_key {
-            req = req.header("x-api-key", key);
-        }
-        let response = req.send().await.map_err(|e| ProviderError::Unreachable {
-            url: url.clone(),
-            detail: e.to_string(),
-        })?;
-        let status = response.status();
-        if !status.is_success() {
-            let body = response.text().await.unwrap_or_default();
-            return Err(ProviderError::Status {
-                status: status.as_u16(),
-                body: body.chars().take(2000).collect(),
-            });
-        }
+        let body = Self::body(request);
+        let build = || {
+            let req = self
+                .client
+                .post(&url)
+                .header("anthropic-version", API_VERSION)
+                .json(&body);
+            match &self.api_key {
+                Some(key) => req.header("x-api-key", key),
+                None => req,
+            }
+        };
+        let response = retry::send(self.retry, &url, build).await?;
         let mut stream = response.bytes_stream();
         let mut parser = SseParser::default();
         let mut text = String::new();

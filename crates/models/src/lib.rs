@@ -6,11 +6,13 @@
 
 mod anthropic;
 mod openai;
+mod retry;
 mod sse;
 mod types;
 
 pub use anthropic::Anthropic;
 pub use openai::OpenAiCompatible;
+pub use retry::Retry;
 pub use types::{
     Message, ModelRequest, ModelResponse, Provider, ProviderError, Scripted, StopReason, ToolCall,
     ToolSpec,

@@ -3,6 +3,7 @@
 //! the first carries id and name, later ones append argument text. Lenient: unknown finish
 //! reasons are kept as `Other`, a missing call id is synthesised.
 
+use crate::retry::{self, Retry};
 use crate::sse::SseParser;
 use crate::types::{
     Message, ModelRequest, ModelResponse, Provider, ProviderError, StopReason, ToolCall,
@@ -17,6 +18,7 @@ pub struct OpenAiCompatible {
     client: reqwest::Client,
     base_url: String,
     api_key: Option<String>,
+    pub retry: Retry,
 }
 
 impl OpenAiCompatible {
@@ -25,6 +27,7 @@ impl OpenAiCompatible {
             client,
             base_url: base_url.trim_end_matches('/').to_string(),
             api_key,
+            retry: Retry::default(),
         }
     }
 
@@ -44,22 +47,15 @@ impl OpenAiCompatible {
 
     async fn send(&self, request: &ModelRequest) -> Result<ModelResponse, ProviderError> {
         let url = format!("{}/chat/completions", self.base_url);
-        let mut req = self.client.post(&url).json(&Self::body(request));
-        if let Some(key) = &self.api_key {
-            req = req.bearer_auth(key);
-        }
-        let response = req.send().await.map_err(|e| ProviderError::Unreachable {
-            url: url.clone(),
-            detail: e.to_string(),
-        })?;
-        let status = response.status();
-        if !status.is_success() {
-            let body = response.text().await.unwrap_or_default();
-            return Err(ProviderError::Status {
-                status: status.as_u16(),
-                body: body.chars().take(2000).collect(),
-            });
-        }
+        let body = Self::body(request);
+        let build = || {
+            let req = self.client.post(&url).json(&body);
+            match &self.api_key {
+                Some(key) => req.bearer_auth(key),
+                None => req,
+            }
+        };
+        let response = retry::send(self.retry, &url, build).await?;
         let mut stream = response.bytes_stream();
         let mut parser = SseParser::default();
         let mut text = String::new();
