@@ -84,6 +84,40 @@ impl Audit {
     }
 }
 
+/// The engine's decisions and calls, written to the audit log (headless: policy answers).
+impl mcp_host_engine::Observer for Audit {
+    fn decided(
+        &self,
+        entry: &mcp_host_registry::catalogue::Entry,
+        args: &Value,
+        decision: &Decision,
+    ) {
+        let s = Subject {
+            name: &entry.name,
+            server: entry.key.server.as_str(),
+            tool: &entry.key.tool,
+            args,
+        };
+        self.decision(&s, decision, "policy");
+    }
+
+    fn called(
+        &self,
+        entry: &mcp_host_registry::catalogue::Entry,
+        args: &Value,
+        outcome: Result<&CallOutcome, String>,
+        took: Duration,
+    ) {
+        let s = Subject {
+            name: &entry.name,
+            server: entry.key.server.as_str(),
+            tool: &entry.key.tool,
+            args,
+        };
+        self.call(&s, outcome, took);
+    }
+}
+
 fn args_hash(args: &Value) -> String {
     mcp_host_registry::pins::definition_hash(args)
 }

@@ -109,7 +109,10 @@ fn a_tool_using_turn_completes_with_denied_and_invalid_calls_reported_to_the_mod
         text_stream("All done: the sum is 42."),
     ]);
     let sb = Sandbox::new();
-    let cfg = sb.config("c.json", json!({"f": fake_server(&[])}));
+    let cfg = sb.config(
+        "c.json",
+        json!({"f": fake_server(&["--instructions", "Prefer echo for greetings."])}),
+    );
     let out = sb.run_with(
         &[
             "run",
@@ -148,6 +151,37 @@ fn a_tool_using_turn_completes_with_denied_and_invalid_calls_reported_to_the_mod
     let requests = seen.lock().unwrap();
     assert_eq!(requests.len(), 3);
     assert_eq!(requests[0]["model"], "test-model");
+    let system = requests[0]["messages"][0]["content"].as_str().unwrap();
+    assert_eq!(requests[0]["messages"][0]["role"], "system");
+    assert!(
+        system.contains("<server-instructions server=\"f\">")
+            && system.contains("Prefer echo for greetings."),
+        "{system}"
+    );
+    // Every decision and every call the engine made is in the audit log.
+    let audit = std::fs::read_to_string(sb.path().join("data/mcp-host/audit.jsonl")).unwrap();
+    let events: Vec<(String, String)> = audit
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .map(|v| {
+            (
+                v["event"].as_str().unwrap().to_string(),
+                v["tool"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let want = [
+        ("decision", "echo"),
+        ("call", "echo"),
+        ("decision", "grow"),
+        ("decision", "add"),
+        ("call", "add"),
+    ];
+    assert_eq!(
+        events,
+        want.map(|(a, b)| (a.to_string(), b.to_string())),
+        "{audit}"
+    );
     assert!(
         requests[0]["tools"]
             .as_array()

@@ -200,6 +200,11 @@ impl Manager {
         }
     }
 
+    /// The instructions a ready server gave for the model.
+    pub fn instructions(&self, id: &ServerId) -> Option<String> {
+        self.session(id).ok().and_then(|(s, _)| s.instructions())
+    }
+
     /// A server's prompts, resources and resource templates as last listed.
     pub fn offers(&self, id: &ServerId) -> Option<Arc<Offers>> {
         self.slots

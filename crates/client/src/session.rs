@@ -485,6 +485,15 @@ impl Session {
         )
     }
 
+    /// The server's `instructions` (untrusted text meant for the model), if it gave any.
+    pub fn instructions(&self) -> Option<String> {
+        self.service
+            .peer()
+            .peer_info()
+            .and_then(|i| i.instructions.clone())
+            .filter(|t| !t.trim().is_empty())
+    }
+
     pub fn era(&self) -> &Era {
         &self.era
     }

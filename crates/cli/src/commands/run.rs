@@ -5,6 +5,7 @@
 //! Exit status: 0 when the model finished, 3 when the step cap stopped it, 1 on errors.
 
 use super::with_manager;
+use crate::audit::Audit;
 use crate::catalogue::snapshot;
 use crate::cli::{OutputFormat, RunArgs};
 use crate::host::Host;
@@ -79,6 +80,7 @@ pub async fn run(host: &Host, args: RunArgs) -> anyhow::Result<ExitCode> {
             source,
         });
     }
+    let audit = Audit::new(&host.paths.data_dir);
     let store = host.store().await?;
     let answers = Answers::with_persisted(store.remembered().await?);
     let manager = host.start(None)?;
@@ -99,6 +101,7 @@ pub async fn run(host: &Host, args: RunArgs) -> anyhow::Result<ExitCode> {
             manager: m,
             catalogue: &catalogue,
             policy: &policy,
+            observer: &audit,
             config,
         };
         let mut conversation = Conversation::new(DEFAULT_CONTEXT_WINDOW, answers);

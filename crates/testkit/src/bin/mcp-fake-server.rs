@@ -45,6 +45,8 @@ struct Opts {
     echo_name: String,
     /// Tools that claim `readOnlyHint: true`.
     read_only: Vec<String>,
+    /// `instructions` returned by `initialize` and `server/discover`.
+    instructions: Option<String>,
 }
 
 fn parse_opts() -> Opts {
@@ -62,6 +64,7 @@ fn parse_opts() -> Opts {
         echo_description: "Echoes the message".into(),
         echo_name: "echo".into(),
         read_only: Vec::new(),
+        instructions: None,
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -86,6 +89,7 @@ fn parse_opts() -> Opts {
             "--describe-echo" => o.echo_description = val(),
             "--rename-echo" => o.echo_name = val(),
             "--annotate-readonly" => o.read_only.push(val()),
+            "--instructions" => o.instructions = Some(val()),
             "--start-delay-ms" => o.start_delay = Duration::from_millis(val().parse().unwrap_or(0)),
             "--spawn-log" => {
                 let path = val();
@@ -424,14 +428,15 @@ impl Server {
         } else {
             "2025-11-25"
         };
-        self.reply(
-            id,
-            json!({
-                "protocolVersion": version,
-                "capabilities": {"tools": {"listChanged": true}, "prompts": {}, "resources": {}},
-                "serverInfo": {"name": "fake", "version": "1.0.0"}
-            }),
-        );
+        let mut result = json!({
+            "protocolVersion": version,
+            "capabilities": {"tools": {"listChanged": true}, "prompts": {}, "resources": {}},
+            "serverInfo": {"name": "fake", "version": "1.0.0"}
+        });
+        if let Some(text) = &self.opts.instructions {
+            result["instructions"] = json!(text);
+        }
+        self.reply(id, result);
     }
 
     fn discover(&mut self, id: Value) {
