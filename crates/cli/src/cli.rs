@@ -106,6 +106,8 @@ pub struct RunArgs {
 pub enum OutputFormat {
     Text,
     Json,
+    /// One JSON object per line as things happen (decisions, calls), then the result.
+    StreamJson,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

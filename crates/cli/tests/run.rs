@@ -489,3 +489,41 @@ fn an_interrupt_mid_call_cancels_it_at_the_server_and_leaves_nothing_running() {
         "server still running"
     );
 }
+
+#[test]
+fn stream_json_prints_one_event_per_line_then_the_result() {
+    let (url, _) = fake_model(vec![
+        tool_calls_stream(&[
+            ("a", "f__echo", r#"{"message": "x"}"#),
+            ("b", "f__grow", "{}"),
+        ]),
+        text_stream("ok"),
+    ]);
+    let sb = Sandbox::new();
+    let cfg = sb.config("c.json", json!({"f": fake_server(&[])}));
+    let out = sb.run_with(
+        &[
+            "run",
+            "-p",
+            "go",
+            "-m",
+            "openai-compatible:m",
+            "--base-url",
+            &format!("{url}/v1"),
+            "--allowed-tools",
+            "f__echo",
+            "--output-format",
+            "stream-json",
+        ],
+        &cfg,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let events: Vec<Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["decision", "tool_result", "decision", "result"]);
+    assert_eq!(events[2]["verdict"], "deny");
+    assert_eq!(events[3]["result"], "ok");
+}

@@ -11,12 +11,54 @@ use crate::cli::{OutputFormat, RunArgs};
 use crate::host::Host;
 use crate::policy::compile;
 use anyhow::bail;
-use mcp_host_engine::{Conversation, Engine, EngineConfig, ResultStore, TurnEnd};
+use mcp_host_core::CallOutcome;
+use mcp_host_engine::{Conversation, Engine, EngineConfig, Observer, ResultStore, TurnEnd};
 use mcp_host_models::{Anthropic, AnyProvider, OpenAiCompatible};
+use mcp_host_policy::Decision;
 use mcp_host_policy::{Answers, Rule, RuleSource};
+use mcp_host_registry::catalogue::Entry;
+use serde_json::Value;
 use serde_json::json;
 use std::process::ExitCode;
 use std::time::Duration;
+
+/// Audits everything and, for `stream-json`, also prints each event as a JSON line.
+struct RunObserver<'a> {
+    audit: &'a Audit,
+    stream: bool,
+}
+
+impl Observer for RunObserver<'_> {
+    fn decided(&self, entry: &Entry, args: &Value, decision: &Decision) {
+        self.audit.decided(entry, args, decision);
+        if self.stream {
+            println!(
+                "{}",
+                json!({"type": "decision", "name": entry.name, "verdict": decision.verdict, "reason": decision.reason})
+            );
+        }
+    }
+
+    fn called(
+        &self,
+        entry: &Entry,
+        args: &Value,
+        outcome: Result<&CallOutcome, String>,
+        took: Duration,
+    ) {
+        if self.stream {
+            let (ok, error) = match &outcome {
+                Ok(o) => (!o.is_error, None),
+                Err(e) => (false, Some(e.clone())),
+            };
+            println!(
+                "{}",
+                json!({"type": "tool_result", "name": entry.name, "ok": ok, "error": error, "duration_ms": took.as_millis() as u64})
+            );
+        }
+        self.audit.called(entry, args, outcome, took);
+    }
+}
 
 const NO_MODEL: &str = "no model configured: pass -m provider:model (for example \
 `-m openai-compatible:llama3 --base-url http://127.0.0.1:8080/v1`, or `-m openai:gpt-4.1` with \
@@ -96,12 +138,13 @@ pub async fn run(host: &Host, args: RunArgs) -> anyhow::Result<ExitCode> {
             context_window: DEFAULT_CONTEXT_WINDOW,
             results: Some(ResultStore::new(host.paths.data_dir.join("results"))),
         };
+        let observer = RunObserver { audit: &audit, stream: args.output_format == OutputFormat::StreamJson };
         let engine = Engine {
             provider: &provider,
             manager: m,
             catalogue: &catalogue,
             policy: &policy,
-            observer: &audit,
+            observer: &observer,
             config,
         };
         let mut conversation = Conversation::new(DEFAULT_CONTEXT_WINDOW, answers);
@@ -110,6 +153,10 @@ pub async fn run(host: &Host, args: RunArgs) -> anyhow::Result<ExitCode> {
             .await?;
         match args.output_format {
             OutputFormat::Text => println!("{}", report.text),
+            OutputFormat::StreamJson => println!(
+                "{}",
+                json!({"type": "result", "result": report.text, "end": report.end, "steps": report.steps, "tool_calls": report.calls})
+            ),
             OutputFormat::Json => println!(
                 "{}",
                 serde_json::to_string_pretty(&json!({
