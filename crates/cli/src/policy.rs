@@ -5,12 +5,9 @@ use mcp_host_client::Manager;
 use mcp_host_config::{LoadedConfig, RawRule};
 use mcp_host_core::ServerId;
 use mcp_host_policy::{
-    Call, Condition, Context, Decision, Mode, Policy, Remembered, Rule, RuleSource, ToolFacts,
-    decide,
+    Call, Condition, Context, Decision, Mode, Policy, Remembered, Rule, RuleSource, decide,
 };
 use mcp_host_registry::catalogue::Entry;
-use mcp_host_registry::lint::Flag;
-use mcp_host_registry::pins::PinCheck;
 use serde_json::Value;
 use std::collections::BTreeSet;
 
@@ -99,15 +96,7 @@ pub struct CallFacts<'a> {
 
 pub fn decide_call(policy: &Policy, args: &Value, f: &CallFacts<'_>) -> Decision {
     let e = f.entry;
-    let facts = ToolFacts {
-        definition_hash: &e.hash,
-        drifted: matches!(e.pin, Some(PinCheck::Drift(_))),
-        look_alike: e
-            .flags
-            .iter()
-            .any(|fl| matches!(fl, Flag::Confusable { .. })),
-        annotations: e.tool.annotations.as_ref(),
-    };
+    let facts = mcp_host_engine::tool_facts(e);
     let call = Call {
         server: &e.key.server,
         tool: &e.key.tool,

@@ -353,15 +353,7 @@ impl<P: Provider> Engine<'_, P> {
         args: &Value,
     ) -> mcp_host_policy::Decision {
         let remembered = conv.answers.current();
-        let facts = ToolFacts {
-            definition_hash: &entry.hash,
-            drifted: matches!(entry.pin, Some(PinCheck::Drift(_))),
-            look_alike: entry
-                .flags
-                .iter()
-                .any(|f| matches!(f, Flag::Confusable { .. })),
-            annotations: entry.tool.annotations.as_ref(),
-        };
+        let facts = tool_facts(entry);
         let trusted = self
             .manager
             .spec(&entry.key.server)
@@ -383,6 +375,20 @@ impl<P: Provider> Engine<'_, P> {
             },
             cx,
         )
+    }
+}
+
+/// What policy needs to know about a catalogue entry: its definition hash, whether it
+/// drifted from its pin, whether its name looks like another server's tool, its annotations.
+pub fn tool_facts(entry: &Entry) -> ToolFacts<'_> {
+    ToolFacts {
+        definition_hash: &entry.hash,
+        drifted: matches!(entry.pin, Some(PinCheck::Drift(_))),
+        look_alike: entry
+            .flags
+            .iter()
+            .any(|f| matches!(f, Flag::Confusable { .. })),
+        annotations: entry.tool.annotations.as_ref(),
     }
 }
 
