@@ -341,18 +341,6 @@ fn the_same_turn_works_through_the_anthropic_wire_format() {
     );
 }
 
-/// The fake server's `big` text, rebuilt here to compare against.
-fn big_text(bytes: usize) -> String {
-    let mut s = String::with_capacity(bytes + 64);
-    let mut i = 0u64;
-    while s.len() < bytes {
-        s.push_str(&format!("line {i:08} of the big result\n"));
-        i += 1;
-    }
-    s.truncate(bytes);
-    s
-}
-
 #[test]
 fn a_20_mb_result_is_stored_previewed_and_read_back_through_read_result() {
     const SIZE: usize = 20_000_000;
@@ -396,7 +384,7 @@ fn a_20_mb_result_is_stored_previewed_and_read_back_through_read_result() {
         &cfg,
     );
     assert!(out.status.success(), "{}", stderr(&out));
-    let expected = big_text(SIZE);
+    let expected = mcp_host_testkit::big_text(SIZE);
     assert_eq!(
         stdout(&out),
         format!("{}\n", &expected[10_000_000..10_000_100])

@@ -1,5 +1,5 @@
 //! Test helpers for mcp-host: locating the fake server binary that `cargo test --workspace`
-//! builds, and writing config files that point at it.
+//! builds, and the data its tools return, so tests can check it.
 
 use std::path::PathBuf;
 
@@ -27,4 +27,17 @@ pub fn workspace_bin(name: &str) -> PathBuf {
 
 pub fn fake_server() -> PathBuf {
     workspace_bin("mcp-fake-server")
+}
+
+/// The text the fake server's `big` tool returns: numbered lines, cut to exactly `bytes`,
+/// so a test can rebuild it and any slice shows where it came from.
+pub fn big_text(bytes: usize) -> String {
+    let mut s = String::with_capacity(bytes + 64);
+    let mut i = 0u64;
+    while s.len() < bytes {
+        s.push_str(&format!("line {i:08} of the big result\n"));
+        i += 1;
+    }
+    s.truncate(bytes);
+    s
 }

@@ -547,7 +547,7 @@ impl Server {
             "huge" => self.reply(id, text("y".repeat(65 * 1024 * 1024))),
             "big" => {
                 let bytes = args["bytes"].as_u64().unwrap_or(1024) as usize;
-                self.reply(id, text(big_text(bytes)))
+                self.reply(id, text(mcp_host_testkit::big_text(bytes)))
             }
             "slow" => {
                 let ms = args["ms"].as_u64().unwrap_or(100);
@@ -581,16 +581,4 @@ impl Server {
             other => self.error(id, -32602, &format!("Unknown tool: {other}"), None),
         }
     }
-}
-
-/// Deterministic large text: numbered lines, so any slice shows where it came from.
-fn big_text(bytes: usize) -> String {
-    let mut s = String::with_capacity(bytes + 64);
-    let mut i = 0u64;
-    while s.len() < bytes {
-        s.push_str(&format!("line {i:08} of the big result\n"));
-        i += 1;
-    }
-    s.truncate(bytes);
-    s
 }
