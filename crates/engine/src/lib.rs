@@ -188,11 +188,7 @@ impl<P: Provider> Engine<'_, P> {
                 definitions.push(read_result_definition());
             }
             let tools = definitions.into_iter().filter_map(tool_spec).collect();
-            let request = ModelRequest {
-                model: self.config.model.clone(),
-                messages: conv.history.clone(),
-                tools,
-            };
+            let request = ModelRequest::new(self.config.model.clone(), conv.history.clone(), tools);
             let response = tokio::select! {
                 r = self.provider.complete(&request) => r?,
                 () = cancel.cancelled() => return Ok(cancelled(step, calls)),

@@ -7,7 +7,7 @@
 use crate::retry::{self, Retry};
 use crate::sse::SseParser;
 use crate::types::{
-    Message, ModelRequest, ModelResponse, Provider, ProviderError, StopReason, ToolCall,
+    Message, ModelRequest, ModelResponse, Provider, ProviderError, StopReason, ToolCall, Usage,
 };
 use futures::StreamExt;
 use serde_json::{Value, json};
@@ -119,6 +119,7 @@ impl Anthropic {
         // Which content block index is which tool call.
         let mut block_to_call: Vec<(u64, usize)> = Vec::new();
         let mut stop = StopReason::Other;
+        let mut usage = Usage::default();
         'read: while let Some(chunk) = stream.next().await {
             let chunk = chunk.map_err(|e| ProviderError::Stream(e.to_string()))?;
             for data in parser.feed(&chunk).map_err(ProviderError::Stream)? {
@@ -144,12 +145,14 @@ impl Anthropic {
                             });
                             block_to_call.push((index, calls.len() - 1));
                         } else if let Some(t) = block["text"].as_str() {
+                            request.emit_text(t);
                             text.push_str(t);
                         }
                     }
                     "content_block_delta" => {
                         let delta = &event["delta"];
                         if let Some(t) = delta.get("text").and_then(Value::as_str) {
+                            request.emit_text(t);
                             text.push_str(t);
                         }
                         if let Some(j) = delta.get("partial_json").and_then(Value::as_str)
@@ -158,7 +161,21 @@ impl Anthropic {
                             calls[*c].arguments.push_str(j);
                         }
                     }
+                    "message_start" => {
+                        let u = &event["message"]["usage"];
+                        let count = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
+                        usage.input_tokens = count("input_tokens");
+                        usage.cache_read_tokens = count("cache_read_input_tokens");
+                        usage.cache_write_tokens = count("cache_creation_input_tokens");
+                        usage.output_tokens = count("output_tokens");
+                    }
                     "message_delta" => {
+                        if let Some(n) = event
+                            .pointer("/usage/output_tokens")
+                            .and_then(Value::as_u64)
+                        {
+                            usage.output_tokens = n;
+                        }
                         stop = match event.pointer("/delta/stop_reason").and_then(Value::as_str) {
                             Some("end_turn" | "stop_sequence") => StopReason::EndTurn,
                             Some("tool_use") => StopReason::ToolUse,
@@ -182,6 +199,7 @@ impl Anthropic {
             text,
             tool_calls: calls,
             stop,
+            usage,
         })
     }
 }
@@ -202,9 +220,9 @@ mod tests {
 
     #[test]
     fn tool_results_of_one_step_share_a_user_message_and_caches_are_marked() {
-        let request = ModelRequest {
-            model: "m".into(),
-            messages: vec![
+        let request = ModelRequest::new(
+            "m",
+            vec![
                 Message::System {
                     text: "be brief".into(),
                 },
@@ -237,12 +255,12 @@ mod tests {
                     is_error: true,
                 },
             ],
-            tools: vec![ToolSpec {
+            vec![ToolSpec {
                 name: "x".into(),
                 description: "d".into(),
                 parameters: json!({"type": "object"}),
             }],
-        };
+        );
         let body = Anthropic::body(&request);
         let msgs = body["messages"].as_array().unwrap();
         assert_eq!(msgs.len(), 3);

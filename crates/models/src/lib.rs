@@ -15,7 +15,7 @@ pub use openai::OpenAiCompatible;
 pub use retry::Retry;
 pub use types::{
     Message, ModelRequest, ModelResponse, Provider, ProviderError, Scripted, StopReason, ToolCall,
-    ToolSpec,
+    ToolSpec, Usage,
 };
 
 /// One of the supported providers, chosen at run time.

@@ -6,7 +6,7 @@
 use crate::retry::{self, Retry};
 use crate::sse::SseParser;
 use crate::types::{
-    Message, ModelRequest, ModelResponse, Provider, ProviderError, StopReason, ToolCall,
+    Message, ModelRequest, ModelResponse, Provider, ProviderError, StopReason, ToolCall, Usage,
 };
 use futures::StreamExt;
 use serde_json::{Value, json};
@@ -33,7 +33,8 @@ impl OpenAiCompatible {
 
     fn body(request: &ModelRequest) -> Value {
         let messages: Vec<Value> = request.messages.iter().map(wire_message).collect();
-        let mut body = json!({"model": request.model, "messages": messages, "stream": true});
+        // `include_usage` adds a last chunk with token counts; servers that do not know it ignore it.
+        let mut body = json!({"model": request.model, "messages": messages, "stream": true, "stream_options": {"include_usage": true}});
         if !request.tools.is_empty() {
             let tools: Vec<Value> = request
                 .tools
@@ -61,6 +62,7 @@ impl OpenAiCompatible {
         let mut text = String::new();
         let mut calls: BTreeMap<u64, ToolCall> = BTreeMap::new();
         let mut stop = StopReason::Other;
+        let mut usage = Usage::default();
         'read: while let Some(chunk) = stream.next().await {
             let chunk = chunk.map_err(|e| ProviderError::Stream(e.to_string()))?;
             for data in parser.feed(&chunk).map_err(ProviderError::Stream)? {
@@ -70,10 +72,20 @@ impl OpenAiCompatible {
                 let Ok(event) = serde_json::from_str::<Value>(&data) else {
                     continue;
                 };
+                if let Some(u) = event.get("usage").filter(|u| u.is_object()) {
+                    let count = |k: &str| u.pointer(k).and_then(Value::as_u64).unwrap_or(0);
+                    usage = Usage {
+                        input_tokens: count("/prompt_tokens"),
+                        output_tokens: count("/completion_tokens"),
+                        cache_read_tokens: count("/prompt_tokens_details/cached_tokens"),
+                        cache_write_tokens: 0,
+                    };
+                }
                 let Some(choice) = event.pointer("/choices/0") else {
                     continue;
                 };
                 if let Some(t) = choice.pointer("/delta/content").and_then(Value::as_str) {
+                    request.emit_text(t);
                     text.push_str(t);
                 }
                 for d in choice
@@ -125,6 +137,7 @@ impl OpenAiCompatible {
             text,
             tool_calls,
             stop,
+            usage,
         })
     }
 }

@@ -48,6 +48,50 @@ pub struct ModelRequest {
     pub model: String,
     pub messages: Vec<Message>,
     pub tools: Vec<ToolSpec>,
+    /// Where streamed text goes as it arrives (a front end shows it live); the full text is
+    /// also in the response.
+    pub deltas: Option<tokio::sync::mpsc::UnboundedSender<String>>,
+}
+
+impl ModelRequest {
+    pub fn new(model: impl Into<String>, messages: Vec<Message>, tools: Vec<ToolSpec>) -> Self {
+        Self {
+            model: model.into(),
+            messages,
+            tools,
+            deltas: None,
+        }
+    }
+
+    /// Passes a piece of streamed text to whoever listens. A listener that went away is not
+    /// an error: the text is still collected.
+    pub fn emit_text(&self, text: &str) {
+        if let Some(tx) = &self.deltas
+            && !text.is_empty()
+        {
+            let _ = tx.send(text.to_string());
+        }
+    }
+}
+
+/// Tokens a request used, as the provider reported them (zero when it did not).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// Prompt tokens read from the provider's cache.
+    pub cache_read_tokens: u64,
+    /// Prompt tokens written to the provider's cache.
+    pub cache_write_tokens: u64,
+}
+
+impl std::ops::AddAssign for Usage {
+    fn add_assign(&mut self, o: Self) {
+        self.input_tokens += o.input_tokens;
+        self.output_tokens += o.output_tokens;
+        self.cache_read_tokens += o.cache_read_tokens;
+        self.cache_write_tokens += o.cache_write_tokens;
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -64,6 +108,19 @@ pub struct ModelResponse {
     pub text: String,
     pub tool_calls: Vec<ToolCall>,
     pub stop: StopReason,
+    pub usage: Usage,
+}
+
+impl ModelResponse {
+    /// A plain answer with no tool calls (for scripts and tests).
+    pub fn text(text: impl Into<String>) -> Self {
+        Self {
+            text: text.into(),
+            tool_calls: Vec::new(),
+            stop: StopReason::EndTurn,
+            usage: Usage::default(),
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]

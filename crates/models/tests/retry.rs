@@ -49,11 +49,7 @@ fn provider(url: &str) -> OpenAiCompatible {
 }
 
 fn request() -> ModelRequest {
-    ModelRequest {
-        model: "m".into(),
-        messages: vec![Message::User { text: "hi".into() }],
-        tools: vec![],
-    }
+    ModelRequest::new("m", vec![Message::User { text: "hi".into() }], vec![])
 }
 
 #[tokio::test]
