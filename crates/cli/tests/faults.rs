@@ -264,3 +264,31 @@ async fn prompts_and_resources_are_listed_across_pages_with_bad_entries_reported
     assert_eq!(offers.templates.items[0].uri_template, "mem://notes/{id}");
     m.shutdown().await;
 }
+
+#[tokio::test]
+async fn progress_notifications_extend_a_calls_idle_deadline() {
+    // Idle deadline 1 s; the call takes 2.5 s. With progress every 100 ms it finishes; without
+    // progress it times out and the server is told.
+    let m = Manager::start(vec![setup("s", &[], 5000, 1000)], options());
+    wait_until(&m, "s", is("ready")).await;
+    let id = ServerId::new("s");
+    let never = CancellationToken::new();
+    let with_progress = serde_json::json!({"ms": 2500, "progressEvery": 100})
+        .as_object()
+        .cloned();
+    let out = m.call(&id, "slow", with_progress, &never).await.unwrap();
+    assert!(format!("{:?}", out.content).contains("done"));
+    let silent = serde_json::json!({"ms": 2500}).as_object().cloned();
+    let r = m.call(&id, "slow", silent, &never).await;
+    assert!(
+        matches!(
+            r,
+            Err(CallError::Request {
+                source: RequestError::Timeout(_),
+                ..
+            })
+        ),
+        "{r:?}"
+    );
+    m.shutdown().await;
+}

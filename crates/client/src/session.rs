@@ -8,10 +8,11 @@ use crate::lenient;
 use crate::stdio::{ProcessExit, SpawnError, StdioLaunch, StdioProcess, SupervisorCommand};
 use mcp_host_core::{CallOutcome, Era};
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, ClientCapabilities, ClientConfig, ClientRequest,
-    DiscoverRequest, DiscoverRequestParams, ElicitRequestParams, ElicitResult, ElicitationAction,
-    ElicitationCapability, FormElicitationCapability, Implementation, PingRequest, ProtocolVersion,
-    ServerNotification, ServerResult, SubscriptionFilter,
+    CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientCapabilities,
+    ClientConfig, ClientRequest, DiscoverRequest, DiscoverRequestParams, ElicitRequestParams,
+    ElicitResult, ElicitationAction, ElicitationCapability, FormElicitationCapability,
+    Implementation, PingRequest, ProtocolVersion, ServerNotification, ServerResult,
+    SubscriptionFilter,
 };
 use rmcp::service::{
     ClientInitializeError, ClientLifecycleMode, NotificationContext, PeerRequestOptions,
@@ -121,6 +122,9 @@ impl ConnectError {
         )
     }
 }
+
+/// How many idle deadlines a request may last in all, progress or not.
+pub const MAX_TOTAL_FACTOR: u32 = 10;
 
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum RequestError {
@@ -521,35 +525,40 @@ impl Session {
         self.closed.cancelled().await;
     }
 
-    /// Sends one request with a deadline; on timeout or cancellation the server is told.
+    /// Sends one request with an idle deadline; on timeout or cancellation the server is
+    /// told. Every progress notification the server sends for this request restarts the idle
+    /// deadline (rmcp matches them by the progress token it puts on every request), and a
+    /// hard ceiling of [`MAX_TOTAL_FACTOR`] times the deadline stops a server that reports
+    /// progress forever.
     pub(crate) async fn request(
         &self,
         req: ClientRequest,
         timeout: Duration,
         cancel: &CancellationToken,
     ) -> Result<ServerResult, RequestError> {
-        let mut handle = self
-            .service
-            .peer()
-            .send_request_with_option(req, PeerRequestOptions::no_options())
+        let options = PeerRequestOptions::with_timeout(timeout)
+            .reset_timeout_on_progress()
+            .with_max_total_timeout(timeout.saturating_mul(MAX_TOTAL_FACTOR));
+        let peer = self.service.peer().clone();
+        let handle = peer
+            .send_request_with_option(req, options)
             .await
             .map_err(map_service_error)?;
-        let why = tokio::select! {
-            r = &mut handle.rx => {
-                return r.map_err(|_| RequestError::Closed)?.map_err(map_service_error);
+        let id = handle.id.clone();
+        // On its own deadline rmcp tells the server; cancellation is ours to announce.
+        tokio::select! {
+            r = handle.await_response() => r.map_err(map_service_error),
+            () = cancel.cancelled() => {
+                let params = CancelledNotificationParam::new(
+                    Some(id),
+                    Some("cancelled by the host".into()),
+                );
+                // Best effort: a dead connection cannot be told anything.
+                let _ = tokio::time::timeout(Duration::from_secs(1), peer.notify_cancelled(params)).await;
+                Err(RequestError::Cancelled)
             }
-            () = tokio::time::sleep(timeout) => RequestError::Timeout(timeout),
-            () = cancel.cancelled() => RequestError::Cancelled,
-            () = self.closed.cancelled() => return Err(RequestError::Closed),
-        };
-        let reason = match why {
-            RequestError::Timeout(_) => "timeout",
-            _ => "cancelled by the host",
-        };
-        // Best effort: a dead connection cannot be told anything.
-        let _ =
-            tokio::time::timeout(Duration::from_secs(1), handle.cancel(Some(reason.into()))).await;
-        Err(why)
+            () = self.closed.cancelled() => Err(RequestError::Closed),
+        }
     }
 
     /// Asks whether the server is still there: `ping` in the legacy era, `server/discover`

@@ -13,7 +13,7 @@ const HELP: &str =
     "mcp-fake-server [--era legacy|modern|dual|probe-locks] [--fault F]... [--tools N]
   [--page-size N] [--cursor-loop] [--broken-tool] [--spawn-log FILE] [--start-delay-ms N]
 faults: crash-at-start, hang, garbage, stderr-flood, exit-on-probe
-tools: echo{message}, add{a,b}, crash, hang, huge, slow{ms}, grow, error, evil, plus toolN";
+tools: echo{message}, add{a,b}, crash, hang, huge, slow{ms,progressEvery}, grow, error, evil, plus toolN";
 
 #[derive(Clone, Copy, PartialEq)]
 enum EraMode {
@@ -471,7 +471,7 @@ impl Server {
             json!({"name": "hang", "description": "Never answers", "inputSchema": obj(json!({}))}),
             json!({"name": "huge", "description": "Answers with a 65 MiB line", "inputSchema": obj(json!({}))}),
             json!({"name": "big", "description": "Answers with a large numbered text", "inputSchema": obj(json!({"bytes": {"type": "integer"}}))}),
-            json!({"name": "slow", "description": "Answers after ms", "inputSchema": obj(json!({"ms": {"type": "integer"}}))}),
+            json!({"name": "slow", "description": "Answers after ms, with progress every progressEvery ms if asked", "inputSchema": obj(json!({"ms": {"type": "integer"}, "progressEvery": {"type": "integer"}}))}),
             json!({"name": "grow", "description": "Adds a tool and says so", "inputSchema": obj(json!({}))}),
             json!({"name": "mutate", "description": "Changes the echo tool's description and says so", "inputSchema": obj(json!({}))}),
             json!({"name": "error", "description": "Fails as a tool", "inputSchema": obj(json!({}))}),
@@ -551,9 +551,25 @@ impl Server {
             }
             "slow" => {
                 let ms = args["ms"].as_u64().unwrap_or(100);
+                // With `progressEvery`, progress notifications go out at that interval, on
+                // the token the client put in `_meta` (none without one).
+                let every = args["progressEvery"].as_u64().filter(|e| *e > 0);
+                let token = params.pointer("/_meta/progressToken").cloned();
                 let out = self.out.clone();
                 std::thread::spawn(move || {
-                    std::thread::sleep(Duration::from_millis(ms));
+                    let mut waited = 0;
+                    while let (Some(every), Some(token)) = (every, &token) {
+                        if waited + every >= ms {
+                            break;
+                        }
+                        std::thread::sleep(Duration::from_millis(every));
+                        waited += every;
+                        let p = json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": token, "progress": waited, "total": ms}});
+                        let mut o = out.lock().unwrap();
+                        let _ = writeln!(o, "{p}");
+                        let _ = o.flush();
+                    }
+                    std::thread::sleep(Duration::from_millis(ms - waited));
                     let v = json!({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": "done"}]}});
                     let mut o = out.lock().unwrap();
                     let _ = writeln!(o, "{v}");
