@@ -1,6 +1,20 @@
-//! mcp-host persistence in SQLite: the approval answers a user chose to remember "always".
-//! (Answers for "once" and "this session" live in the engine's memory.) Keyed by server id,
-//! tool and definition hash, so a changed definition is asked about again.
+//! mcp-host persistence in SQLite. This file owns the [`Store`] handle, opening a SQLite file
+//! ([`open_sqlite`]), the [`StoreError`] type, and the approval answers a user chose to
+//! remember "always". (Answers for "once" and "this session" live in the engine's memory.)
+//! Those are keyed by server id, tool and definition hash, so a changed definition is asked
+//! about again.
+//!
+//! The store also keeps conversations and their messages (`conversations.rs`), the audit
+//! trail of tool calls (`tool_calls.rs`) and large tool results spilled out of the prompt
+//! (`results.rs`). All tables live in one file and one migration sequence.
+
+mod conversations;
+mod results;
+mod tool_calls;
+
+pub use conversations::{ConversationId, ConversationSummary};
+pub use results::result_handle;
+pub use tool_calls::ToolCallRow;
 
 use mcp_host_policy::{MemoryKey, Remembered, Verdict};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
@@ -15,6 +29,17 @@ pub enum StoreError {
     Migrate(#[from] sqlx::migrate::MigrateError),
     #[error("store query failed: {0}")]
     Query(#[from] sqlx::Error),
+    #[error("no conversation with id {0}")]
+    NoConversation(String),
+    #[error("not a conversation id: {0:?} (expected 32 hexadecimal digits)")]
+    BadConversationId(String),
+    #[error("not a result handle: {0:?} (expected 32 lowercase hexadecimal digits)")]
+    BadHandle(String),
+    #[error("cannot encode or decode stored JSON: {0}")]
+    Json(#[from] serde_json::Error),
+    /// A row holds something this code never writes (hand edits, a newer version's data).
+    #[error("the store holds an unreadable value: {0}")]
+    Corrupt(String),
 }
 
 #[derive(Clone, Debug)]
@@ -28,6 +53,26 @@ fn verdict_text(v: Verdict) -> Option<&'static str> {
         Verdict::Deny => Some("deny"),
         // "Ask" is the absence of an answer.
         Verdict::Ask => None,
+    }
+}
+
+/// Lowercase hex, for ids and handles.
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Whether `text` is exactly `len` lowercase hex digits.
+fn is_lower_hex(text: &str, len: usize) -> bool {
+    text.len() == len && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// Rejected input is echoed in errors; a model or a user may paste megabytes, so keep a
+/// readable start of it only.
+fn excerpt(text: &str) -> String {
+    const MAX: usize = 80;
+    match text.char_indices().nth(MAX) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_owned(),
     }
 }
 

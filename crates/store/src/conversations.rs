@@ -1,0 +1,313 @@
+//! Conversations and their message history: the ids, creating a conversation, appending,
+//! rewriting (after context compaction) and loading its messages, titles, and finding the
+//! latest one for a directory (`--continue`). Messages are opaque JSON here: the engine
+//! serialises its own message type, so the store does not depend on it.
+
+use crate::{Store, StoreError, excerpt, hex};
+use serde_json::Value;
+use sqlx::SqliteConnection;
+use std::fmt;
+use std::str::FromStr;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// A conversation id: 12 hex digits of Unix milliseconds then 20 random hex digits. The time
+/// prefix makes ids sort by creation; the 80 random bits make them unguessable, so an id
+/// cannot be used to reach someone else's conversation in the hosted mode.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ConversationId(String);
+
+impl ConversationId {
+    const LEN: usize = 32;
+
+    /// Checks the shape of an id typed by a user (or read back from the store). Upper-case
+    /// hex is accepted and normalised, since ids get copied through terminals and chats.
+    pub fn new(text: &str) -> Result<Self, StoreError> {
+        let id = text.to_ascii_lowercase();
+        if crate::is_lower_hex(&id, Self::LEN) {
+            Ok(Self(id))
+        } else {
+            Err(StoreError::BadConversationId(excerpt(text)))
+        }
+    }
+
+    fn generate() -> Self {
+        let millis = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+            // A clock before 1970 is broken; the random part still keeps ids unique.
+            .unwrap_or(0);
+        // 48 bits of milliseconds last until the year 10889.
+        let millis = millis & 0xffff_ffff_ffff;
+        // `rand`'s thread generator is a CSPRNG seeded from the OS.
+        let random: [u8; 10] = rand::random();
+        Self(format!("{millis:012x}{}", hex(&random)))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for ConversationId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl FromStr for ConversationId {
+    type Err = StoreError;
+
+    fn from_str(text: &str) -> Result<Self, StoreError> {
+        Self::new(text)
+    }
+}
+
+impl AsRef<str> for ConversationId {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+/// One conversation as listed for a user to pick from. Timestamps are UTC ISO-8601 with
+/// milliseconds (`2026-11-29T10:00:00.123Z`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConversationSummary {
+    pub id: ConversationId,
+    pub model: String,
+    pub workdir: String,
+    pub created_at: String,
+    pub updated_at: String,
+    pub title: Option<String>,
+    pub messages: u64,
+}
+
+type SummaryRow = (String, String, String, String, String, Option<String>, i64);
+
+/// The start of every summary query; a macro so `concat!` keeps the SQL a static string.
+macro_rules! summary_select {
+    () => {
+        "SELECT c.id, c.model, c.workdir, c.created_at, c.updated_at, c.title,
+            (SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.id)
+        FROM conversations c"
+    };
+}
+
+/// Ties in `updated_at` (the same millisecond) go to the newer id, so the order is stable.
+macro_rules! newest_first {
+    () => {
+        " ORDER BY c.updated_at DESC, c.id DESC"
+    };
+}
+
+fn summary(row: SummaryRow) -> Result<ConversationSummary, StoreError> {
+    let (id, model, workdir, created_at, updated_at, title, messages) = row;
+    Ok(ConversationSummary {
+        id: ConversationId::new(&id)
+            .map_err(|_| StoreError::Corrupt(format!("conversation id {}", excerpt(&id))))?,
+        model,
+        workdir,
+        created_at,
+        updated_at,
+        title,
+        messages: u64::try_from(messages).unwrap_or(0),
+    })
+}
+
+/// Converts a stored turn or seq number back, refusing what this code never writes.
+pub(crate) fn to_u32(value: i64, what: &str) -> Result<u32, StoreError> {
+    u32::try_from(value).map_err(|_| StoreError::Corrupt(format!("{what} {value}")))
+}
+
+/// Marks a conversation as just used. Run first in a write transaction: it both takes the
+/// write lock and tells whether the conversation exists.
+async fn touch(conn: &mut SqliteConnection, id: &ConversationId) -> Result<(), StoreError> {
+    let done = sqlx::query(
+        "UPDATE conversations SET updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE id = ?",
+    )
+    .bind(id.as_str())
+    .execute(conn)
+    .await?;
+    if done.rows_affected() == 0 {
+        return Err(StoreError::NoConversation(id.to_string()));
+    }
+    Ok(())
+}
+
+pub(crate) async fn ensure_exists(
+    conn: &mut SqliteConnection,
+    id: &ConversationId,
+) -> Result<(), StoreError> {
+    let found: Option<i64> = sqlx::query_scalar("SELECT 1 FROM conversations WHERE id = ?")
+        .bind(id.as_str())
+        .fetch_optional(conn)
+        .await?;
+    match found {
+        Some(_) => Ok(()),
+        None => Err(StoreError::NoConversation(id.to_string())),
+    }
+}
+
+async fn insert_message(
+    conn: &mut SqliteConnection,
+    id: &ConversationId,
+    seq: i64,
+    turn: u32,
+    body: String,
+) -> Result<(), StoreError> {
+    sqlx::query("INSERT INTO messages (conversation_id, seq, turn, body) VALUES (?, ?, ?, ?)")
+        .bind(id.as_str())
+        .bind(seq)
+        .bind(i64::from(turn))
+        .bind(body)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+impl Store {
+    /// Starts a conversation with `model` in the directory `workdir`.
+    pub async fn create_conversation(
+        &self,
+        model: &str,
+        workdir: &str,
+    ) -> Result<ConversationId, StoreError> {
+        let id = ConversationId::generate();
+        sqlx::query("INSERT INTO conversations (id, model, workdir) VALUES (?, ?, ?)")
+            .bind(id.as_str())
+            .bind(model)
+            .bind(workdir)
+            .execute(&self.pool)
+            .await?;
+        Ok(id)
+    }
+
+    /// Appends `messages` of one turn after the last stored one, all or none.
+    pub async fn append_messages(
+        &self,
+        id: &ConversationId,
+        turn: u32,
+        messages: &[Value],
+    ) -> Result<(), StoreError> {
+        // Serialise before taking the write lock, and fail before writing anything.
+        let bodies = messages
+            .iter()
+            .map(serde_json::to_string)
+            .collect::<Result<Vec<_>, _>>()?;
+        // IMMEDIATE: hold the write lock before reading the last seq, so no other writer can
+        // take the same seq, and there is no read-to-write upgrade that SQLite could refuse.
+        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
+        touch(&mut tx, id).await?;
+        let next: i64 = sqlx::query_scalar(
+            "SELECT COALESCE(MAX(seq) + 1, 0) FROM messages WHERE conversation_id = ?",
+        )
+        .bind(id.as_str())
+        .fetch_one(&mut *tx)
+        .await?;
+        for (seq, body) in (next..).zip(bodies) {
+            insert_message(&mut tx, id, seq, turn, body).await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Replaces the whole history, all or none (after context compaction rewrote it).
+    pub async fn replace_messages(
+        &self,
+        id: &ConversationId,
+        messages: &[(u32, Value)],
+    ) -> Result<(), StoreError> {
+        let rows = messages
+            .iter()
+            .map(|(turn, m)| serde_json::to_string(m).map(|body| (*turn, body)))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
+        touch(&mut tx, id).await?;
+        sqlx::query("DELETE FROM messages WHERE conversation_id = ?")
+            .bind(id.as_str())
+            .execute(&mut *tx)
+            .await?;
+        for (seq, (turn, body)) in (0..).zip(rows) {
+            insert_message(&mut tx, id, seq, turn, body).await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// The history as (turn, message), oldest first.
+    pub async fn load_messages(
+        &self,
+        id: &ConversationId,
+    ) -> Result<Vec<(u32, Value)>, StoreError> {
+        // One read transaction, so the existence check and the rows see the same snapshot.
+        let mut tx = self.pool.begin().await?;
+        ensure_exists(&mut tx, id).await?;
+        let rows: Vec<(i64, String)> = sqlx::query_as(
+            "SELECT turn, body FROM messages WHERE conversation_id = ? ORDER BY seq",
+        )
+        .bind(id.as_str())
+        .fetch_all(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        rows.into_iter()
+            .map(|(turn, body)| Ok((to_u32(turn, "turn")?, serde_json::from_str(&body)?)))
+            .collect()
+    }
+
+    /// The conversation with this id.
+    pub async fn conversation(
+        &self,
+        id: &ConversationId,
+    ) -> Result<ConversationSummary, StoreError> {
+        let row: Option<SummaryRow> = sqlx::query_as(concat!(summary_select!(), " WHERE c.id = ?"))
+            .bind(id.as_str())
+            .fetch_optional(&self.pool)
+            .await?;
+        match row {
+            Some(row) => summary(row),
+            None => Err(StoreError::NoConversation(id.to_string())),
+        }
+    }
+
+    /// The most recently updated conversation started in `workdir`, if any.
+    pub async fn latest_conversation(
+        &self,
+        workdir: &str,
+    ) -> Result<Option<ConversationSummary>, StoreError> {
+        let row: Option<SummaryRow> = sqlx::query_as(concat!(
+            summary_select!(),
+            " WHERE c.workdir = ?",
+            newest_first!(),
+            " LIMIT 1"
+        ))
+        .bind(workdir)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.map(summary).transpose()
+    }
+
+    /// Up to `limit` conversations, most recently updated first.
+    pub async fn list_conversations(
+        &self,
+        limit: u32,
+    ) -> Result<Vec<ConversationSummary>, StoreError> {
+        let rows: Vec<SummaryRow> =
+            sqlx::query_as(concat!(summary_select!(), newest_first!(), " LIMIT ?"))
+                .bind(i64::from(limit))
+                .fetch_all(&self.pool)
+                .await?;
+        rows.into_iter().map(summary).collect()
+    }
+
+    /// Sets the title shown in listings. Not an activity: `updated_at` stays.
+    pub async fn set_title(&self, id: &ConversationId, title: &str) -> Result<(), StoreError> {
+        let done = sqlx::query("UPDATE conversations SET title = ? WHERE id = ?")
+            .bind(title)
+            .bind(id.as_str())
+            .execute(&self.pool)
+            .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NoConversation(id.to_string()));
+        }
+        Ok(())
+    }
+}

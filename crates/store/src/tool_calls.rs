@@ -1,0 +1,155 @@
+//! The audit trail of tool calls: one row per call with what the model asked for, the
+//! server and tool it went to, the policy verdict and who decided it, and how it ended.
+//! Rows are keyed by (conversation, turn, call id), so recording a call again updates it.
+
+use crate::conversations::{ensure_exists, to_u32};
+use crate::{ConversationId, Store, StoreError};
+use serde_json::Value;
+use sqlx::Row;
+use sqlx::sqlite::SqliteRow;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// One tool call as recorded. Plain data: the engine fills it from its own types.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolCallRow {
+    pub conversation_id: ConversationId,
+    pub turn: u32,
+    /// The provider's id for the call.
+    pub call_id: String,
+    /// The name the model saw.
+    pub name: String,
+    /// The host-assigned server id.
+    pub server: String,
+    /// The server's own name for the tool.
+    pub tool: String,
+    pub arguments: Value,
+    /// The policy outcome, in the engine's words (e.g. "allow", "deny", "ask").
+    pub verdict: String,
+    /// Who or what decided (a rule, a remembered answer, the user), as the engine's JSON.
+    pub decided_by: Option<Value>,
+    pub is_error: bool,
+    /// Why the call was not made, when it was not.
+    pub refused: Option<String>,
+    /// Where the full result was spilled (see `Store::put_result`).
+    pub result_handle: Option<String>,
+    /// Kept to the millisecond.
+    pub started_at: SystemTime,
+    pub took_ms: Option<u64>,
+    pub background: bool,
+}
+
+fn unix_millis(t: SystemTime) -> i64 {
+    // A time before 1970 or past the year 292 million is a broken clock; clamp it.
+    t.duration_since(UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+fn from_row(row: &SqliteRow) -> Result<ToolCallRow, StoreError> {
+    let id: String = row.try_get("conversation_id")?;
+    let arguments: String = row.try_get("arguments")?;
+    let decided_by: Option<String> = row.try_get("decided_by")?;
+    let started_ms: i64 = row.try_get("started_ms")?;
+    let took_ms: Option<i64> = row.try_get("took_ms")?;
+    Ok(ToolCallRow {
+        conversation_id: ConversationId::new(&id)
+            .map_err(|_| StoreError::Corrupt(format!("conversation id {id}")))?,
+        turn: to_u32(row.try_get("turn")?, "turn")?,
+        call_id: row.try_get("call_id")?,
+        name: row.try_get("name")?,
+        server: row.try_get("server")?,
+        tool: row.try_get("tool")?,
+        arguments: serde_json::from_str(&arguments)?,
+        verdict: row.try_get("verdict")?,
+        decided_by: decided_by
+            .as_deref()
+            .map(serde_json::from_str)
+            .transpose()?,
+        is_error: row.try_get("is_error")?,
+        refused: row.try_get("refused")?,
+        result_handle: row.try_get("result_handle")?,
+        started_at: UNIX_EPOCH
+            + Duration::from_millis(
+                u64::try_from(started_ms)
+                    .map_err(|_| StoreError::Corrupt(format!("tool call start {started_ms} ms")))?,
+            ),
+        took_ms: took_ms.map(|ms| u64::try_from(ms).unwrap_or(0)),
+        background: row.try_get("background")?,
+    })
+}
+
+impl Store {
+    /// Records a tool call, replacing an earlier record of the same (conversation, turn,
+    /// call id).
+    pub async fn record_tool_call(&self, record: &ToolCallRow) -> Result<(), StoreError> {
+        let arguments = serde_json::to_string(&record.arguments)?;
+        let decided_by = record
+            .decided_by
+            .as_ref()
+            .map(serde_json::to_string)
+            .transpose()?;
+        let took_ms = record
+            .took_ms
+            .map(|ms| i64::try_from(ms).unwrap_or(i64::MAX));
+        let done = sqlx::query(
+            "INSERT INTO tool_calls (conversation_id, turn, call_id, name, server, tool, arguments,
+                 verdict, decided_by, is_error, refused, result_handle, started_at, took_ms,
+                 background)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
+                 strftime('%Y-%m-%dT%H:%M:%fZ', ? / 1000.0, 'unixepoch'), ?, ?)
+             ON CONFLICT (conversation_id, turn, call_id) DO UPDATE SET
+                 name = excluded.name, server = excluded.server, tool = excluded.tool,
+                 arguments = excluded.arguments, verdict = excluded.verdict,
+                 decided_by = excluded.decided_by, is_error = excluded.is_error,
+                 refused = excluded.refused, result_handle = excluded.result_handle,
+                 started_at = excluded.started_at, took_ms = excluded.took_ms,
+                 background = excluded.background",
+        )
+        .bind(record.conversation_id.as_str())
+        .bind(i64::from(record.turn))
+        .bind(&record.call_id)
+        .bind(&record.name)
+        .bind(&record.server)
+        .bind(&record.tool)
+        .bind(arguments)
+        .bind(&record.verdict)
+        .bind(decided_by)
+        .bind(record.is_error)
+        .bind(&record.refused)
+        .bind(&record.result_handle)
+        .bind(unix_millis(record.started_at))
+        .bind(took_ms)
+        .bind(record.background)
+        .execute(&self.pool)
+        .await;
+        match done {
+            Ok(_) => Ok(()),
+            // The foreign key is the existence check: one statement, no race.
+            Err(sqlx::Error::Database(e)) if e.is_foreign_key_violation() => Err(
+                StoreError::NoConversation(record.conversation_id.to_string()),
+            ),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The recorded tool calls of a conversation, in the order they were first recorded.
+    pub async fn load_tool_calls(
+        &self,
+        id: &ConversationId,
+    ) -> Result<Vec<ToolCallRow>, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        ensure_exists(&mut tx, id).await?;
+        let rows = sqlx::query(
+            "SELECT conversation_id, turn, call_id, name, server, tool, arguments, verdict,
+                 decided_by, is_error, refused, result_handle,
+                 CAST(round(unixepoch(started_at, 'subsec') * 1000) AS INTEGER) AS started_ms,
+                 took_ms, background
+             FROM tool_calls WHERE conversation_id = ? ORDER BY rowid",
+        )
+        .bind(id.as_str())
+        .fetch_all(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        rows.iter().map(from_row).collect()
+    }
+}
