@@ -4,6 +4,7 @@
 //! prompt and the tool list carry `cache_control` breakpoints so a stable catalogue is read
 //! from the prompt cache.
 
+use crate::lowering::{Dialect, lower};
 use crate::retry::{self, Retry};
 use crate::sse::SseParser;
 use crate::types::{
@@ -87,7 +88,7 @@ impl Anthropic {
             let mut tools: Vec<Value> = request
                 .tools
                 .iter()
-                .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}))
+                .map(|t| json!({"name": t.name, "description": t.description, "input_schema": lower(&t.parameters, Dialect::Anthropic)}))
                 .collect();
             if let Some(last) = tools.last_mut() {
                 last["cache_control"] = json!({"type": "ephemeral"});

@@ -1,17 +1,26 @@
 //! Model providers for mcp-host: provider-neutral conversation types, a `Provider` trait,
-//! our own streaming clients for Anthropic Messages and OpenAI-compatible Chat Completions
-//! (SSE), and a scripted
-//! provider for engine tests. Other wire formats (Anthropic, Responses, Gemini, Ollama)
-//! plug in behind the same trait.
+//! our own streaming clients for five wire formats (Anthropic Messages, OpenAI-compatible
+//! Chat Completions, OpenAI Responses and Gemini over SSE; Ollama's native chat over
+//! NDJSON), one place that lowers a tool's JSON Schema to what each provider accepts
+//! (`lower`), and a scripted provider for engine tests.
 
 mod anthropic;
+mod gemini;
+mod lowering;
+mod ndjson;
+mod ollama;
 mod openai;
+mod responses;
 mod retry;
 mod sse;
 mod types;
 
 pub use anthropic::Anthropic;
+pub use gemini::Gemini;
+pub use lowering::{Dialect, MAX_DEPTH as MAX_SCHEMA_DEPTH, lower};
+pub use ollama::Ollama;
 pub use openai::OpenAiCompatible;
+pub use responses::OpenAiResponses;
 pub use retry::Retry;
 pub use types::{
     Message, ModelRequest, ModelResponse, Provider, ProviderError, Scripted, StopReason, ToolCall,
@@ -23,6 +32,9 @@ pub use types::{
 pub enum AnyProvider {
     OpenAiCompatible(OpenAiCompatible),
     Anthropic(Anthropic),
+    OpenAiResponses(OpenAiResponses),
+    Gemini(Gemini),
+    Ollama(Ollama),
 }
 
 impl Provider for AnyProvider {
@@ -30,6 +42,9 @@ impl Provider for AnyProvider {
         match self {
             Self::OpenAiCompatible(p) => p.complete(request).await,
             Self::Anthropic(p) => p.complete(request).await,
+            Self::OpenAiResponses(p) => p.complete(request).await,
+            Self::Gemini(p) => p.complete(request).await,
+            Self::Ollama(p) => p.complete(request).await,
         }
     }
 }

@@ -1,8 +1,10 @@
 //! OpenAI-compatible Chat Completions with streaming (`stream: true`, SSE), which OpenAI,
 //! vLLM, llama.cpp's server and LM Studio all speak. Tool calls arrive as deltas by index:
 //! the first carries id and name, later ones append argument text. Lenient: unknown finish
-//! reasons are kept as `Other`, a missing call id is synthesised.
+//! reasons are kept as `Other`, a missing call id is synthesised, an `error` chunk ends the
+//! stream with `ProviderError::Stream`.
 
+use crate::lowering::{Dialect, lower};
 use crate::retry::{self, Retry};
 use crate::sse::SseParser;
 use crate::types::{
@@ -39,7 +41,7 @@ impl OpenAiCompatible {
             let tools: Vec<Value> = request
                 .tools
                 .iter()
-                .map(|t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}))
+                .map(|t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": lower(&t.parameters, Dialect::OpenAi)}}))
                 .collect();
             body["tools"] = json!(tools);
         }
@@ -72,6 +74,16 @@ impl OpenAiCompatible {
                 let Ok(event) = serde_json::from_str::<Value>(&data) else {
                     continue;
                 };
+                // vLLM, llama.cpp and proxies report a failure mid-stream as an `error`
+                // object in place of a chunk.
+                if let Some(error) = event.get("error").filter(|e| !e.is_null()) {
+                    let msg = error
+                        .get("message")
+                        .and_then(Value::as_str)
+                        .or_else(|| error.as_str())
+                        .unwrap_or("unknown error");
+                    return Err(ProviderError::Stream(msg.to_string()));
+                }
                 if let Some(u) = event.get("usage").filter(|u| u.is_object()) {
                     let count = |k: &str| u.pointer(k).and_then(Value::as_u64).unwrap_or(0);
                     usage = Usage {

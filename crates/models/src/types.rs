@@ -1,20 +1,21 @@
 //! Provider-neutral conversation types and the provider trait.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::VecDeque;
 use std::future::Future;
 use std::sync::Mutex;
 
 /// A tool call as the model made it. `arguments` is the raw JSON text the model produced.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ToolCall {
     pub id: String,
     pub name: String,
     pub arguments: String,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+/// Serialised as the host's own format (stored conversations), not any provider's.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "role", rename_all = "snake_case")]
 pub enum Message {
     System {

@@ -1,0 +1,202 @@
+//! Ollama's native chat API (`POST {base}/api/chat`, `stream: true`). The stream is NDJSON,
+//! one JSON object per line, not SSE. Tool calls arrive whole, with arguments as a JSON
+//! object and usually without ids (we make them up); the last line has `done: true`, the
+//! stop reason and the token counts. Tool results go back as `tool` messages naming the
+//! tool. No auth unless a key is given (a proxy in front of Ollama may want a bearer token).
+
+use crate::lowering::{Dialect, lower};
+use crate::ndjson::NdjsonParser;
+use crate::retry::{self, Retry};
+use crate::types::{
+    Message, ModelRequest, ModelResponse, Provider, ProviderError, StopReason, ToolCall, Usage,
+};
+use futures::StreamExt;
+use serde_json::{Map, Value, json};
+use std::future::Future;
+
+#[derive(Clone, Debug)]
+pub struct Ollama {
+    client: reqwest::Client,
+    base_url: String,
+    api_key: Option<String>,
+    pub retry: Retry,
+}
+
+/// What the lines of one response add up to.
+#[derive(Default)]
+struct State {
+    text: String,
+    calls: Vec<ToolCall>,
+    stop: Option<StopReason>,
+    usage: Usage,
+}
+
+impl Ollama {
+    pub fn new(client: reqwest::Client, base_url: &str, api_key: Option<String>) -> Self {
+        Self {
+            client,
+            base_url: base_url.trim_end_matches('/').to_string(),
+            api_key,
+            retry: Retry::default(),
+        }
+    }
+
+    fn body(request: &ModelRequest) -> Value {
+        let messages: Vec<Value> = request.messages.iter().map(wire_message).collect();
+        let mut body = json!({"model": request.model, "messages": messages, "stream": true});
+        if !request.tools.is_empty() {
+            let tools: Vec<Value> = request
+                .tools
+                .iter()
+                .map(|t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": lower(&t.parameters, Dialect::Ollama)}}))
+                .collect();
+            body["tools"] = json!(tools);
+        }
+        body
+    }
+
+    async fn send(&self, request: &ModelRequest) -> Result<ModelResponse, ProviderError> {
+        let url = format!("{}/api/chat", self.base_url);
+        let body = Self::body(request);
+        let build = || {
+            let req = self.client.post(&url).json(&body);
+            match &self.api_key {
+                Some(key) => req.bearer_auth(key),
+                None => req,
+            }
+        };
+        let response = retry::send(self.retry, &url, build).await?;
+        let mut stream = response.bytes_stream();
+        let mut parser = NdjsonParser::default();
+        let mut state = State::default();
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(|e| ProviderError::Stream(e.to_string()))?;
+            for line in parser.feed(&chunk).map_err(ProviderError::Stream)? {
+                read_line(request, &line, &mut state)?;
+            }
+            if state.stop.is_some() {
+                break;
+            }
+        }
+        if state.stop.is_none()
+            && let Some(line) = parser.finish()
+        {
+            read_line(request, &line, &mut state)?;
+        }
+        let stop = match state.stop {
+            // Ollama says "stop" when the model called tools too.
+            _ if !state.calls.is_empty() => StopReason::ToolUse,
+            Some(s) => s,
+            None => StopReason::Other,
+        };
+        Ok(ModelResponse {
+            text: state.text,
+            tool_calls: state.calls,
+            stop,
+            usage: state.usage,
+        })
+    }
+}
+
+/// Reads one line of the stream into `state`; an `error` line ends the response.
+fn read_line(request: &ModelRequest, line: &str, state: &mut State) -> Result<(), ProviderError> {
+    let Ok(event) = serde_json::from_str::<Value>(line) else {
+        return Ok(());
+    };
+    if let Some(error) = event.get("error") {
+        let msg = error
+            .as_str()
+            .or_else(|| error.get("message").and_then(Value::as_str))
+            .unwrap_or("unknown error");
+        return Err(ProviderError::Stream(msg.to_string()));
+    }
+    if let Some(t) = event.pointer("/message/content").and_then(Value::as_str) {
+        request.emit_text(t);
+        state.text.push_str(t);
+    }
+    for call in event
+        .pointer("/message/tool_calls")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let function = &call["function"];
+        let id = match call.get("id").and_then(Value::as_str) {
+            Some(id) if !id.is_empty() => id.to_string(),
+            _ => format!("ollama_call_{}", state.calls.len()),
+        };
+        let arguments = match function.get("arguments") {
+            Some(Value::String(s)) => s.clone(),
+            Some(v @ Value::Object(_)) => v.to_string(),
+            _ => "{}".to_string(),
+        };
+        state.calls.push(ToolCall {
+            id,
+            name: function["name"].as_str().unwrap_or_default().to_string(),
+            arguments,
+        });
+    }
+    if event.get("done") == Some(&Value::Bool(true)) {
+        let count = |k: &str| event.get(k).and_then(Value::as_u64).unwrap_or(0);
+        state.usage = Usage {
+            input_tokens: count("prompt_eval_count"),
+            output_tokens: count("eval_count"),
+            cache_read_tokens: 0,
+            cache_write_tokens: 0,
+        };
+        state.stop = Some(match event.get("done_reason").and_then(Value::as_str) {
+            Some("stop") => StopReason::EndTurn,
+            Some("length") => StopReason::MaxTokens,
+            _ => StopReason::Other,
+        });
+    }
+    Ok(())
+}
+
+fn wire_message(m: &Message) -> Value {
+    match m {
+        Message::System { text } => json!({"role": "system", "content": text}),
+        Message::User { text } => json!({"role": "user", "content": text}),
+        Message::Assistant { text, tool_calls } => {
+            let mut v = json!({"role": "assistant", "content": text});
+            if !tool_calls.is_empty() {
+                let calls: Vec<Value> = tool_calls
+                    .iter()
+                    .map(|c| {
+                        // Ollama wants the arguments as an object, not as JSON text.
+                        let arguments = match serde_json::from_str::<Value>(&c.arguments) {
+                            Ok(v @ Value::Object(_)) => v,
+                            _ => Value::Object(Map::new()),
+                        };
+                        json!({"function": {"name": c.name, "arguments": arguments}})
+                    })
+                    .collect();
+                v["tool_calls"] = json!(calls);
+            }
+            v
+        }
+        // No error flag on a tool message: the text says so.
+        Message::ToolResult {
+            name,
+            content,
+            is_error,
+            ..
+        } => {
+            let content = if *is_error {
+                format!("ERROR: {content}")
+            } else {
+                content.clone()
+            };
+            json!({"role": "tool", "content": content, "tool_name": name})
+        }
+    }
+}
+
+impl Provider for Ollama {
+    fn complete(
+        &self,
+        request: &ModelRequest,
+    ) -> impl Future<Output = Result<ModelResponse, ProviderError>> + Send {
+        self.send(request)
+    }
+}

@@ -1,0 +1,262 @@
+//! OpenAI Responses API with streaming (`POST {base}/responses`, `stream: true`, SSE). The
+//! conversation goes as `input` items: messages, `function_call` items for the model's
+//! calls and `function_call_output` items for their results; the system prompt goes as
+//! `instructions`. Events are typed `response.*`: text arrives as `output_text.delta`, a
+//! call as an `output_item.added` (keyed by `output_index`) followed by argument deltas
+//! and a `done` with the full arguments. We keep no state on the server (`store: false`):
+//! every request carries the whole history, as with the other providers.
+
+use crate::lowering::{Dialect, lower};
+use crate::retry::{self, Retry};
+use crate::sse::SseParser;
+use crate::types::{
+    Message, ModelRequest, ModelResponse, Provider, ProviderError, StopReason, ToolCall, Usage,
+};
+use futures::StreamExt;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::future::Future;
+
+#[derive(Clone, Debug)]
+pub struct OpenAiResponses {
+    client: reqwest::Client,
+    base_url: String,
+    api_key: Option<String>,
+    pub retry: Retry,
+}
+
+/// A function call being streamed: the item id links argument deltas that name no index.
+#[derive(Default)]
+struct Call {
+    item_id: String,
+    call_id: String,
+    name: String,
+    arguments: String,
+}
+
+impl OpenAiResponses {
+    pub fn new(client: reqwest::Client, base_url: &str, api_key: Option<String>) -> Self {
+        Self {
+            client,
+            base_url: base_url.trim_end_matches('/').to_string(),
+            api_key,
+            retry: Retry::default(),
+        }
+    }
+
+    fn body(request: &ModelRequest) -> Value {
+        let mut instructions: Vec<&str> = Vec::new();
+        let mut input: Vec<Value> = Vec::new();
+        for m in &request.messages {
+            match m {
+                Message::System { text } => instructions.push(text),
+                Message::User { text } => input.push(json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]})),
+                Message::Assistant { text, tool_calls } => {
+                    if !text.is_empty() {
+                        input.push(json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]}));
+                    }
+                    for c in tool_calls {
+                        // The API wants JSON text here; a call the model made with no
+                        // arguments is sent back as the empty object.
+                        let arguments = if c.arguments.trim().is_empty() { "{}" } else { &c.arguments };
+                        input.push(json!({"type": "function_call", "call_id": c.id, "name": c.name, "arguments": arguments}));
+                    }
+                }
+                // There is no error flag on a function result: the text says so.
+                Message::ToolResult {
+                    call_id,
+                    content,
+                    is_error,
+                    ..
+                } => {
+                    let output = if *is_error {
+                        format!("ERROR: {content}")
+                    } else {
+                        content.clone()
+                    };
+                    input.push(json!({"type": "function_call_output", "call_id": call_id, "output": output}));
+                }
+            }
+        }
+        let mut body =
+            json!({"model": request.model, "input": input, "stream": true, "store": false});
+        if !instructions.is_empty() {
+            body["instructions"] = json!(instructions.join("\n\n"));
+        }
+        if !request.tools.is_empty() {
+            // Function tools are strict by default in this API; our schemas are lowered for
+            // the non-strict dialect, so say so.
+            let tools: Vec<Value> = request
+                .tools
+                .iter()
+                .map(|t| json!({"type": "function", "name": t.name, "description": t.description, "parameters": lower(&t.parameters, Dialect::OpenAi), "strict": false}))
+                .collect();
+            body["tools"] = json!(tools);
+        }
+        body
+    }
+
+    async fn send(&self, request: &ModelRequest) -> Result<ModelResponse, ProviderError> {
+        let url = format!("{}/responses", self.base_url);
+        let body = Self::body(request);
+        let build = || {
+            let req = self.client.post(&url).json(&body);
+            match &self.api_key {
+                Some(key) => req.bearer_auth(key),
+                None => req,
+            }
+        };
+        let response = retry::send(self.retry, &url, build).await?;
+        let mut stream = response.bytes_stream();
+        let mut parser = SseParser::default();
+        let mut text = String::new();
+        let mut calls: BTreeMap<u64, Call> = BTreeMap::new();
+        let mut stop = None;
+        let mut usage = Usage::default();
+        'read: while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(|e| ProviderError::Stream(e.to_string()))?;
+            for data in parser.feed(&chunk).map_err(ProviderError::Stream)? {
+                let Ok(event) = serde_json::from_str::<Value>(&data) else {
+                    continue;
+                };
+                let kind = event
+                    .get("type")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                match kind {
+                    "response.output_text.delta" => {
+                        if let Some(t) = event.get("delta").and_then(Value::as_str) {
+                            request.emit_text(t);
+                            text.push_str(t);
+                        }
+                    }
+                    "response.output_item.added" | "response.output_item.done" => {
+                        let item = &event["item"];
+                        if item["type"] != "function_call" {
+                            continue;
+                        }
+                        let index = output_index(&event, &calls);
+                        let call = calls.entry(index).or_default();
+                        if let Some(id) = item.get("id").and_then(Value::as_str) {
+                            call.item_id = id.to_string();
+                        }
+                        if let Some(id) = item.get("call_id").and_then(Value::as_str) {
+                            call.call_id = id.to_string();
+                        }
+                        if let Some(n) = item.get("name").and_then(Value::as_str) {
+                            call.name = n.to_string();
+                        }
+                        // `added` carries "" and `done` the full text; either is the truth
+                        // so far, unless it is empty and deltas already came.
+                        if let Some(a) = item.get("arguments").and_then(Value::as_str)
+                            && !a.is_empty()
+                        {
+                            call.arguments = a.to_string();
+                        }
+                    }
+                    "response.function_call_arguments.delta"
+                    | "response.function_call_arguments.done" => {
+                        let Some(call) = find_call(&event, &mut calls) else {
+                            continue;
+                        };
+                        if let Some(d) = event.get("delta").and_then(Value::as_str) {
+                            call.arguments.push_str(d);
+                        }
+                        if let Some(a) = event.get("arguments").and_then(Value::as_str) {
+                            call.arguments = a.to_string();
+                        }
+                    }
+                    "response.completed" => {
+                        usage = read_usage(&event["response"]["usage"]);
+                        stop = Some(StopReason::EndTurn);
+                        break 'read;
+                    }
+                    "response.incomplete" => {
+                        let r = &event["response"];
+                        usage = read_usage(&r["usage"]);
+                        stop = Some(match r.pointer("/incomplete_details/reason") {
+                            Some(reason) if reason == "max_output_tokens" => StopReason::MaxTokens,
+                            _ => StopReason::Other,
+                        });
+                        break 'read;
+                    }
+                    "response.failed" | "error" => {
+                        return Err(ProviderError::Stream(error_message(&event)));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let tool_calls: Vec<ToolCall> = calls
+            .into_values()
+            .enumerate()
+            .map(|(i, c)| ToolCall {
+                // A call without a call id is answered under its item id, or a made-up one.
+                id: [c.call_id, c.item_id]
+                    .into_iter()
+                    .find(|id| !id.is_empty())
+                    .unwrap_or_else(|| format!("call_{i}")),
+                name: c.name,
+                arguments: c.arguments,
+            })
+            .collect();
+        let stop = match stop {
+            Some(StopReason::EndTurn) if !tool_calls.is_empty() => StopReason::ToolUse,
+            Some(s) => s,
+            // The stream ended without saying how the response ended.
+            None => StopReason::Other,
+        };
+        Ok(ModelResponse {
+            text,
+            tool_calls,
+            stop,
+            usage,
+        })
+    }
+}
+
+/// The event's `output_index`, or the next free one when a server leaves it out.
+fn output_index(event: &Value, calls: &BTreeMap<u64, Call>) -> u64 {
+    event
+        .get("output_index")
+        .and_then(Value::as_u64)
+        .unwrap_or_else(|| calls.keys().next_back().map_or(0, |k| k + 1))
+}
+
+/// The call an argument event is about: by `output_index`, else by `item_id`.
+fn find_call<'a>(event: &Value, calls: &'a mut BTreeMap<u64, Call>) -> Option<&'a mut Call> {
+    if let Some(index) = event.get("output_index").and_then(Value::as_u64) {
+        return Some(calls.entry(index).or_default());
+    }
+    let item_id = event.get("item_id").and_then(Value::as_str)?;
+    calls.values_mut().find(|c| c.item_id == item_id)
+}
+
+fn read_usage(u: &Value) -> Usage {
+    let count = |k: &str| u.pointer(k).and_then(Value::as_u64).unwrap_or(0);
+    Usage {
+        input_tokens: count("/input_tokens"),
+        output_tokens: count("/output_tokens"),
+        cache_read_tokens: count("/input_tokens_details/cached_tokens"),
+        cache_write_tokens: 0,
+    }
+}
+
+/// The message of an `error` event (`message` at the top or under `error`) or of a
+/// `response.failed` (under `response.error`).
+fn error_message(event: &Value) -> String {
+    ["/message", "/error/message", "/response/error/message"]
+        .iter()
+        .find_map(|p| event.pointer(p).and_then(Value::as_str))
+        .unwrap_or("the response failed")
+        .to_string()
+}
+
+impl Provider for OpenAiResponses {
+    fn complete(
+        &self,
+        request: &ModelRequest,
+    ) -> impl Future<Output = Result<ModelResponse, ProviderError>> + Send {
+        self.send(request)
+    }
+}
