@@ -171,14 +171,28 @@ impl Manager {
         arguments: Option<Map<String, Value>>,
         cancel: &CancellationToken,
     ) -> Result<CallOutcome, CallError> {
-        let (session, spec) = self.session(id)?;
-        let r = session
-            .call_tool(tool, arguments, spec.tool_timeout, cancel)
-            .await;
-        r.map_err(|source| CallError::Request {
-            server: id.to_string(),
-            source,
-        })
+        self.detached_call(id, tool, arguments, cancel.clone())
+            .await
+    }
+
+    /// The same call as a future that borrows nothing, so it can outlive the caller's step
+    /// (a call moved to the background keeps running on its own task).
+    pub fn detached_call(
+        &self,
+        id: &ServerId,
+        tool: &str,
+        arguments: Option<Map<String, Value>>,
+        cancel: CancellationToken,
+    ) -> impl Future<Output = Result<CallOutcome, CallError>> + Send + 'static {
+        let found = self.session(id).map(|(s, spec)| (s, spec.tool_timeout));
+        let (server, tool) = (id.to_string(), tool.to_string());
+        async move {
+            let (session, timeout) = found?;
+            session
+                .call_tool(&tool, arguments, timeout, &cancel)
+                .await
+                .map_err(|source| CallError::Request { server, source })
+        }
     }
 
     /// The ready session of a server, or why there is none.

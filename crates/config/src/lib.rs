@@ -17,5 +17,5 @@ pub use load::{ConfigPaths, LoadOptions, LoadedConfig, ServerEntry, ServerReadin
 pub use permissions::{
     HookCommand, HookMatcher, RawCondition, RawHooks, RawPermissions, RawRule, TaintExempt,
 };
-pub use server::{RawServer, Scope, ServerSpec, Transport, definition_hash};
+pub use server::{RawServer, RawToolOptions, Scope, ServerSpec, Transport, definition_hash};
 pub use trust::{TrustAnswer, TrustError, TrustLedger};

@@ -68,6 +68,24 @@ pub struct RawServer {
     /// schema's default values instead of declining.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub elicitation_defaults: Option<bool>,
+    /// `false`: this server's calls run one at a time, even trusted read-only ones.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parallel: Option<bool>,
+    /// Tokens of one result the model gets inline from this server (default 25,000); a
+    /// larger result is stored and previewed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_result_tokens: Option<u64>,
+    /// Per-tool overrides, by the server's own tool name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tools: BTreeMap<String, RawToolOptions>,
+}
+
+/// Options for one tool of a server.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RawToolOptions {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_result_tokens: Option<u64>,
 }
 
 /// How to reach a server, with every variable expanded.
@@ -100,6 +118,21 @@ pub struct ServerSpec {
     pub always_load: bool,
     pub allow_unvalidated: bool,
     pub elicitation_defaults: bool,
+    pub parallel: bool,
+    /// The server's result cap in tokens, when configured.
+    pub max_result_tokens: Option<u64>,
+    /// Per-tool result caps in tokens, by the server's own tool name.
+    pub tool_result_tokens: BTreeMap<String, u64>,
+}
+
+impl ServerSpec {
+    /// The configured result cap for one tool: the tool's own, else the server's.
+    pub fn result_tokens(&self, tool: &str) -> Option<u64> {
+        self.tool_result_tokens
+            .get(tool)
+            .copied()
+            .or(self.max_result_tokens)
+    }
 }
 
 pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
@@ -232,6 +265,11 @@ impl RawServer {
             always_load: self.always_load.unwrap_or(false),
             allow_unvalidated: self.allow_unvalidated.unwrap_or(false),
             elicitation_defaults: self.elicitation_defaults.unwrap_or(false),
+            parallel: self.parallel.unwrap_or(true),
+            max_result_tokens: self.max_result_tokens,
+            tool_result_tokens: (self.tools.iter())
+                .filter_map(|(name, o)| Some((name.clone(), o.max_result_tokens?)))
+                .collect(),
         })
     }
 }

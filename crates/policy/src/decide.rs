@@ -56,6 +56,11 @@ pub enum DecidedBy {
     Hook {
         command: String,
     },
+    /// A person answered the approval question (outside this function, recorded the same
+    /// way).
+    User {
+        scope: crate::turn::AnswerScope,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

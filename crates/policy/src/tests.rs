@@ -87,6 +87,7 @@ fn by_label(d: &DecidedBy) -> &'static str {
         DecidedBy::ReadOnlyHint => "read_only_hint",
         DecidedBy::Mode { .. } => "mode",
         DecidedBy::Hook { .. } => "hook",
+        DecidedBy::User { .. } => "user",
     }
 }
 
