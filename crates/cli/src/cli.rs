@@ -100,13 +100,26 @@ pub struct RunArgs {
     /// Headless default: deny what no rule allows.
     #[arg(long, value_enum, default_value_t = ModeArg::Deny)]
     pub mode: ModeArg,
+    /// Go on with the latest conversation started in this directory.
+    #[arg(short = 'c', long = "continue", conflicts_with = "resume")]
+    pub continue_latest: bool,
+    /// Go on with the conversation with this id.
+    #[arg(long, value_name = "ID")]
+    pub resume: Option<String>,
+    /// Move a call still running after this many seconds to the background (its result
+    /// comes at the next turn). Default: wait for it, within its own deadline.
+    #[arg(long, value_name = "SECS")]
+    pub background_after: Option<u64>,
+    /// The model's context window in tokens (default: a per-provider assumption).
+    #[arg(long, value_name = "TOKENS")]
+    pub context_window: Option<usize>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum OutputFormat {
     Text,
     Json,
-    /// One JSON object per line as things happen (decisions, calls), then the result.
+    /// One JSON object per line as things happen (text, decisions, calls), then the result.
     StreamJson,
 }
 

@@ -7,6 +7,7 @@ mod cli;
 mod commands;
 mod hooks;
 mod host;
+mod model;
 mod output;
 mod policy;
 

@@ -170,10 +170,11 @@ fn a_tool_using_turn_completes_with_denied_and_invalid_calls_reported_to_the_mod
             )
         })
         .collect();
+    // A step's calls are all decided (in call order) before any is sent.
     let want = [
         ("decision", "echo"),
-        ("call", "echo"),
         ("decision", "grow"),
+        ("call", "echo"),
         ("decision", "add"),
         ("call", "add"),
     ];
@@ -404,11 +405,19 @@ fn a_20_mb_result_is_stored_previewed_and_read_back_through_read_result() {
             .iter()
             .any(|t| t["function"]["name"] == "read_result")
     );
-    // The whole result is stored byte for byte under its handle.
-    let dir = sb.path().join("data/mcp-host/results");
-    let stored: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().collect();
-    assert_eq!(stored.len(), 1);
-    assert!(std::fs::read(stored[0].path()).unwrap() == expected.as_bytes());
+    // The whole result is stored byte for byte under its handle, in the SQLite store.
+    let handle = mcp_host_store::result_handle(&expected);
+    assert!(
+        second.contains(&handle),
+        "the preview does not name the handle"
+    );
+    let stored = tokio::runtime::Runtime::new().unwrap().block_on(async {
+        let store = mcp_host_store::Store::open(&sb.path().join("data/mcp-host/store.sqlite"))
+            .await
+            .unwrap();
+        store.get_result(&handle).await.unwrap()
+    });
+    assert!(stored.as_deref() == Some(expected.as_str()));
 }
 
 #[test]
@@ -510,8 +519,28 @@ fn stream_json_prints_one_event_per_line_then_the_result() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
-    assert_eq!(kinds, ["decision", "tool_result", "decision", "result"]);
-    assert_eq!(events[2]["verdict"], "deny");
-    assert_eq!(events[3]["result"], "ok");
+    let kinds: Vec<&str> = events
+        .iter()
+        .map(|e| e["type"].as_str().unwrap())
+        .filter(|k| *k != "text_delta")
+        .collect();
+    // Both calls are decided before the allowed one is sent.
+    assert_eq!(
+        kinds,
+        ["decision", "decision", "tool_call", "tool_result", "result"]
+    );
+    assert_eq!(events[1]["verdict"], "deny");
+    assert_eq!(events[2]["call_id"], "a");
+    assert_eq!(events[3]["call_id"], "a");
+    assert_eq!(events[3]["ok"], true);
+    // The final text also streamed, in pieces, as it arrived.
+    let streamed: String = events
+        .iter()
+        .filter(|e| e["type"] == "text_delta")
+        .map(|e| e["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(streamed, "ok");
+    let result = events.last().unwrap();
+    assert_eq!(result["result"], "ok");
+    assert_eq!(result["conversation_id"].as_str().unwrap().len(), 32);
 }

@@ -1,54 +1,104 @@
-//! The agent loop. One turn: ask the model (with the exposed catalogue), then for every tool
-//! call resolve it in the catalogue, validate its arguments, decide through policy, call the
-//! server, cap the result, tag its origin, and give it back to the model; repeat until the
-//! model stops calling tools or the step cap is hit. Denied, invalid and failed calls come
-//! back to the model as error results it can read, and the turn goes on.
+//! The agent loop. Operations in (a user turn, approval answers, an interrupt), events out
+//! (text as it streams, calls begun and ended, approval requests, notices). One turn: deliver
+//! finished background calls, compact the history if it nears the window, then repeatedly
+//! ask the model with the exposed catalogue; decide each tool call it makes (resolve,
+//! validate, policy, and a person's answer for an `Ask`), dispatch the allowed ones (in
+//! parallel where that is safe), fit each result to its budget, tag its origin, and give the
+//! results back in call order; until the model stops calling tools or the step cap is hit.
+//! Denied, invalid and failed calls come back to the model as error results it can read.
 //!
-//! This first version runs calls one after another and decides headless (an `Ask` cannot be
-//! answered and is refused with its reason); approvals, parallel dispatch, result spill and
-//! persistence come next.
+//! The catalogue is borrowed for the whole turn: a front end takes a new snapshot between
+//! turns, never inside one, so the tools cannot change under the model mid-turn.
 
+mod background;
+mod budget;
+mod calls;
+mod compact;
+mod dispatch;
+mod events;
+mod history;
+mod render;
 mod results;
 
+pub use budget::{Budget, CAP_TOKENS, DEFAULT_RESULT_CHARS, Fit, WARN_TOKENS, estimate_tokens};
+pub use compact::{COMPACT_AT, history_tokens};
+pub use events::{Approval, ApprovalRequest, Event, Observer, Quiet};
+pub use history::HistoryError;
+pub use render::{cap, render};
 pub use results::{MAX_READ, READ_RESULT, ResultStore, preview, read_result_definition};
 
+use crate::background::BackgroundJob;
+use crate::calls::Prepared;
+use crate::dispatch::{Dispatched, Job};
 use mcp_host_client::Manager;
-use mcp_host_core::{CallOutcome, Content};
-use mcp_host_models::{Message, ModelRequest, Provider, ProviderError, ToolCall, ToolSpec};
-use mcp_host_policy::{
-    Answers, Call, Context, Decision, Mode, Origin, Policy, ToolFacts, Turn, Verdict, decide,
-};
+use mcp_host_core::CallOutcome;
+use mcp_host_models::{Message, ModelRequest, Provider, ProviderError, ToolCall, ToolSpec, Usage};
+use mcp_host_policy::{Answers, DecidedBy, Mode, Origin, Policy, ToolFacts, Turn, Verdict};
 use mcp_host_registry::catalogue::{Catalogue, Entry};
-use mcp_host_registry::exposure::{Exposure, LOAD_TOOLS, SEARCH_TOOLS};
+use mcp_host_registry::exposure::Exposure;
 use mcp_host_registry::lint::Flag;
 use mcp_host_registry::pins::PinCheck;
+use mcp_host_store::{ConversationId, Store};
 use serde::Serialize;
 use serde_json::Value;
+use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
-/// Bytes of one tool result the model gets inline; a larger result is stored whole and the
-/// model gets a preview and a handle (or, without a store, a stated cut).
-pub const DEFAULT_RESULT_CHARS: usize = 50_000;
+/// A call running this long moves to the background in interactive use.
+pub const DEFAULT_BACKGROUND_AFTER: Duration = Duration::from_secs(120);
 
 #[derive(Clone, Debug)]
 pub struct EngineConfig {
     pub model: String,
     pub max_steps: usize,
     pub mode: Mode,
+    /// Characters of one result the model gets inline under the default budget.
     pub result_chars: usize,
+    /// The model's context window in tokens (sizes tool exposure and compaction).
     pub context_window: usize,
-    /// Where large results go; `None` cuts them instead.
-    pub results: Option<ResultStore>,
+    /// Where large results, answers and conversations go; `None` cuts large results instead.
+    pub store: Option<Store>,
+    /// A call still running after this moves to the background; `None` waits for it.
+    pub background_after: Option<Duration>,
 }
 
-/// What happened to one tool call, for the report.
+/// What happened to one tool call, for the report and the store.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct CallRecord {
     pub id: String,
+    /// The model-visible name.
     pub name: String,
+    /// The server and its own tool name, once resolved.
+    pub server: Option<String>,
+    pub tool: Option<String>,
+    pub verdict: Option<Verdict>,
+    pub decided_by: Option<DecidedBy>,
     pub is_error: bool,
     /// Why it was not run, when it was not.
     pub refused: Option<String>,
+    /// The handle of the whole result, when it was too large to show.
+    pub result_handle: Option<String>,
+    pub duration_ms: Option<u64>,
+    /// The background job it became, when it ran too long.
+    pub background_job: Option<String>,
+}
+
+impl CallRecord {
+    fn new(call: &ToolCall) -> Self {
+        Self {
+            id: call.id.clone(),
+            name: call.name.clone(),
+            server: None,
+            tool: None,
+            verdict: None,
+            decided_by: None,
+            is_error: false,
+            refused: None,
+            result_handle: None,
+            duration_ms: None,
+            background_job: None,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -68,43 +118,19 @@ pub struct TurnReport {
     pub steps: usize,
     pub end: TurnEnd,
     pub calls: Vec<CallRecord>,
+    pub usage: Usage,
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
     #[error(transparent)]
     Provider(#[from] ProviderError),
+    #[error(transparent)]
+    History(#[from] HistoryError),
 }
 
 /// Characters of one server's `instructions` put into the system prompt.
 pub const INSTRUCTIONS_CHARS: usize = 2_000;
-
-/// Told about every decision and every call, so a front end can audit them.
-pub trait Observer: Sync {
-    fn decided(&self, entry: &Entry, args: &Value, decision: &Decision);
-    fn called(
-        &self,
-        entry: &Entry,
-        args: &Value,
-        outcome: Result<&CallOutcome, String>,
-        took: std::time::Duration,
-    );
-}
-
-/// Observes nothing.
-pub struct Quiet;
-
-impl Observer for Quiet {
-    fn decided(&self, _: &Entry, _: &Value, _: &Decision) {}
-    fn called(
-        &self,
-        _: &Entry,
-        _: &Value,
-        _: Result<&CallOutcome, String>,
-        _: std::time::Duration,
-    ) {
-    }
-}
 
 /// Everything a turn needs, borrowed: the engine owns no global state.
 pub struct Engine<'a, P: Provider> {
@@ -145,43 +171,121 @@ pub fn system_prompt(manager: &Manager, catalogue: &Catalogue) -> Option<String>
 #[derive(Debug)]
 pub struct Conversation {
     pub history: Vec<Message>,
+    /// The turn each message of `history` belongs to (kept in step with it).
+    turns: Vec<u32>,
     pub exposure: Exposure,
     pub answers: Answers,
     turn: Turn,
+    /// Turns started so far.
+    turn_no: u32,
     /// Once a result was stored, `read_result` is offered for the rest of the conversation.
     stored_results: bool,
+    /// Calls that outlived their step, delivered at the next turn boundary.
+    background: Vec<BackgroundJob>,
+    /// Background jobs started so far (their ids count up).
+    jobs_started: usize,
+    /// Where the conversation is persisted, and how much of it already is.
+    saved: Option<history::Saved>,
+    /// Compaction rewrote old messages: the next save replaces the stored history.
+    rewritten: bool,
 }
 
 impl Conversation {
+    /// A conversation kept in memory only.
     pub fn new(context_window: usize, answers: Answers) -> Self {
         Self {
             history: Vec::new(),
+            turns: Vec::new(),
             exposure: Exposure::for_context_window(context_window),
             answers,
             turn: Turn::default(),
+            turn_no: 0,
             stored_results: false,
+            background: Vec::new(),
+            jobs_started: 0,
+            saved: None,
+            rewritten: false,
+        }
+    }
+
+    /// The stored conversation's id, when it is persisted.
+    pub fn id(&self) -> Option<&ConversationId> {
+        self.saved.as_ref().map(|s| &s.id)
+    }
+
+    /// Background calls still running.
+    pub fn background_running(&self) -> usize {
+        self.background
+            .iter()
+            .filter(|j| !j.task.is_finished())
+            .count()
+    }
+
+    /// Background calls done and waiting for the next turn boundary.
+    pub fn background_finished(&self) -> usize {
+        self.background.len() - self.background_running()
+    }
+
+    fn push(&mut self, message: Message) {
+        self.history.push(message);
+        self.turns.push(self.turn_no);
+    }
+}
+
+impl Drop for Conversation {
+    /// Calls still in the background belong to this conversation: their servers are told.
+    fn drop(&mut self) {
+        for job in &self.background {
+            job.token.cancel();
         }
     }
 }
 
 impl<P: Provider> Engine<'_, P> {
+    fn results(&self) -> Option<ResultStore> {
+        self.config.store.clone().map(ResultStore::new)
+    }
+
+    /// Runs one user turn to its end. The history is kept (and saved, when the conversation
+    /// is persisted) however the turn ends.
     pub async fn run_turn(
         &self,
         conv: &mut Conversation,
         user: &str,
         cancel: &CancellationToken,
     ) -> Result<TurnReport, EngineError> {
+        let outcome = self.turn(conv, user, cancel).await;
+        self.save(conv).await?;
+        outcome
+    }
+
+    async fn turn(
+        &self,
+        conv: &mut Conversation,
+        user: &str,
+        cancel: &CancellationToken,
+    ) -> Result<TurnReport, EngineError> {
+        conv.turn_no += 1;
+        conv.turn.user_spoke();
         if conv.history.is_empty()
             && let Some(system) = system_prompt(self.manager, self.catalogue)
         {
-            conv.history.push(Message::System { text: system });
+            conv.push(Message::System { text: system });
         }
-        conv.turn.user_spoke();
-        conv.history.push(Message::User {
-            text: user.to_string(),
+        self.compact(conv).await;
+        let delivered = self.deliver_background(conv).await;
+        conv.push(Message::User {
+            text: format!("{delivered}{user}"),
         });
-        let mut calls = Vec::new();
+        let mut report = TurnReport {
+            text: String::new(),
+            steps: 0,
+            end: TurnEnd::Finished,
+            calls: Vec::new(),
+            usage: Usage::default(),
+        };
         for step in 1..=self.config.max_steps {
+            report.steps = step;
             let plan = conv.exposure.plan(self.catalogue);
             let mut definitions = plan.definitions(&conv.exposure.loaded);
             if conv.stored_results {
@@ -189,188 +293,270 @@ impl<P: Provider> Engine<'_, P> {
             }
             let tools = definitions.into_iter().filter_map(tool_spec).collect();
             let request = ModelRequest::new(self.config.model.clone(), conv.history.clone(), tools);
-            let response = tokio::select! {
-                r = self.provider.complete(&request) => r?,
-                () = cancel.cancelled() => return Ok(cancelled(step, calls)),
+            let Some(response) = self.ask_model(request, cancel).await? else {
+                return Ok(cancelled(report));
             };
-            conv.history.push(Message::Assistant {
+            report.usage += response.usage;
+            conv.push(Message::Assistant {
                 text: response.text.clone(),
                 tool_calls: response.tool_calls.clone(),
             });
             if response.tool_calls.is_empty() {
-                return Ok(TurnReport {
-                    text: response.text,
-                    steps: step,
-                    end: TurnEnd::Finished,
-                    calls,
-                });
+                report.text = response.text;
+                return Ok(report);
             }
-            for call in &response.tool_calls {
-                let (content, record) = self.run_call(conv, call, cancel).await;
-                conv.history.push(Message::ToolResult {
-                    call_id: call.id.clone(),
-                    name: call.name.clone(),
-                    content,
-                    is_error: record.is_error,
-                });
-                calls.push(record);
-                if cancel.is_cancelled() {
-                    return Ok(cancelled(step, calls));
-                }
+            self.run_step(conv, &response.tool_calls, cancel, &mut report.calls)
+                .await;
+            if cancel.is_cancelled() {
+                return Ok(cancelled(report));
             }
         }
-        let text = format!(
+        report.text = format!(
             "Stopped after {} model steps (the per-turn cap); the task may be unfinished.",
             self.config.max_steps
         );
-        Ok(TurnReport {
-            text,
-            steps: self.config.max_steps,
-            end: TurnEnd::StepLimit,
-            calls,
-        })
+        report.end = TurnEnd::StepLimit;
+        Ok(report)
     }
 
-    /// Runs one call; returns what the model reads and the record.
-    async fn run_call(
+    /// One model request; its text is passed on as it streams. `None`: interrupted.
+    async fn ask_model(
+        &self,
+        mut request: ModelRequest,
+        cancel: &CancellationToken,
+    ) -> Result<Option<mcp_host_models::ModelResponse>, ProviderError> {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        request.deltas = Some(tx);
+        let response = self.provider.complete(&request);
+        tokio::pin!(response);
+        loop {
+            tokio::select! {
+                biased;
+                () = cancel.cancelled() => return Ok(None),
+                Some(text) = rx.recv() => self.observer.event(Event::TextDelta(text)),
+                r = &mut response => {
+                    while let Ok(text) = rx.try_recv() {
+                        self.observer.event(Event::TextDelta(text));
+                    }
+                    return r.map(Some);
+                }
+            }
+        }
+    }
+
+    /// Decides every call of a step (in order, so approvals are asked in order), dispatches
+    /// the allowed ones, and puts every result into the history in call order.
+    async fn run_step(
+        &self,
+        conv: &mut Conversation,
+        calls: &[ToolCall],
+        cancel: &CancellationToken,
+        records: &mut Vec<CallRecord>,
+    ) {
+        let mut answers: Vec<Option<(String, CallRecord)>> = Vec::new();
+        let mut jobs = Vec::new();
+        for (index, call) in calls.iter().enumerate() {
+            match self.prepare(conv, call, cancel).await {
+                Prepared::Answered { content, record } => answers.push(Some((content, record))),
+                Prepared::Allowed {
+                    entry,
+                    args,
+                    record,
+                } => {
+                    answers.push(None);
+                    jobs.push((
+                        Job {
+                            index,
+                            call_id: call.id.clone(),
+                            entry,
+                            args,
+                        },
+                        record,
+                    ));
+                }
+            }
+        }
+        let mut pending: Vec<Option<(&Entry, Value, CallRecord)>> =
+            (0..calls.len()).map(|_| None).collect();
+        let mut to_run = Vec::new();
+        for (job, record) in jobs {
+            pending[job.index] = Some((job.entry, job.args.clone(), record));
+            to_run.push(job);
+        }
+        let mut dispatched: Vec<Option<Dispatched>> = (0..calls.len()).map(|_| None).collect();
+        for (index, d) in self.dispatch(to_run, cancel).await {
+            dispatched[index] = Some(d);
+        }
+        for (index, call) in calls.iter().enumerate() {
+            let (content, record) = match (answers[index].take(), pending[index].take()) {
+                (Some(answered), _) => answered,
+                (None, Some((entry, args, record))) => {
+                    let Some(d) = dispatched[index].take() else {
+                        continue;
+                    };
+                    self.finish_call(conv, call, entry, &args, record, d).await
+                }
+                (None, None) => continue,
+            };
+            conv.push(Message::ToolResult {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                content,
+                is_error: record.is_error,
+            });
+            self.record_call(conv, &record, call).await;
+            records.push(record);
+        }
+    }
+
+    /// Turns a dispatched call into what the model reads.
+    async fn finish_call(
         &self,
         conv: &mut Conversation,
         call: &ToolCall,
-        cancel: &CancellationToken,
-    ) -> (String, CallRecord) {
-        let record = |is_error: bool, refused: Option<String>| CallRecord {
-            id: call.id.clone(),
-            name: call.name.clone(),
-            is_error,
-            refused,
-        };
-        let refuse = |why: String| (why.clone(), record(true, Some(why)));
-        let args: Value = match call.arguments.trim() {
-            "" => Value::Object(Default::default()),
-            text => match serde_json::from_str(text) {
-                Ok(v) => v,
-                Err(e) => {
-                    return refuse(format!(
-                        "the arguments are not valid JSON ({e}); nothing was sent"
-                    ));
-                }
-            },
-        };
-        if call.name == SEARCH_TOOLS {
-            return (
-                conv.exposure
-                    .search_tools(self.catalogue, &args)
-                    .to_string(),
-                record(false, None),
-            );
-        }
-        if call.name == LOAD_TOOLS {
-            return (
-                conv.exposure.load_tools(self.catalogue, &args).to_string(),
-                record(false, None),
-            );
-        }
-        if call.name == READ_RESULT
-            && let Some(store) = &self.config.results
-        {
-            let handle = args
-                .get("handle")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            let offset = args.get("offset").and_then(Value::as_u64).unwrap_or(0) as usize;
-            let length = args.get("length").and_then(Value::as_u64).unwrap_or(20_000) as usize;
-            return match store.read(handle, offset, length) {
-                Ok(page) => (page.to_string(), record(false, None)),
-                Err(e) => (e, record(true, None)),
-            };
-        }
-        let entry = match self.catalogue.prepare_named_call(&call.name, &args) {
-            Ok(e) => e,
-            Err(refusal) => return refuse(refusal.to_string()),
-        };
-        let decision = self.decide(conv, entry, &args);
-        self.observer.decided(entry, &args, &decision);
-        match decision.verdict {
-            Verdict::Allow => {}
-            Verdict::Deny => return refuse(format!("denied: {}", decision.reason)),
-            Verdict::Ask => {
-                return refuse(format!(
-                    "needs approval, and nobody can approve in this run: {}",
-                    decision.reason
-                ));
-            }
-        }
-        let arguments = args.as_object().cloned();
-        let started = std::time::Instant::now();
-        let result = self
-            .manager
-            .call(&entry.key.server, &entry.key.tool, arguments, cancel)
-            .await;
-        self.observer.called(
-            entry,
-            &args,
-            result.as_ref().map_err(ToString::to_string),
-            started.elapsed(),
-        );
-        match result {
-            Ok(outcome) => {
-                let origin = Origin {
-                    server: entry.key.server.clone(),
-                    tool: entry.key.tool.clone(),
-                    call_id: call.id.clone(),
-                };
-                let tagged = conv.turn.record(origin, outcome);
-                let text = self.fit(conv, render(&tagged.value));
-                (text, record(tagged.value.is_error, None))
-            }
-            Err(e) => (format!("the call failed: {e}"), record(true, None)),
-        }
-    }
-
-    /// A result that fits goes inline; a larger one is stored and previewed, or cut when there
-    /// is no store. Either way the model is told.
-    fn fit(&self, conv: &mut Conversation, text: String) -> String {
-        if text.len() <= self.config.result_chars {
-            return text;
-        }
-        match self.config.results.as_ref().map(|s| s.put(&text)) {
-            Some(Ok(handle)) => {
-                conv.stored_results = true;
-                preview(&text, &handle)
-            }
-            _ => cap(&text, self.config.result_chars),
-        }
-    }
-
-    fn decide(
-        &self,
-        conv: &Conversation,
         entry: &Entry,
         args: &Value,
-    ) -> mcp_host_policy::Decision {
-        let remembered = conv.answers.current();
-        let facts = tool_facts(entry);
-        let trusted = self
+        mut record: CallRecord,
+        dispatched: Dispatched,
+    ) -> (String, CallRecord) {
+        match dispatched {
+            Dispatched::Done { outcome, took } => {
+                record.duration_ms = Some(took.as_millis() as u64);
+                self.observer.event(Event::CallEnded {
+                    call_id: call.id.clone(),
+                    name: call.name.clone(),
+                    is_error: outcome.as_ref().map_or(true, |o| o.is_error),
+                    took,
+                    background_job: None,
+                });
+                self.observer
+                    .called(entry, args, outcome.as_ref().map_err(Clone::clone), took);
+                match outcome {
+                    Ok(outcome) => {
+                        let (text, handle) =
+                            self.accept_result(conv, entry, &call.id, outcome).await;
+                        record.is_error = text.1;
+                        record.result_handle = handle;
+                        (text.0, record)
+                    }
+                    Err(e) => {
+                        record.is_error = true;
+                        (format!("the call failed: {e}"), record)
+                    }
+                }
+            }
+            Dispatched::Background {
+                task,
+                token,
+                started,
+            } => {
+                conv.jobs_started += 1;
+                let job_id = format!("bg-{}", conv.jobs_started);
+                self.observer.event(Event::CallEnded {
+                    call_id: call.id.clone(),
+                    name: call.name.clone(),
+                    is_error: false,
+                    took: started.elapsed(),
+                    background_job: Some(job_id.clone()),
+                });
+                record.background_job = Some(job_id.clone());
+                conv.background.push(BackgroundJob {
+                    id: job_id.clone(),
+                    call_id: call.id.clone(),
+                    entry: entry.clone(),
+                    args: args.clone(),
+                    task,
+                    token,
+                    started,
+                });
+                let text = format!(
+                    "This call is still running after {} seconds, so it moved to the background as job {job_id}. Its result will be delivered at the start of the user's next message; do not call it again meanwhile.",
+                    started.elapsed().as_secs()
+                );
+                (text, record)
+            }
+        }
+    }
+
+    /// A server's result enters the context: tagged with its origin, its media stored as
+    /// references, and fitted to its budget. Returns ((text, is_error), stored handle).
+    async fn accept_result(
+        &self,
+        conv: &mut Conversation,
+        entry: &Entry,
+        call_id: &str,
+        outcome: CallOutcome,
+    ) -> ((String, bool), Option<String>) {
+        let origin = Origin {
+            server: entry.key.server.clone(),
+            tool: entry.key.tool.clone(),
+            call_id: call_id.to_string(),
+        };
+        let tagged = conv.turn.record(origin, outcome);
+        let mut media_handles = Vec::new();
+        for data in render::media(&tagged.value) {
+            media_handles.push(match self.results() {
+                Some(store) => store.put(data).await.ok(),
+                None => None,
+            });
+        }
+        let text = render(&tagged.value, &media_handles);
+        let (text, handle) = self.fit(conv, entry, text).await;
+        ((text, tagged.value.is_error), handle)
+    }
+
+    /// Fits a result to its budget: inline, inline with a size note, or stored and
+    /// previewed (cut, when there is no store). Every cut is stated.
+    async fn fit(
+        &self,
+        conv: &mut Conversation,
+        entry: &Entry,
+        text: String,
+    ) -> (String, Option<String>) {
+        let budget = match self
             .manager
             .spec(&entry.key.server)
-            .is_some_and(|s| s.trusted);
-        let cx = Context {
-            mode: self.config.mode,
-            policy: self.policy,
-            server_trusted: trusted,
-            tool: facts,
-            provenance: conv.turn.provenance(),
-            remembered: &remembered,
+            .and_then(|s| s.result_tokens(&entry.key.tool))
+        {
+            Some(tokens) => Budget::configured(tokens),
+            None => Budget::standard(self.config.result_chars),
         };
-        decide(
-            Call {
-                server: &entry.key.server,
-                tool: &entry.key.tool,
-                name: &entry.name,
-                args,
-            },
-            cx,
-        )
+        match budget.fit(&text) {
+            Fit::Inline => (text, None),
+            Fit::InlineLarge { tokens } => {
+                self.observer.event(Event::Notice(format!(
+                    "{} returned a large result: about {tokens} tokens",
+                    entry.name
+                )));
+                (
+                    format!("{text}\n[note: this result is about {tokens} tokens]"),
+                    None,
+                )
+            }
+            Fit::Spill { tokens } => {
+                let stored = match self.results() {
+                    Some(store) => store.put(&text).await.ok(),
+                    None => None,
+                };
+                self.observer.event(Event::Notice(format!(
+                    "{} returned about {tokens} tokens, over its cap of {}: {}",
+                    entry.name,
+                    budget.cap_tokens,
+                    if stored.is_some() {
+                        "stored, the model sees a preview"
+                    } else {
+                        "cut"
+                    }
+                )));
+                match stored {
+                    Some(handle) => {
+                        conv.stored_results = true;
+                        (preview(&text, &handle), Some(handle))
+                    }
+                    None => (cap(&text, budget.cap_chars), None),
+                }
+            }
+        }
     }
 }
 
@@ -385,15 +571,6 @@ pub fn tool_facts(entry: &Entry) -> ToolFacts<'_> {
             .iter()
             .any(|f| matches!(f, Flag::Confusable { .. })),
         annotations: entry.tool.annotations.as_ref(),
-    }
-}
-
-fn cancelled(steps: usize, calls: Vec<CallRecord>) -> TurnReport {
-    TurnReport {
-        text: "Interrupted; the turn was cancelled.".into(),
-        steps,
-        end: TurnEnd::Cancelled,
-        calls,
     }
 }
 
@@ -412,62 +589,8 @@ fn tool_spec(definition: Value) -> Option<ToolSpec> {
     })
 }
 
-/// What the model reads of a result: text as text, other blocks described, structured
-/// content as JSON when there is no text.
-pub fn render(outcome: &CallOutcome) -> String {
-    let mut parts: Vec<String> = outcome
-        .content
-        .iter()
-        .map(|c| match c {
-            Content::Text { text } => text.clone(),
-            Content::Image { mime_type, data } => format!(
-                "[image {} of {} base64 bytes, not shown]",
-                mime_type.as_deref().unwrap_or("?"),
-                data.len()
-            ),
-            Content::Audio { mime_type, data } => format!(
-                "[audio {} of {} base64 bytes, not shown]",
-                mime_type.as_deref().unwrap_or("?"),
-                data.len()
-            ),
-            Content::ResourceLink { uri, .. } => format!("[resource link {uri}]"),
-            Content::Resource { uri, text, .. } => {
-                text.clone().unwrap_or_else(|| format!("[resource {uri}]"))
-            }
-            Content::Unknown { raw } => raw.to_string(),
-        })
-        .collect();
-    if parts.is_empty()
-        && let Some(s) = &outcome.structured
-    {
-        parts.push(s.to_string());
-    }
-    parts.join("\n")
-}
-
-/// Cuts `text` to `limit` characters and says so.
-pub fn cap(text: &str, limit: usize) -> String {
-    let total = text.chars().count();
-    if total <= limit {
-        return text.to_string();
-    }
-    let kept: String = text.chars().take(limit).collect();
-    format!(
-        "{kept}\n[result cut: {} more characters were not shown]",
-        total - limit
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cuts_are_stated() {
-        assert_eq!(cap("short", 10), "short");
-        assert_eq!(
-            cap("abcdef", 3),
-            "abc\n[result cut: 3 more characters were not shown]"
-        );
-    }
+fn cancelled(mut report: TurnReport) -> TurnReport {
+    report.text = "Interrupted; the turn was cancelled.".into();
+    report.end = TurnEnd::Cancelled;
+    report
 }

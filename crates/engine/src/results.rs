@@ -1,12 +1,10 @@
-//! Results too large for the model's context are stored whole, content-addressed, in a
-//! directory of the user's data dir; the model gets a preview that says what was cut and a
+//! Results too large for the model's context are stored whole, content-addressed, in the
+//! SQLite store; the model gets a preview that says what was cut and a
 //! handle, and `read_result(handle, offset, length)` reads any part back. Offsets and lengths
 //! are in bytes of the UTF-8 text, moved inwards to character boundaries.
 
+use mcp_host_store::Store;
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
-use std::io;
-use std::path::PathBuf;
 
 pub const READ_RESULT: &str = "read_result";
 /// Bytes one `read_result` call returns at most.
@@ -14,50 +12,38 @@ pub const MAX_READ: usize = 100_000;
 const HEAD: usize = 2_000;
 const TAIL: usize = 1_000;
 
+/// Large results, content-addressed in the SQLite store.
 #[derive(Clone, Debug)]
 pub struct ResultStore {
-    dir: PathBuf,
+    store: Store,
 }
 
 impl ResultStore {
-    pub fn new(dir: PathBuf) -> Self {
-        Self { dir }
+    pub fn new(store: Store) -> Self {
+        Self { store }
     }
 
     /// Stores `text` (once per distinct content) and returns its handle.
-    pub fn put(&self, text: &str) -> io::Result<String> {
-        let digest = Sha256::digest(text.as_bytes());
-        let handle: String = digest.iter().take(16).map(|b| format!("{b:02x}")).collect();
-        let path = self.dir.join(format!("{handle}.txt"));
-        if !path.exists() {
-            std::fs::create_dir_all(&self.dir)?;
-            let tmp = self.dir.join(format!("{handle}.tmp"));
-            std::fs::write(&tmp, text)?;
-            std::fs::rename(&tmp, &path)?;
-        }
-        Ok(handle)
+    pub async fn put(&self, text: &str) -> Result<String, String> {
+        self.store.put_result(text).await.map_err(|e| e.to_string())
     }
 
     /// Reads `length` bytes from `offset`; the answer says where the next read starts.
-    pub fn read(&self, handle: &str, offset: usize, length: usize) -> Result<Value, String> {
-        // The handle names a file: only the exact shape `put` makes is accepted.
-        if handle.len() != 32
-            || !handle
-                .bytes()
-                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
-        {
-            return Err(format!("`{handle}` is not a result handle"));
-        }
-        let text = std::fs::read_to_string(self.dir.join(format!("{handle}.txt")))
-            .map_err(|_| format!("no stored result has the handle `{handle}`"))?;
+    pub async fn read(&self, handle: &str, offset: usize, length: usize) -> Result<Value, String> {
+        let text = match self.store.get_result(handle).await {
+            Ok(Some(text)) => text,
+            Ok(None) => return Err(format!("no stored result has the handle `{handle}`")),
+            Err(e) => return Err(format!("`{handle}`: {e}")),
+        };
         let total = text.len();
-        let mut start = offset.min(total);
-        while !text.is_char_boundary(start) {
-            start += 1;
-        }
-        let mut end = start.saturating_add(length.clamp(1, MAX_READ)).min(total);
-        while !text.is_char_boundary(end) {
-            end -= 1;
+        let start = ceil_boundary(&text, offset.min(total));
+        let mut end = floor_boundary(
+            &text,
+            start.saturating_add(length.clamp(1, MAX_READ)).min(total),
+        );
+        if end == start && start < total {
+            // A read shorter than one character still moves forward by that character.
+            end = ceil_boundary(&text, start + 1);
         }
         let next = (end < total).then_some(end);
         Ok(
@@ -135,23 +121,24 @@ fn ceil_boundary(s: &str, mut i: usize) -> usize {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_stored_result_reads_back_byte_for_byte_in_pages() {
+    #[tokio::test]
+    async fn a_stored_result_reads_back_byte_for_byte_in_pages() {
         let dir = tempfile::tempdir().unwrap();
-        let store = ResultStore::new(dir.path().join("results"));
+        let store = ResultStore::new(Store::open(&dir.path().join("s.sqlite")).await.unwrap());
         let text: String = (0..400_000).map(|i| format!("{i:06}é\n")).collect();
-        let handle = store.put(&text).unwrap();
-        assert_eq!(store.put(&text).unwrap(), handle, "content-addressed");
+        let handle = store.put(&text).await.unwrap();
+        assert_eq!(store.put(&text).await.unwrap(), handle, "content-addressed");
         let mut back = String::new();
         let mut offset = Some(0);
         while let Some(o) = offset {
-            let page = store.read(&handle, o, MAX_READ).unwrap();
+            // An odd page size lands inside the two-byte é: pages still join exactly.
+            let page = store.read(&handle, o, 99_999).await.unwrap();
             back.push_str(page["text"].as_str().unwrap());
             offset = page["next_offset"].as_u64().map(|n| n as usize);
         }
         assert_eq!(back, text);
-        assert!(store.read("../../etc/passwd", 0, 10).is_err());
-        assert!(store.read(&"0".repeat(32), 0, 10).is_err());
+        assert!(store.read("../../etc/passwd", 0, 10).await.is_err());
+        assert!(store.read(&"0".repeat(32), 0, 10).await.is_err());
     }
 
     #[test]

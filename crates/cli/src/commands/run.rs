@@ -1,22 +1,26 @@
-//! `mcp-host run -p PROMPT [-m provider:model] [--base-url URL] [--output-format text|json]
-//! [--max-steps N] [--allowed-tools PATTERNS] [--mode deny|ask|auto]`: one headless turn.
-//! Approvals come only from policy; nothing is ever asked on a terminal.
+//! `mcp-host run -p PROMPT [-m provider:model] [--base-url URL] [--output-format
+//! text|json|stream-json] [--max-steps N] [--allowed-tools PATTERNS] [--mode deny|ask|auto]
+//! [--continue | --resume ID]`: one headless turn, saved as a conversation in the store.
+//! Approvals come only from policy; nothing is ever asked on a terminal (an approval request
+//! is dropped, which refuses the call).
 //!
-//! Exit status: 0 when the model finished, 3 when the step cap stopped it, 1 on errors.
+//! Exit status: 0 when the model finished, 3 when the step cap stopped it, 130 when
+//! interrupted, 1 on errors.
 
 use super::with_manager;
 use crate::audit::Audit;
 use crate::catalogue::snapshot;
 use crate::cli::{OutputFormat, RunArgs};
 use crate::host::Host;
+use crate::model::choose;
 use crate::policy::compile;
-use anyhow::bail;
+use anyhow::Context as _;
 use mcp_host_core::CallOutcome;
-use mcp_host_engine::{Conversation, Engine, EngineConfig, Observer, ResultStore, TurnEnd};
-use mcp_host_models::{Anthropic, AnyProvider, OpenAiCompatible};
+use mcp_host_engine::{Conversation, Engine, EngineConfig, Event, Observer, TurnEnd};
 use mcp_host_policy::Decision;
 use mcp_host_policy::{Answers, Rule, RuleSource};
 use mcp_host_registry::catalogue::Entry;
+use mcp_host_store::ConversationId;
 use serde_json::Value;
 use serde_json::json;
 use std::process::ExitCode;
@@ -28,15 +32,18 @@ struct RunObserver<'a> {
     stream: bool,
 }
 
+impl RunObserver<'_> {
+    fn emit(&self, line: Value) {
+        if self.stream {
+            println!("{line}");
+        }
+    }
+}
+
 impl Observer for RunObserver<'_> {
     fn decided(&self, entry: &Entry, args: &Value, decision: &Decision) {
         self.audit.decided(entry, args, decision);
-        if self.stream {
-            println!(
-                "{}",
-                json!({"type": "decision", "name": entry.name, "verdict": decision.verdict, "reason": decision.reason})
-            );
-        }
+        self.emit(json!({"type": "decision", "name": entry.name, "verdict": decision.verdict, "decided_by": decision.decided_by, "reason": decision.reason}));
     }
 
     fn called(
@@ -46,69 +53,47 @@ impl Observer for RunObserver<'_> {
         outcome: Result<&CallOutcome, String>,
         took: Duration,
     ) {
-        if self.stream {
-            let (ok, error) = match &outcome {
-                Ok(o) => (!o.is_error, None),
-                Err(e) => (false, Some(e.clone())),
-            };
-            println!(
-                "{}",
-                json!({"type": "tool_result", "name": entry.name, "ok": ok, "error": error, "duration_ms": took.as_millis() as u64})
-            );
-        }
         self.audit.called(entry, args, outcome, took);
+    }
+
+    fn event(&self, event: Event) {
+        match event {
+            Event::TextDelta(text) => self.emit(json!({"type": "text_delta", "text": text})),
+            Event::CallBegun {
+                call_id,
+                name,
+                server,
+            } => self.emit(
+                json!({"type": "tool_call", "call_id": call_id, "name": name, "server": server.as_str()}),
+            ),
+            Event::CallEnded {
+                call_id,
+                name,
+                is_error,
+                took,
+                background_job,
+            } => self.emit(json!({
+                "type": "tool_result", "call_id": call_id, "name": name, "ok": !is_error,
+                "duration_ms": took.as_millis() as u64, "background_job": background_job,
+            })),
+            Event::Notice(text) => self.emit(json!({"type": "notice", "text": text})),
+            // Nobody can answer in a headless run: dropping the request refuses the call,
+            // and the decision event that follows says so.
+            Event::ApprovalRequested(_) => {}
+        }
     }
 }
 
-const NO_MODEL: &str = "no model configured: pass -m provider:model (for example \
-`-m openai-compatible:llama3 --base-url http://127.0.0.1:8080/v1`, or `-m openai:gpt-4.1` with \
-OPENAI_API_KEY set), or set MCP_HOST_MODEL";
-
-/// A context window assumed when the provider does not say (it sizes the tool budget).
-const DEFAULT_CONTEXT_WINDOW: usize = 128_000;
-
 pub async fn run(host: &Host, args: RunArgs) -> anyhow::Result<ExitCode> {
-    let env = |k: &str| host.env.get(k).cloned().filter(|v| !v.is_empty());
-    let Some(model) = args.model.clone().or_else(|| env("MCP_HOST_MODEL")) else {
-        bail!(NO_MODEL)
-    };
-    let Some((provider_name, model_name)) = model.split_once(':') else {
-        bail!("`{model}` is not provider:model; {NO_MODEL}")
-    };
     let http = mcp_host_client::http_client(Duration::from_secs(10))?;
-    let provider = match provider_name {
-        "openai-compatible" => {
-            let Some(base) = args.base_url.clone().or_else(|| env("OPENAI_BASE_URL")) else {
-                bail!("openai-compatible needs --base-url (or OPENAI_BASE_URL)")
-            };
-            AnyProvider::OpenAiCompatible(OpenAiCompatible::new(http, &base, env("OPENAI_API_KEY")))
-        }
-        "openai" => {
-            let Some(key) = env("OPENAI_API_KEY") else {
-                bail!("openai needs OPENAI_API_KEY")
-            };
-            let base = args
-                .base_url
-                .clone()
-                .unwrap_or_else(|| "https://api.openai.com/v1".into());
-            AnyProvider::OpenAiCompatible(OpenAiCompatible::new(http, &base, Some(key)))
-        }
-        "anthropic" => {
-            let key = env("ANTHROPIC_API_KEY");
-            // A local or proxy endpoint may need no key; the real API does.
-            if key.is_none() && args.base_url.is_none() {
-                bail!("anthropic needs ANTHROPIC_API_KEY");
-            }
-            let base = args
-                .base_url
-                .clone()
-                .unwrap_or_else(|| "https://api.anthropic.com".into());
-            AnyProvider::Anthropic(Anthropic::new(http, &base, key))
-        }
-        other => bail!(
-            "provider `{other}` is not supported yet (supported: anthropic, openai, openai-compatible)"
-        ),
-    };
+    let chosen = choose(
+        args.model.as_deref(),
+        args.base_url.as_deref(),
+        &host.env,
+        http,
+    )?;
+    let context_window = args.context_window.unwrap_or(chosen.context_window);
+    let provider = chosen.provider;
     let mut policy = compile(&host.config);
     for (i, pattern) in args.allowed_tools.iter().enumerate() {
         let source = RuleSource {
@@ -125,20 +110,39 @@ pub async fn run(host: &Host, args: RunArgs) -> anyhow::Result<ExitCode> {
     let audit = Audit::new(&host.paths.data_dir);
     let store = host.store().await?;
     let answers = Answers::with_persisted(store.remembered().await?);
+    let workdir = std::env::current_dir()
+        .map(|d| d.display().to_string())
+        .unwrap_or_default();
+    let mut conversation = if let Some(id) = &args.resume {
+        let id = ConversationId::new(id)?;
+        Conversation::resume(&store, &id, context_window, answers).await?
+    } else if args.continue_latest {
+        let latest = store
+            .latest_conversation(&workdir)
+            .await?
+            .with_context(|| format!("no earlier conversation was started in {workdir}"))?;
+        Conversation::resume(&store, &latest.id, context_window, answers).await?
+    } else {
+        Conversation::create(&store, &chosen.model, &workdir, context_window, answers).await?
+    };
     let manager = host.start(None)?;
     let limit = host.settle_limit();
     with_manager(host, manager, async move |m, cancel| {
         m.wait_settled(limit).await;
         let (catalogue, _) = snapshot(host, m).await?;
         let config = EngineConfig {
-            model: model_name.to_string(),
+            model: chosen.model.clone(),
             max_steps: args.max_steps.max(1),
             mode: args.mode.into(),
             result_chars: mcp_host_engine::DEFAULT_RESULT_CHARS,
-            context_window: DEFAULT_CONTEXT_WINDOW,
-            results: Some(ResultStore::new(host.paths.data_dir.join("results"))),
+            context_window,
+            store: Some(store.clone()),
+            background_after: args.background_after.map(Duration::from_secs),
         };
-        let observer = RunObserver { audit: &audit, stream: args.output_format == OutputFormat::StreamJson };
+        let observer = RunObserver {
+            audit: &audit,
+            stream: args.output_format == OutputFormat::StreamJson,
+        };
         let engine = Engine {
             provider: &provider,
             manager: m,
@@ -147,25 +151,26 @@ pub async fn run(host: &Host, args: RunArgs) -> anyhow::Result<ExitCode> {
             observer: &observer,
             config,
         };
-        let mut conversation = Conversation::new(DEFAULT_CONTEXT_WINDOW, answers);
         let report = engine
             .run_turn(&mut conversation, &args.prompt, cancel)
             .await?;
+        let conversation_id = conversation.id().map(ToString::to_string);
+        let summary = json!({
+            "result": report.text,
+            "end": report.end,
+            "steps": report.steps,
+            "tool_calls": report.calls,
+            "usage": report.usage,
+            "conversation_id": conversation_id,
+        });
         match args.output_format {
             OutputFormat::Text => println!("{}", report.text),
-            OutputFormat::StreamJson => println!(
-                "{}",
-                json!({"type": "result", "result": report.text, "end": report.end, "steps": report.steps, "tool_calls": report.calls})
-            ),
-            OutputFormat::Json => println!(
-                "{}",
-                serde_json::to_string_pretty(&json!({
-                    "result": report.text,
-                    "end": report.end,
-                    "steps": report.steps,
-                    "tool_calls": report.calls,
-                }))?
-            ),
+            OutputFormat::StreamJson => {
+                let mut line = summary;
+                line["type"] = json!("result");
+                println!("{line}");
+            }
+            OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&summary)?),
         }
         Ok(match report.end {
             TurnEnd::Finished => ExitCode::SUCCESS,

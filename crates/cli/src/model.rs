@@ -1,0 +1,114 @@
+//! Choosing the model from `-m provider:model` (or `MCP_HOST_MODEL`): which wire format,
+//! which base URL (a flag, then the provider's environment variable, then its public
+//! default), which key, and the context window assumed for it.
+
+use anyhow::bail;
+use mcp_host_models::{Anthropic, AnyProvider, Gemini, Ollama, OpenAiCompatible, OpenAiResponses};
+use std::collections::BTreeMap;
+
+pub const NO_MODEL: &str = "no model configured: pass -m provider:model (for example \
+`-m anthropic:claude-sonnet-4-5` with ANTHROPIC_API_KEY set, `-m openai:gpt-4.1` with \
+OPENAI_API_KEY, `-m gemini:gemini-2.5-pro` with GEMINI_API_KEY, `-m ollama:llama3.1`, or \
+`-m openai-compatible:NAME --base-url http://127.0.0.1:8080/v1`), or set MCP_HOST_MODEL";
+
+pub const PROVIDERS: &str = "anthropic, openai, openai-chat, openai-compatible, gemini, ollama";
+
+/// A chosen model.
+pub struct Chosen {
+    pub provider: AnyProvider,
+    pub model: String,
+    /// Tokens of context assumed when no flag says otherwise.
+    pub context_window: usize,
+}
+
+/// Resolves `spec` (`provider:model`). `env` reads the host's environment.
+pub fn choose(
+    spec: Option<&str>,
+    base_url: Option<&str>,
+    env: &BTreeMap<String, String>,
+    http: reqwest::Client,
+) -> anyhow::Result<Chosen> {
+    let var = |k: &str| env.get(k).cloned().filter(|v| !v.is_empty());
+    let Some(spec) = spec.map(str::to_string).or_else(|| var("MCP_HOST_MODEL")) else {
+        bail!(NO_MODEL)
+    };
+    let Some((provider, model)) = spec.split_once(':').filter(|(_, m)| !m.is_empty()) else {
+        bail!("`{spec}` is not provider:model; {NO_MODEL}")
+    };
+    let base = |var_name: &str, default: &str| {
+        base_url
+            .map(str::to_string)
+            .or_else(|| var(var_name))
+            .unwrap_or_else(|| default.to_string())
+    };
+    // A local or proxy endpoint may need no key; the public APIs do.
+    let key = |var_name: &str, base_var: &str| -> anyhow::Result<Option<String>> {
+        let key = var(var_name);
+        if key.is_none() && base_url.is_none() && var(base_var).is_none() {
+            bail!("{provider} needs {var_name} (or a --base-url for a local endpoint)");
+        }
+        Ok(key)
+    };
+    let (provider, context_window) = match provider {
+        "anthropic" => {
+            let key = key("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")?;
+            let url = base("ANTHROPIC_BASE_URL", "https://api.anthropic.com");
+            (
+                AnyProvider::Anthropic(Anthropic::new(http, &url, key)),
+                200_000,
+            )
+        }
+        "openai" => {
+            let key = key("OPENAI_API_KEY", "OPENAI_BASE_URL")?;
+            let url = base("OPENAI_BASE_URL", "https://api.openai.com/v1");
+            (
+                AnyProvider::OpenAiResponses(OpenAiResponses::new(http, &url, key)),
+                128_000,
+            )
+        }
+        "openai-chat" => {
+            let key = key("OPENAI_API_KEY", "OPENAI_BASE_URL")?;
+            let url = base("OPENAI_BASE_URL", "https://api.openai.com/v1");
+            (
+                AnyProvider::OpenAiCompatible(OpenAiCompatible::new(http, &url, key)),
+                128_000,
+            )
+        }
+        "openai-compatible" => {
+            let Some(url) = base_url
+                .map(str::to_string)
+                .or_else(|| var("OPENAI_BASE_URL"))
+            else {
+                bail!("openai-compatible needs --base-url (or OPENAI_BASE_URL)")
+            };
+            let key = var("OPENAI_API_KEY");
+            (
+                AnyProvider::OpenAiCompatible(OpenAiCompatible::new(http, &url, key)),
+                128_000,
+            )
+        }
+        "gemini" => {
+            let key = key("GEMINI_API_KEY", "GEMINI_BASE_URL")?;
+            let url = base(
+                "GEMINI_BASE_URL",
+                "https://generativelanguage.googleapis.com",
+            );
+            (AnyProvider::Gemini(Gemini::new(http, &url, key)), 1_000_000)
+        }
+        "ollama" => {
+            let url = base("OLLAMA_HOST", "http://127.0.0.1:11434");
+            let url = if url.contains("://") {
+                url
+            } else {
+                format!("http://{url}")
+            };
+            (AnyProvider::Ollama(Ollama::new(http, &url, None)), 32_000)
+        }
+        other => bail!("unknown provider `{other}` (supported: {PROVIDERS})"),
+    };
+    Ok(Chosen {
+        provider,
+        model: model.to_string(),
+        context_window,
+    })
+}

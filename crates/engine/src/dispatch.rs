@@ -1,0 +1,186 @@
+//! Sending a step's allowed calls to their servers. Calls to different servers run in
+//! parallel; within one server, calls run one at a time in the model's order, except tools
+//! a trusted server marks read-only, which run in parallel unless the server is configured
+//! `parallel: false`. Every call runs on its own task with its own cancellation token (a
+//! child of the turn's), so an interrupt tells each server and the step waits for every task
+//! to end: nothing is left behind. A call still running after the background threshold
+//! keeps running on its task, and the step goes on without it.
+
+use crate::Engine;
+use mcp_host_client::CallError;
+use mcp_host_core::{CallOutcome, ServerId};
+use mcp_host_models::Provider;
+use mcp_host_policy::hints;
+use mcp_host_registry::catalogue::Entry;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+/// An allowed call, by its position in the step.
+pub(crate) struct Job<'c> {
+    pub index: usize,
+    pub call_id: String,
+    pub entry: &'c Entry,
+    pub args: Value,
+}
+
+pub(crate) type CallTask = JoinHandle<Result<CallOutcome, CallError>>;
+
+/// How a dispatched call came back.
+pub(crate) enum Dispatched {
+    Done {
+        outcome: Result<CallOutcome, String>,
+        took: Duration,
+    },
+    /// Still running past the threshold: its task and token go to the conversation.
+    Background {
+        task: CallTask,
+        token: CancellationToken,
+        started: Instant,
+    },
+}
+
+/// Splits jobs into lanes: each lane runs its jobs in order, lanes run concurrently.
+pub(crate) fn lanes<'c>(
+    jobs: Vec<Job<'c>>,
+    may_overlap: impl Fn(&Entry) -> bool,
+) -> Vec<Vec<Job<'c>>> {
+    let mut serial: BTreeMap<ServerId, Vec<Job<'c>>> = BTreeMap::new();
+    let mut lanes = Vec::new();
+    for job in jobs {
+        if may_overlap(job.entry) {
+            lanes.push(vec![job]);
+        } else {
+            serial
+                .entry(job.entry.key.server.clone())
+                .or_default()
+                .push(job);
+        }
+    }
+    lanes.extend(serial.into_values());
+    lanes
+}
+
+impl<P: Provider> Engine<'_, P> {
+    /// Whether a call may overlap others on its server.
+    pub(crate) fn may_overlap(&self, entry: &Entry) -> bool {
+        let Some(spec) = self.manager.spec(&entry.key.server) else {
+            return false;
+        };
+        spec.parallel && hints(spec.trusted, entry.tool.annotations.as_ref()).read_only
+    }
+
+    /// Runs the jobs and returns each one's outcome with its index.
+    pub(crate) async fn dispatch<'c>(
+        &self,
+        jobs: Vec<Job<'c>>,
+        cancel: &CancellationToken,
+    ) -> Vec<(usize, Dispatched)> {
+        let lanes = lanes(jobs, |e| self.may_overlap(e));
+        let runs = lanes.into_iter().map(|lane| async move {
+            let mut out = Vec::with_capacity(lane.len());
+            for job in lane {
+                out.push((job.index, self.execute(job, cancel).await));
+            }
+            out
+        });
+        futures::future::join_all(runs)
+            .await
+            .into_iter()
+            .flatten()
+            .collect()
+    }
+
+    async fn execute(&self, job: Job<'_>, cancel: &CancellationToken) -> Dispatched {
+        let token = cancel.child_token();
+        let started = Instant::now();
+        self.observer.event(crate::Event::CallBegun {
+            call_id: job.call_id.clone(),
+            name: job.entry.name.clone(),
+            server: job.entry.key.server.clone(),
+        });
+        let call = self.manager.detached_call(
+            &job.entry.key.server,
+            &job.entry.key.tool,
+            job.args.as_object().cloned(),
+            token.clone(),
+        );
+        let mut task = tokio::spawn(call);
+        let threshold = async {
+            match self.config.background_after {
+                Some(after) => tokio::time::sleep(after).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            joined = &mut task => Dispatched::Done {
+                outcome: flatten(joined),
+                took: started.elapsed(),
+            },
+            // An interrupt cancels the token; the task then ends at once and is joined above,
+            // so the threshold never moves a cancelled call to the background.
+            () = threshold, if !cancel.is_cancelled() => Dispatched::Background { task, token, started },
+        }
+    }
+}
+
+/// A task's result: a panic or abort in the task is a failed call, not a host crash.
+pub(crate) fn flatten(
+    joined: Result<Result<CallOutcome, CallError>, tokio::task::JoinError>,
+) -> Result<CallOutcome, String> {
+    match joined {
+        Ok(Ok(outcome)) => Ok(outcome),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(e) => Err(format!("the call's task ended abnormally: {e}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mcp_host_core::ToolDescriptor;
+    use mcp_host_registry::catalogue::{Catalogue, ServerTools};
+
+    fn catalogue() -> Catalogue {
+        let tools = |names: &[&str]| -> Vec<ToolDescriptor> {
+            names
+                .iter()
+                .map(|n| ToolDescriptor {
+                    name: n.to_string(),
+                    title: None,
+                    description: None,
+                    input_schema: serde_json::json!({"type": "object"}),
+                    output_schema: None,
+                    annotations: None,
+                })
+                .collect()
+        };
+        Catalogue::build(vec![
+            ServerTools::new(ServerId::new("a"), tools(&["w1", "r1", "w2", "r2"])),
+            ServerTools::new(ServerId::new("b"), tools(&["w3"])),
+        ])
+    }
+
+    #[test]
+    fn one_server_is_serial_except_overlapping_calls_and_servers_are_separate_lanes() {
+        let c = catalogue();
+        let jobs: Vec<Job> = ["a__w1", "a__r1", "b__w3", "a__w2", "a__r2"]
+            .iter()
+            .enumerate()
+            .map(|(index, name)| Job {
+                index,
+                call_id: format!("c{index}"),
+                entry: c.get(name).unwrap(),
+                args: Value::Null,
+            })
+            .collect();
+        let lanes = lanes(jobs, |e| e.key.tool.starts_with('r'));
+        let shape: Vec<Vec<usize>> = lanes
+            .iter()
+            .map(|l| l.iter().map(|j| j.index).collect())
+            .collect();
+        assert_eq!(shape, [vec![1], vec![4], vec![0, 3], vec![2]]);
+    }
+}

@@ -1,0 +1,108 @@
+//! What the engine tells a front end while a turn runs: streamed text, calls begun and
+//! ended, notices (budget warnings, compaction, background jobs), and approval requests.
+//! An approval request carries its own reply channel, so an answer is matched to its call
+//! by construction and never fished out of a shared queue; a front end that cannot ask
+//! anybody (headless) simply drops the request, which refuses the call.
+
+use mcp_host_core::{CallOutcome, ServerId};
+use mcp_host_policy::{AnswerScope, Decision};
+use mcp_host_registry::catalogue::Entry;
+use serde::Serialize;
+use serde_json::Value;
+use std::time::Duration;
+use tokio::sync::oneshot;
+
+/// The answer to an approval request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "answer", content = "scope", rename_all = "lowercase")]
+pub enum Approval {
+    Allow(AnswerScope),
+    Deny(AnswerScope),
+}
+
+/// A call that policy says needs a person's yes.
+#[derive(Debug)]
+pub struct ApprovalRequest {
+    pub call_id: String,
+    /// The model-visible name.
+    pub name: String,
+    pub server: ServerId,
+    /// The server's own tool name.
+    pub tool: String,
+    pub args: Value,
+    /// Why policy asks, in one sentence.
+    pub reason: String,
+    reply: oneshot::Sender<Approval>,
+}
+
+impl ApprovalRequest {
+    pub(crate) fn new(
+        entry: &Entry,
+        call_id: &str,
+        args: &Value,
+        reason: &str,
+    ) -> (Self, oneshot::Receiver<Approval>) {
+        let (reply, answer) = oneshot::channel();
+        let request = Self {
+            call_id: call_id.to_string(),
+            name: entry.name.clone(),
+            server: entry.key.server.clone(),
+            tool: entry.key.tool.clone(),
+            args: args.clone(),
+            reason: reason.to_string(),
+            reply,
+        };
+        (request, answer)
+    }
+
+    /// Answers the request. An answer that arrives after the turn ended is dropped.
+    pub fn answer(self, approval: Approval) {
+        let _ = self.reply.send(approval);
+    }
+}
+
+/// Something that happened in a turn.
+#[derive(Debug)]
+pub enum Event {
+    /// A piece of the model's text as it streams.
+    TextDelta(String),
+    /// A call was allowed and sent to its server.
+    CallBegun {
+        call_id: String,
+        name: String,
+        server: ServerId,
+    },
+    /// A call's result is back (or it failed, or was moved to the background).
+    CallEnded {
+        call_id: String,
+        name: String,
+        is_error: bool,
+        took: Duration,
+        /// Set when the call moved to the background instead of ending.
+        background_job: Option<String>,
+    },
+    /// Drop it to refuse; answer it to decide.
+    ApprovalRequested(ApprovalRequest),
+    /// Something the user should know: a large result, a compaction, a background job done.
+    Notice(String),
+}
+
+/// Told about every decision, every call and every event, so a front end can show and audit
+/// them. Every method has a default that does nothing (and so refuses approvals).
+pub trait Observer: Sync {
+    fn decided(&self, _entry: &Entry, _args: &Value, _decision: &Decision) {}
+    fn called(
+        &self,
+        _entry: &Entry,
+        _args: &Value,
+        _outcome: Result<&CallOutcome, String>,
+        _took: Duration,
+    ) {
+    }
+    fn event(&self, _event: Event) {}
+}
+
+/// Observes nothing.
+pub struct Quiet;
+
+impl Observer for Quiet {}

@@ -1,0 +1,166 @@
+//! Persisting a conversation in the SQLite store: its messages (appended after each turn,
+//! rewritten whole after a compaction), every tool call with its verdict and result handle,
+//! and loading it back for `--continue` and `--resume`.
+
+use crate::{CallRecord, Conversation, Engine, Event};
+use mcp_host_models::{Message, Provider, ToolCall};
+use mcp_host_policy::Answers;
+use mcp_host_store::{ConversationId, Store, StoreError, ToolCallRow};
+use serde_json::Value;
+use std::time::{Duration, SystemTime};
+
+#[derive(Debug, thiserror::Error)]
+pub enum HistoryError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("stored message {index} of conversation {id} cannot be read: {detail}")]
+    Corrupt {
+        id: String,
+        index: usize,
+        detail: String,
+    },
+}
+
+#[derive(Debug)]
+pub(crate) struct Saved {
+    pub id: ConversationId,
+    pub store: Store,
+    /// Messages of `history` already in the store.
+    pub persisted: usize,
+}
+
+impl Conversation {
+    /// Starts a conversation that is saved in `store` after every turn.
+    pub async fn create(
+        store: &Store,
+        model: &str,
+        workdir: &str,
+        context_window: usize,
+        answers: Answers,
+    ) -> Result<Self, HistoryError> {
+        let id = store.create_conversation(model, workdir).await?;
+        let mut conv = Self::new(context_window, answers);
+        conv.saved = Some(Saved {
+            id,
+            store: store.clone(),
+            persisted: 0,
+        });
+        Ok(conv)
+    }
+
+    /// Loads a stored conversation to go on with it.
+    pub async fn resume(
+        store: &Store,
+        id: &ConversationId,
+        context_window: usize,
+        answers: Answers,
+    ) -> Result<Self, HistoryError> {
+        let stored = store.load_messages(id).await?;
+        let mut conv = Self::new(context_window, answers);
+        for (index, (turn, body)) in stored.into_iter().enumerate() {
+            let message: Message =
+                serde_json::from_value(body).map_err(|e| HistoryError::Corrupt {
+                    id: id.to_string(),
+                    index,
+                    detail: e.to_string(),
+                })?;
+            if matches!(&message, Message::ToolResult { content, .. } if content.contains("read_result("))
+            {
+                conv.stored_results = true;
+            }
+            conv.history.push(message);
+            conv.turns.push(turn);
+            conv.turn_no = conv.turn_no.max(turn);
+        }
+        conv.saved = Some(Saved {
+            id: id.clone(),
+            store: store.clone(),
+            persisted: conv.history.len(),
+        });
+        Ok(conv)
+    }
+}
+
+impl<P: Provider> Engine<'_, P> {
+    /// Writes what the store does not have yet.
+    pub(crate) async fn save(&self, conv: &mut Conversation) -> Result<(), HistoryError> {
+        let Some(saved) = &conv.saved else {
+            return Ok(());
+        };
+        let bodies = |range: std::ops::Range<usize>| -> Vec<(u32, Value)> {
+            range
+                .map(|i| {
+                    let body = serde_json::to_value(&conv.history[i]).unwrap_or(Value::Null);
+                    (conv.turns[i], body)
+                })
+                .collect()
+        };
+        if conv.rewritten {
+            let all = bodies(0..conv.history.len());
+            saved.store.replace_messages(&saved.id, &all).await?;
+        } else {
+            let new = bodies(saved.persisted..conv.history.len());
+            // The store appends one turn at a time.
+            let mut rest = new.as_slice();
+            while let Some((turn, _)) = rest.first() {
+                let n = rest.iter().take_while(|(t, _)| t == turn).count();
+                let messages: Vec<Value> = rest[..n].iter().map(|(_, m)| m.clone()).collect();
+                saved
+                    .store
+                    .append_messages(&saved.id, *turn, &messages)
+                    .await?;
+                rest = &rest[n..];
+            }
+        }
+        let len = conv.history.len();
+        if let Some(saved) = &mut conv.saved {
+            saved.persisted = len;
+        }
+        conv.rewritten = false;
+        Ok(())
+    }
+
+    /// Records one call in the store's audit of calls. A failure is told, not fatal: the
+    /// turn matters more than its record.
+    pub(crate) async fn record_call(
+        &self,
+        conv: &Conversation,
+        record: &CallRecord,
+        call: &ToolCall,
+    ) {
+        let Some(saved) = &conv.saved else {
+            return;
+        };
+        let took = Duration::from_millis(record.duration_ms.unwrap_or(0));
+        let row = ToolCallRow {
+            conversation_id: saved.id.clone(),
+            turn: conv.turn_no,
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            server: record.server.clone().unwrap_or_default(),
+            tool: record.tool.clone().unwrap_or_default(),
+            arguments: serde_json::from_str(&call.arguments)
+                .unwrap_or_else(|_| Value::String(call.arguments.clone())),
+            verdict: record
+                .verdict
+                .map_or_else(|| "none".to_string(), |v| format!("{v:?}").to_lowercase()),
+            decided_by: record
+                .decided_by
+                .as_ref()
+                .and_then(|d| serde_json::to_value(d).ok()),
+            is_error: record.is_error,
+            refused: record.refused.clone(),
+            result_handle: record.result_handle.clone(),
+            started_at: SystemTime::now()
+                .checked_sub(took)
+                .unwrap_or_else(SystemTime::now),
+            took_ms: record.duration_ms,
+            background: record.background_job.is_some(),
+        };
+        if let Err(e) = saved.store.record_tool_call(&row).await {
+            self.observer.event(Event::Notice(format!(
+                "the call could not be recorded: {e}"
+            )));
+        }
+    }
+}
