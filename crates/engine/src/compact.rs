@@ -5,7 +5,8 @@
 //! 2. truncate long old messages;
 //! 3. summarise everything before the last turn with the model, or, if that fails, drop it.
 //!
-//! The last turn is never touched, and every cut is stated to the model where it was made.
+//! A summary keeps the last turn whole, and every cut is stated to the model where it was
+//! made.
 
 use crate::budget::estimate_tokens;
 use crate::render::cap;
@@ -45,17 +46,16 @@ impl<P: Provider> Engine<'_, P> {
         if before <= limit {
             return false;
         }
-        // Everything before the last user message is old; the last turn stays as it is.
-        let Some(last_turn) = conv
+        // Clearing and truncating may touch every earlier turn; a summary keeps the last one.
+        let old_end = conv.history.len();
+        let last_turn = conv
             .history
             .iter()
             .rposition(|m| matches!(m, Message::User { .. }))
-        else {
-            return false;
-        };
+            .unwrap_or(old_end);
         let mut total = before;
         let mut cleared = 0;
-        for i in 0..last_turn {
+        for i in 0..old_end {
             if total <= limit {
                 break;
             }
@@ -85,16 +85,13 @@ impl<P: Provider> Engine<'_, P> {
             cleared += 1;
         }
         let mut truncated = 0;
-        for m in &mut conv.history[..last_turn] {
+        for m in &mut conv.history[..old_end] {
             if total <= limit {
                 break;
             }
-            if let Message::User { text } | Message::Assistant { text, .. } = m
-                && text.chars().count() > TRUNCATE_CHARS
-            {
-                total -= estimate_tokens(text);
-                *text = cap(text, TRUNCATE_CHARS);
-                total += estimate_tokens(text);
+            let before = message_tokens(m);
+            if truncate(m) {
+                total = total - before + message_tokens(m);
                 truncated += 1;
             }
         }
@@ -166,6 +163,34 @@ impl<P: Provider> Engine<'_, P> {
         }
         done
     }
+}
+
+/// Cuts a long old message: its text, and tool-call arguments (replaced by a JSON object
+/// that says what was cut, so every provider can still parse them). Returns whether it cut.
+fn truncate(m: &mut Message) -> bool {
+    let mut cut = false;
+    match m {
+        Message::User { text } | Message::Assistant { text, .. }
+            if text.chars().count() > TRUNCATE_CHARS =>
+        {
+            *text = cap(text, TRUNCATE_CHARS);
+            cut = true;
+        }
+        _ => {}
+    }
+    if let Message::Assistant { tool_calls, .. } = m {
+        for c in tool_calls
+            .iter_mut()
+            .filter(|c| c.arguments.len() > TRUNCATE_CHARS)
+        {
+            c.arguments = serde_json::json!({
+                "_cut": format!("{} bytes of arguments were cut to save context", c.arguments.len())
+            })
+            .to_string();
+            cut = true;
+        }
+    }
+    cut
 }
 
 /// The old part of the history as text for the summariser.

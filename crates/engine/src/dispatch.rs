@@ -115,10 +115,18 @@ impl<P: Provider> Engine<'_, P> {
             }
         };
         tokio::select! {
-            joined = &mut task => Dispatched::Done {
-                outcome: flatten(joined),
-                took: started.elapsed(),
-            },
+            joined = &mut task => {
+                let outcome = flatten(joined);
+                let took = started.elapsed();
+                self.observer.event(crate::Event::CallEnded {
+                    call_id: job.call_id.clone(),
+                    name: job.entry.name.clone(),
+                    is_error: outcome.as_ref().map_or(true, |o| o.is_error),
+                    took,
+                    background_job: None,
+                });
+                Dispatched::Done { outcome, took }
+            }
             // An interrupt cancels the token; the task then ends at once and is joined above,
             // so the threshold never moves a cancelled call to the background.
             () = threshold, if !cancel.is_cancelled() => Dispatched::Background { task, token, started },

@@ -422,13 +422,6 @@ impl<P: Provider> Engine<'_, P> {
         match dispatched {
             Dispatched::Done { outcome, took } => {
                 record.duration_ms = Some(took.as_millis() as u64);
-                self.observer.event(Event::CallEnded {
-                    call_id: call.id.clone(),
-                    name: call.name.clone(),
-                    is_error: outcome.as_ref().map_or(true, |o| o.is_error),
-                    took,
-                    background_job: None,
-                });
                 self.observer
                     .called(entry, args, outcome.as_ref().map_err(Clone::clone), took);
                 match outcome {
