@@ -326,7 +326,7 @@ async fn a_long_call_moves_to_the_background_and_arrives_at_the_next_turn() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     engine.run_turn(&mut conv, "and?", &cancel).await.unwrap();
-    let requests = provider.requests.lock().unwrap();
+    let requests = provider.requests.lock().unwrap().clone();
     let Some(Message::User { text }) = requests[2].messages.last() else {
         panic!("the last message is not the user's")
     };
@@ -398,7 +398,7 @@ async fn results_over_their_budget_are_stored_and_large_ones_flagged() {
             .any(|s| s.starts_with("notice:f__big returned a large result"))
     );
     // read_result is offered from the next request on.
-    let requests = provider.requests.lock().unwrap();
+    let requests = provider.requests.lock().unwrap().clone();
     assert!(requests[1].tools.iter().any(|t| t.name == "read_result"));
     m.shutdown().await;
 }
@@ -468,7 +468,7 @@ async fn a_full_window_is_compacted_at_the_turn_boundary() {
     );
     // Turn 3: nothing left to clear or cut, so turn 1 is summarised; turn 2 stays whole.
     engine.run_turn(&mut conv, &talk(3), &cancel).await.unwrap();
-    let requests = provider.requests.lock().unwrap();
+    let requests = provider.requests.lock().unwrap().clone();
     let summarise = &requests[3];
     assert!(summarise.tools.is_empty());
     assert!(
@@ -540,7 +540,7 @@ async fn a_persisted_conversation_resumes_with_its_history_and_call_records() {
         .await
         .unwrap();
     // The model saw the earlier turn, result included.
-    let requests = provider.requests.lock().unwrap();
+    let requests = provider.requests.lock().unwrap().clone();
     let last = &requests[2].messages;
     assert!(last.iter().any(
         |m| matches!(m, Message::ToolResult { call_id, content, .. } if call_id == "c1" && content == "5")
