@@ -5,3 +5,4 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 cargo build --release --locked -p mcp-host-testkit -p mcp-host
 cargo bench --locked -p mcp-host --bench startup_and_calls
+cargo bench --locked -p mcp-host --bench engine_turn

@@ -75,12 +75,15 @@ impl<'a, P: Provider> Engine<'a, P> {
                 Err(e) => answered(e, record, true),
             };
         }
+        // Named even when refused (bad arguments), so the record says whose tool it was.
+        if let Some(known) = self.catalogue.get(&call.name) {
+            record.server = Some(known.key.server.to_string());
+            record.tool = Some(known.key.tool.clone());
+        }
         let entry = match self.catalogue.prepare_named_call(&call.name, &args) {
             Ok(e) => e,
             Err(refusal) => return refuse(refusal.to_string(), record),
         };
-        record.server = Some(entry.key.server.to_string());
-        record.tool = Some(entry.key.tool.clone());
         let mut decision = self.decide(conv, entry, &args);
         self.observer.decided(entry, &args, &decision);
         if decision.verdict == Verdict::Ask {

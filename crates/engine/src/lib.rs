@@ -293,9 +293,10 @@ impl<P: Provider> Engine<'_, P> {
             }
             let tools = definitions.into_iter().filter_map(tool_spec).collect();
             let request = ModelRequest::new(self.config.model.clone(), conv.history.clone(), tools);
-            let Some(response) = self.ask_model(request, cancel).await? else {
+            let Some(mut response) = self.ask_model(request, cancel).await? else {
                 return Ok(cancelled(report));
             };
+            unique_call_ids(&mut response.tool_calls, &conv.history);
             report.usage += response.usage;
             conv.push(Message::Assistant {
                 text: response.text.clone(),
@@ -582,8 +583,59 @@ fn tool_spec(definition: Value) -> Option<ToolSpec> {
     })
 }
 
+/// Makes every call id unique in the conversation. Ids a provider synthesises (Ollama sends
+/// none; some compatible servers omit them) restart at each response, and a repeated id would
+/// pair a result with the wrong call and overwrite the stored record of another.
+fn unique_call_ids(calls: &mut [ToolCall], history: &[Message]) {
+    let mut used: std::collections::HashSet<String> = history
+        .iter()
+        .flat_map(|m| match m {
+            Message::Assistant { tool_calls, .. } => {
+                tool_calls.iter().map(|c| c.id.clone()).collect()
+            }
+            _ => Vec::new(),
+        })
+        .collect();
+    for c in calls {
+        if used.contains(&c.id) {
+            let mut n = 2;
+            while used.contains(&format!("{}_{n}", c.id)) {
+                n += 1;
+            }
+            c.id = format!("{}_{n}", c.id);
+        }
+        used.insert(c.id.clone());
+    }
+}
+
 fn cancelled(mut report: TurnReport) -> TurnReport {
     report.text = "Interrupted; the turn was cancelled.".into();
     report.end = TurnEnd::Cancelled;
     report
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repeated_call_ids_are_made_unique_within_the_conversation() {
+        let call = |id: &str| ToolCall {
+            id: id.into(),
+            name: "t".into(),
+            arguments: String::new(),
+        };
+        let history = vec![Message::Assistant {
+            text: String::new(),
+            tool_calls: vec![call("ollama_call_0"), call("ollama_call_0_2")],
+        }];
+        let mut calls = vec![
+            call("ollama_call_0"),
+            call("ollama_call_1"),
+            call("ollama_call_1"),
+        ];
+        unique_call_ids(&mut calls, &history);
+        let ids: Vec<&str> = calls.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(ids, ["ollama_call_0_3", "ollama_call_1", "ollama_call_1_2"]);
+    }
 }

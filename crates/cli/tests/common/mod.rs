@@ -7,8 +7,12 @@ use mcp_host_client::backoff::{Backoff, RetryPolicy};
 use mcp_host_client::{Manager, ManagerOptions, SupervisorCommand};
 use mcp_host_core::{ServerId, ServerStatus};
 use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 pub const HOST: &str = env!("CARGO_BIN_EXE_mcp-host");
@@ -73,13 +77,22 @@ impl Sandbox {
 
     /// Runs `mcp-host ARGS --strict-mcp-config --mcp-config CONFIG` in the sandbox.
     pub fn run_with(&self, args: &[&str], config: &Path) -> Output {
+        self.run_with_env(args, config, &[])
+    }
+
+    /// `run_with`, with these variables added to the sandbox's otherwise empty environment.
+    pub fn run_with_env(&self, args: &[&str], config: &Path, env: &[(&str, &str)]) -> Output {
         let mut all = args.to_vec();
         all.extend([
             "--strict-mcp-config",
             "--mcp-config",
             config.to_str().unwrap(),
         ]);
-        self.run(self.path(), &all)
+        self.command(self.path())
+            .args(&all)
+            .envs(env.iter().copied())
+            .output()
+            .unwrap()
     }
 
     /// `mcp-host servers --json` with only the given config file.
@@ -178,4 +191,153 @@ pub fn fake_http(port: u16) -> (std::process::Child, u16) {
         .unwrap();
     let port = line.trim().rsplit(':').next().unwrap().parse().unwrap();
     (child, port)
+}
+
+/// A request the fake model server read.
+#[derive(Clone, Debug)]
+pub struct SeenRequest {
+    /// `POST /path?query HTTP/1.1`
+    pub line: String,
+    /// Header names lowercased.
+    pub headers: HashMap<String, String>,
+    /// The JSON body (`Null` when there was none or it was not JSON).
+    pub body: Value,
+}
+
+impl SeenRequest {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).map(String::as_str)
+    }
+
+    /// The request target: path and query.
+    pub fn target(&self) -> &str {
+        self.line.split(' ').nth(1).unwrap_or_default()
+    }
+}
+
+/// A fake model API on 127.0.0.1: answers each request, in the order they come, with what
+/// `respond` makes of it, as a `content_type` stream sent one HTTP chunk per line; records
+/// every request (line, headers, body).
+pub fn fake_model_server(
+    content_type: &'static str,
+    respond: impl Fn(&SeenRequest) -> String + Send + 'static,
+) -> (String, Arc<Mutex<Vec<SeenRequest>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let record = seen.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut s) = stream else { continue };
+            let Some(request) = read_request(&mut s) else {
+                continue;
+            };
+            let body = respond(&request);
+            record.lock().unwrap().push(request);
+            // The client may have given up; that shows in the test's own assertions.
+            let _ = write_chunked(&mut s, content_type, &body);
+        }
+    });
+    (url, seen)
+}
+
+fn read_request(s: &mut std::net::TcpStream) -> Option<SeenRequest> {
+    let mut raw = Vec::new();
+    let mut buf = [0u8; 65536];
+    let head_end = loop {
+        let n = s.read(&mut buf).ok().filter(|n| *n > 0)?;
+        raw.extend_from_slice(&buf[..n]);
+        if let Some(i) = raw.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+    };
+    let head = String::from_utf8_lossy(&raw[..head_end]).into_owned();
+    let mut lines = head.split("\r\n");
+    let line = lines.next().unwrap_or_default().to_string();
+    let headers: HashMap<String, String> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    let length: usize = headers
+        .get("content-length")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    while raw.len() < head_end + length {
+        let n = s.read(&mut buf).unwrap_or(0);
+        if n == 0 {
+            break;
+        }
+        raw.extend_from_slice(&buf[..n]);
+    }
+    let end = raw.len().min(head_end + length);
+    let body = serde_json::from_slice(&raw[head_end..end]).unwrap_or_default();
+    Some(SeenRequest {
+        line,
+        headers,
+        body,
+    })
+}
+
+fn write_chunked(
+    s: &mut std::net::TcpStream,
+    content_type: &str,
+    body: &str,
+) -> std::io::Result<()> {
+    write!(
+        s,
+        "HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+    )?;
+    for piece in body.split_inclusive('\n') {
+        write!(s, "{:x}\r\n{piece}\r\n", piece.len())?;
+    }
+    write!(s, "0\r\n\r\n")?;
+    s.flush()
+}
+
+/// Serves each POST with the next scripted SSE body (any wire format); records every request body.
+pub fn fake_model(script: Vec<String>) -> (String, Arc<Mutex<Vec<Value>>>) {
+    let script = Mutex::new(script.into_iter());
+    fake_model_fn(move |_| script.lock().unwrap().next().unwrap_or_default())
+}
+
+/// Serves each POST with what `respond` makes of the request body (as `text/event-stream`);
+/// records every request body.
+pub fn fake_model_fn(
+    respond: impl Fn(&Value) -> String + Send + 'static,
+) -> (String, Arc<Mutex<Vec<Value>>>) {
+    let bodies = Arc::new(Mutex::new(Vec::new()));
+    let record = bodies.clone();
+    let (url, _) = fake_model_server("text/event-stream", move |request| {
+        record.lock().unwrap().push(request.body.clone());
+        respond(&request.body)
+    });
+    (url, bodies)
+}
+
+/// An SSE stream of Chat Completions chunks: tool calls split across chunks, as real servers do.
+pub fn tool_calls_stream(calls: &[(&str, &str, &str)]) -> String {
+    let mut out = String::new();
+    for (i, (id, name, args)) in calls.iter().enumerate() {
+        let (head, tail) = args.split_at(args.len() / 2);
+        let first = json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": i, "id": id, "type": "function", "function": {"name": name, "arguments": head}}]}, "finish_reason": null}]});
+        let second = json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": i, "function": {"arguments": tail}}]}, "finish_reason": null}]});
+        out.push_str(&format!("data: {first}\n\ndata: {second}\n\n"));
+    }
+    out.push_str(&format!(
+        "data: {}\n\ndata: [DONE]\n\n",
+        json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})
+    ));
+    out
+}
+
+/// An SSE stream of Chat Completions chunks answering `text` in two pieces.
+pub fn text_stream(text: &str) -> String {
+    let (a, b) = text.split_at(text.len() / 2);
+    let chunk = |t: &str| json!({"choices": [{"index": 0, "delta": {"content": t}, "finish_reason": null}]});
+    format!(
+        "data: {}\n\n: keep-alive\n\ndata: {}\n\ndata: {}\n\ndata: [DONE]\n\n",
+        chunk(a),
+        chunk(b),
+        json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    )
 }
