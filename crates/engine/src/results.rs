@@ -28,26 +28,50 @@ impl ResultStore {
         self.store.put_result(text).await.map_err(|e| e.to_string())
     }
 
-    /// Reads `length` bytes from `offset`; the answer says where the next read starts.
+    /// Reads `length` bytes from `offset`; the answer says where the next read starts. Only
+    /// the page (and up to three bytes either side, to find character boundaries) is read.
     pub async fn read(&self, handle: &str, offset: usize, length: usize) -> Result<Value, String> {
-        let text = match self.store.get_result(handle).await {
-            Ok(Some(text)) => text,
+        let length = length.clamp(1, MAX_READ);
+        // A UTF-8 character is at most four bytes: three bytes before the range and eight
+        // after it are enough to find every boundary used below.
+        let from = offset.saturating_sub(3);
+        let want = (offset - from) + length + 8;
+        let (bytes, total) = match self
+            .store
+            .get_result_range(handle, from as u64, want as u64)
+            .await
+        {
+            Ok(Some(found)) => found,
             Ok(None) => return Err(format!("no stored result has the handle `{handle}`")),
             Err(e) => return Err(format!("`{handle}`: {e}")),
         };
-        let total = text.len();
-        let start = ceil_boundary(&text, offset.min(total));
-        let mut end = floor_boundary(
-            &text,
-            start.saturating_add(length.clamp(1, MAX_READ)).min(total),
-        );
+        let total = total as usize;
+        // Byte i of the whole text starts a character (or is the end). Past what was read
+        // counts as a boundary, which only ends the loops below: the slice is checked.
+        let is_boundary =
+            |i: usize| i >= total || bytes.get(i - from).is_none_or(|b| (b & 0xC0) != 0x80);
+        let mut start = offset.min(total);
+        while !is_boundary(start) {
+            start += 1;
+        }
+        let mut end = start.saturating_add(length).min(total);
+        while end > start && !is_boundary(end) {
+            end -= 1;
+        }
         if end == start && start < total {
             // A read shorter than one character still moves forward by that character.
-            end = ceil_boundary(&text, start + 1);
+            end = start + 1;
+            while !is_boundary(end) {
+                end += 1;
+            }
         }
+        let text = bytes
+            .get(start - from..end - from)
+            .and_then(|b| std::str::from_utf8(b).ok())
+            .ok_or_else(|| format!("the result `{handle}` is not UTF-8 text"))?;
         let next = (end < total).then_some(end);
         Ok(
-            json!({"handle": handle, "offset": start, "total_bytes": total, "next_offset": next, "text": &text[start..end]}),
+            json!({"handle": handle, "offset": start, "total_bytes": total, "next_offset": next, "text": text}),
         )
     }
 }
@@ -137,6 +161,18 @@ mod tests {
             offset = page["next_offset"].as_u64().map(|n| n as usize);
         }
         assert_eq!(back, text);
+        // One-byte reads never stall inside a character and never split one.
+        let small = store.put("aé€😀b").await.unwrap();
+        let (mut at, mut pieces) = (Some(0), Vec::new());
+        while let Some(o) = at {
+            let page = store.read(&small, o, 1).await.unwrap();
+            pieces.push(page["text"].as_str().unwrap().to_string());
+            at = page["next_offset"].as_u64().map(|n| n as usize);
+        }
+        assert_eq!(pieces, ["a", "é", "€", "😀", "b"]);
+        // An offset inside a character starts at the next one.
+        let page = store.read(&small, 2, 3).await.unwrap();
+        assert_eq!(page["text"], "€");
         assert!(store.read("../../etc/passwd", 0, 10).await.is_err());
         assert!(store.read(&"0".repeat(32), 0, 10).await.is_err());
     }

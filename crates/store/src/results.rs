@@ -55,4 +55,27 @@ impl Store {
         })
         .transpose()
     }
+
+    /// Bytes `[offset, offset + length)` of the result under `handle` (fewer at the end) and
+    /// its total size, read by SQLite without loading the rest: paging through a 20 MB
+    /// result costs each page, not the whole. `None` when there is no such result.
+    pub async fn get_result_range(
+        &self,
+        handle: &str,
+        offset: u64,
+        length: u64,
+    ) -> Result<Option<(Vec<u8>, u64)>, StoreError> {
+        check_handle(handle)?;
+        let start = i64::try_from(offset).unwrap_or(i64::MAX).saturating_add(1);
+        let length = i64::try_from(length).unwrap_or(i64::MAX);
+        // `substr` on a BLOB counts bytes, from 1.
+        let row: Option<(i64, Vec<u8>)> =
+            sqlx::query_as("SELECT length(body), substr(body, ?, ?) FROM results WHERE handle = ?")
+                .bind(start)
+                .bind(length)
+                .bind(handle)
+                .fetch_optional(&self.pool)
+                .await?;
+        Ok(row.map(|(total, bytes)| (bytes, u64::try_from(total).unwrap_or(0))))
+    }
 }
