@@ -459,3 +459,68 @@ fn stream_json_prints_one_event_per_line_then_the_result() {
     assert_eq!(result["result"], "ok");
     assert_eq!(result["conversation_id"].as_str().unwrap().len(), 32);
 }
+
+#[test]
+fn continue_and_resume_carry_the_conversation_into_the_next_run() {
+    let (url, seen) = fake_model(vec![
+        tool_calls_stream(&[("call_1", "f__add", r#"{"a": 20, "b": 22}"#)]),
+        text_stream("It is 42."),
+        text_stream("Still 42."),
+        text_stream("Yes, 42."),
+    ]);
+    let sb = Sandbox::new();
+    let cfg = sb.config("c.json", json!({"f": fake_server(&[])}));
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            "-m",
+            "openai-compatible:m",
+            "--base-url",
+            &url,
+            "--allowed-tools",
+            "f__add",
+            "--output-format",
+            "json",
+        ];
+        args.extend_from_slice(extra);
+        let out = sb.run_with(&args, &cfg);
+        assert!(out.status.success(), "{}", stderr(&out));
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    };
+    let first = run(&["-p", "add 20 and 22"]);
+    let id = first["conversation_id"].as_str().unwrap().to_string();
+    let second = run(&["-p", "what was it?", "--continue"]);
+    assert_eq!(second["conversation_id"], id.as_str());
+    let third = run(&["-p", "sure?", "--resume", &id]);
+    assert_eq!(third["result"], "Yes, 42.");
+
+    let requests = seen.lock().unwrap();
+    // The second run's request carries the first run's turn, tool call and result included.
+    let messages = requests[2]["messages"].as_array().unwrap();
+    let roles: Vec<&str> = messages
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["user", "assistant", "tool", "assistant", "user"]);
+    assert_eq!(messages[2]["content"], "42");
+    assert_eq!(messages[4]["content"], "what was it?");
+    assert_eq!(requests[3]["messages"].as_array().unwrap().len(), 7);
+
+    // A bad id is refused with the reason, and nothing runs.
+    let out = sb.run_with(
+        &[
+            "run",
+            "-m",
+            "openai-compatible:m",
+            "--base-url",
+            &url,
+            "-p",
+            "x",
+            "--resume",
+            "nope",
+        ],
+        &cfg,
+    );
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("nope"), "{}", stderr(&out));
+}
