@@ -5,12 +5,11 @@
 //! from the prompt cache.
 
 use crate::lowering::{Dialect, lower};
-use crate::retry::{self, Retry};
-use crate::sse::SseParser;
+use crate::retry::Retry;
 use crate::types::{
     Message, ModelRequest, ModelResponse, Provider, ProviderError, StopReason, ToolCall, Usage,
 };
-use futures::StreamExt;
+use crate::wire::{self, Auth, Flow, Framing};
 use serde_json::{Value, json};
 use std::future::Future;
 
@@ -101,101 +100,95 @@ impl Anthropic {
     async fn send(&self, request: &ModelRequest) -> Result<ModelResponse, ProviderError> {
         let url = format!("{}/v1/messages", self.base_url);
         let body = Self::body(request);
-        let build = || {
-            let req = self
-                .client
-                .post(&url)
-                .header("anthropic-version", API_VERSION)
-                .json(&body);
-            match &self.api_key {
-                Some(key) => req.header("x-api-key", key),
-                None => req,
-            }
-        };
-        let response = retry::send(self.retry, &url, build).await?;
-        let mut stream = response.bytes_stream();
-        let mut parser = SseParser::default();
+        let response = wire::post(
+            &self.client,
+            self.retry,
+            &url,
+            &body,
+            Auth::Header("x-api-key", self.api_key.as_deref()),
+            &[("anthropic-version", API_VERSION)],
+        )
+        .await?;
         let mut text = String::new();
         let mut calls: Vec<ToolCall> = Vec::new();
         // Which content block index is which tool call.
         let mut block_to_call: Vec<(u64, usize)> = Vec::new();
         let mut stop = StopReason::Other;
         let mut usage = Usage::default();
-        'read: while let Some(chunk) = stream.next().await {
-            let chunk = chunk.map_err(|e| ProviderError::Stream(e.to_string()))?;
-            for data in parser.feed(&chunk).map_err(ProviderError::Stream)? {
-                let Ok(event) = serde_json::from_str::<Value>(&data) else {
-                    continue;
-                };
-                let index = event.get("index").and_then(Value::as_u64).unwrap_or(0);
-                match event
-                    .get("type")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                {
-                    "content_block_start" => {
-                        let block = &event["content_block"];
-                        if block["type"] == "tool_use" {
-                            let id = block["id"]
-                                .as_str()
-                                .map_or_else(|| format!("toolu_{}", calls.len()), str::to_string);
-                            calls.push(ToolCall {
-                                id,
-                                name: block["name"].as_str().unwrap_or_default().into(),
-                                arguments: String::new(),
-                            });
-                            block_to_call.push((index, calls.len() - 1));
-                        } else if let Some(t) = block["text"].as_str() {
-                            request.emit_text(t);
-                            text.push_str(t);
-                        }
+        wire::each_payload(response, Framing::Sse, |data| {
+            let Ok(event) = serde_json::from_str::<Value>(data) else {
+                return Ok(Flow::Continue);
+            };
+            let index = event.get("index").and_then(Value::as_u64).unwrap_or(0);
+            match event
+                .get("type")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+            {
+                "content_block_start" => {
+                    let block = &event["content_block"];
+                    if block["type"] == "tool_use" {
+                        let id = block["id"]
+                            .as_str()
+                            .map_or_else(|| format!("toolu_{}", calls.len()), str::to_string);
+                        calls.push(ToolCall {
+                            id,
+                            name: block["name"].as_str().unwrap_or_default().into(),
+                            arguments: String::new(),
+                        });
+                        block_to_call.push((index, calls.len() - 1));
+                    } else if let Some(t) = block["text"].as_str() {
+                        request.emit_text(t);
+                        text.push_str(t);
                     }
-                    "content_block_delta" => {
-                        let delta = &event["delta"];
-                        if let Some(t) = delta.get("text").and_then(Value::as_str) {
-                            request.emit_text(t);
-                            text.push_str(t);
-                        }
-                        if let Some(j) = delta.get("partial_json").and_then(Value::as_str)
-                            && let Some((_, c)) = block_to_call.iter().find(|(b, _)| *b == index)
-                        {
-                            calls[*c].arguments.push_str(j);
-                        }
-                    }
-                    "message_start" => {
-                        let u = &event["message"]["usage"];
-                        let count = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
-                        usage.input_tokens = count("input_tokens");
-                        usage.cache_read_tokens = count("cache_read_input_tokens");
-                        usage.cache_write_tokens = count("cache_creation_input_tokens");
-                        usage.output_tokens = count("output_tokens");
-                    }
-                    "message_delta" => {
-                        if let Some(n) = event
-                            .pointer("/usage/output_tokens")
-                            .and_then(Value::as_u64)
-                        {
-                            usage.output_tokens = n;
-                        }
-                        stop = match event.pointer("/delta/stop_reason").and_then(Value::as_str) {
-                            Some("end_turn" | "stop_sequence") => StopReason::EndTurn,
-                            Some("tool_use") => StopReason::ToolUse,
-                            Some("max_tokens") => StopReason::MaxTokens,
-                            _ => StopReason::Other,
-                        };
-                    }
-                    "message_stop" => break 'read,
-                    "error" => {
-                        let msg = event
-                            .pointer("/error/message")
-                            .and_then(Value::as_str)
-                            .unwrap_or("unknown error");
-                        return Err(ProviderError::Stream(msg.to_string()));
-                    }
-                    _ => {}
                 }
+                "content_block_delta" => {
+                    let delta = &event["delta"];
+                    if let Some(t) = delta.get("text").and_then(Value::as_str) {
+                        request.emit_text(t);
+                        text.push_str(t);
+                    }
+                    if let Some(j) = delta.get("partial_json").and_then(Value::as_str)
+                        && let Some((_, c)) = block_to_call.iter().find(|(b, _)| *b == index)
+                    {
+                        calls[*c].arguments.push_str(j);
+                    }
+                }
+                "message_start" => {
+                    let u = &event["message"]["usage"];
+                    let count = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
+                    usage.input_tokens = count("input_tokens");
+                    usage.cache_read_tokens = count("cache_read_input_tokens");
+                    usage.cache_write_tokens = count("cache_creation_input_tokens");
+                    usage.output_tokens = count("output_tokens");
+                }
+                "message_delta" => {
+                    if let Some(n) = event
+                        .pointer("/usage/output_tokens")
+                        .and_then(Value::as_u64)
+                    {
+                        usage.output_tokens = n;
+                    }
+                    stop = match event.pointer("/delta/stop_reason").and_then(Value::as_str) {
+                        Some("end_turn" | "stop_sequence") => StopReason::EndTurn,
+                        Some("tool_use") => StopReason::ToolUse,
+                        Some("max_tokens") => StopReason::MaxTokens,
+                        _ => StopReason::Other,
+                    };
+                }
+                "message_stop" => return Ok(Flow::Stop),
+                "error" => {
+                    let msg = event
+                        .pointer("/error/message")
+                        .and_then(Value::as_str)
+                        .unwrap_or("unknown error");
+                    return Err(ProviderError::Stream(msg.to_string()));
+                }
+                _ => {}
             }
-        }
+            Ok(Flow::Continue)
+        })
+        .await?;
         Ok(ModelResponse {
             text,
             tool_calls: calls,

@@ -8,12 +8,11 @@
 //! validator" value instead.
 
 use crate::lowering::{Dialect, lower};
-use crate::retry::{self, Retry};
-use crate::sse::SseParser;
+use crate::retry::Retry;
 use crate::types::{
     Message, ModelRequest, ModelResponse, Provider, ProviderError, StopReason, ToolCall, Usage,
 };
-use futures::StreamExt;
+use crate::wire::{self, Auth, Flow, Framing};
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
 use std::future::Future;
@@ -179,84 +178,82 @@ impl Gemini {
             model_name(&request.model)
         );
         let body = self.body(request);
-        let build = || {
-            let req = self.client.post(&url).json(&body);
-            match &self.api_key {
-                Some(key) => req.header("x-goog-api-key", key),
-                None => req,
-            }
-        };
-        let response = retry::send(self.retry, &url, build).await?;
-        let mut stream = response.bytes_stream();
-        let mut parser = SseParser::default();
+        let response = wire::post(
+            &self.client,
+            self.retry,
+            &url,
+            &body,
+            Auth::Header("x-goog-api-key", self.api_key.as_deref()),
+            &[],
+        )
+        .await?;
         let mut text = String::new();
         let mut calls: Vec<ToolCall> = Vec::new();
         let mut stop = StopReason::Other;
         let mut usage = Usage::default();
-        while let Some(chunk) = stream.next().await {
-            let chunk = chunk.map_err(|e| ProviderError::Stream(e.to_string()))?;
-            for data in parser.feed(&chunk).map_err(ProviderError::Stream)? {
-                let Ok(event) = serde_json::from_str::<Value>(&data) else {
-                    continue;
+        wire::each_payload(response, Framing::Sse, |data| {
+            let Ok(event) = serde_json::from_str::<Value>(data) else {
+                return Ok(Flow::Continue);
+            };
+            if let Some(error) = event.get("error") {
+                let msg = error["message"].as_str().unwrap_or("unknown error");
+                return Err(ProviderError::Stream(msg.to_string()));
+            }
+            if let Some(u) = event.get("usageMetadata").filter(|u| u.is_object()) {
+                // Counts are running totals: the last event's are the response's.
+                let count = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
+                usage = Usage {
+                    input_tokens: count("promptTokenCount"),
+                    // Thinking is billed as output.
+                    output_tokens: count("candidatesTokenCount") + count("thoughtsTokenCount"),
+                    cache_read_tokens: count("cachedContentTokenCount"),
+                    cache_write_tokens: 0,
                 };
-                if let Some(error) = event.get("error") {
-                    let msg = error["message"].as_str().unwrap_or("unknown error");
-                    return Err(ProviderError::Stream(msg.to_string()));
-                }
-                if let Some(u) = event.get("usageMetadata").filter(|u| u.is_object()) {
-                    // Counts are running totals: the last event's are the response's.
-                    let count = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
-                    usage = Usage {
-                        input_tokens: count("promptTokenCount"),
-                        // Thinking is billed as output.
-                        output_tokens: count("candidatesTokenCount") + count("thoughtsTokenCount"),
-                        cache_read_tokens: count("cachedContentTokenCount"),
-                        cache_write_tokens: 0,
+            }
+            let Some(candidate) = event.pointer("/candidates/0") else {
+                return Ok(Flow::Continue);
+            };
+            for part in candidate
+                .pointer("/content/parts")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                if let Some(call) = part.get("functionCall") {
+                    let id = match call.get("id").and_then(Value::as_str) {
+                        Some(id) if !id.is_empty() => id.to_string(),
+                        _ => {
+                            let n = self.next_id.fetch_add(1, Ordering::Relaxed);
+                            format!("{SYNTHETIC_ID}{n}")
+                        }
                     };
-                }
-                let Some(candidate) = event.pointer("/candidates/0") else {
-                    continue;
-                };
-                for part in candidate
-                    .pointer("/content/parts")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                {
-                    if let Some(call) = part.get("functionCall") {
-                        let id = match call.get("id").and_then(Value::as_str) {
-                            Some(id) if !id.is_empty() => id.to_string(),
-                            _ => {
-                                let n = self.next_id.fetch_add(1, Ordering::Relaxed);
-                                format!("{SYNTHETIC_ID}{n}")
-                            }
-                        };
-                        if let Some(s) = part.get("thoughtSignature").and_then(Value::as_str) {
-                            self.remember_signature(&id, s);
-                        }
-                        let args = call.get("args").cloned().unwrap_or_else(|| json!({}));
-                        calls.push(ToolCall {
-                            id,
-                            name: call["name"].as_str().unwrap_or_default().to_string(),
-                            arguments: args.to_string(),
-                        });
-                    } else if let Some(t) = part.get("text").and_then(Value::as_str) {
-                        // Thought summaries are not part of the answer.
-                        if part.get("thought") != Some(&Value::Bool(true)) {
-                            request.emit_text(t);
-                            text.push_str(t);
-                        }
+                    if let Some(s) = part.get("thoughtSignature").and_then(Value::as_str) {
+                        self.remember_signature(&id, s);
+                    }
+                    let args = call.get("args").cloned().unwrap_or_else(|| json!({}));
+                    calls.push(ToolCall {
+                        id,
+                        name: call["name"].as_str().unwrap_or_default().to_string(),
+                        arguments: args.to_string(),
+                    });
+                } else if let Some(t) = part.get("text").and_then(Value::as_str) {
+                    // Thought summaries are not part of the answer.
+                    if part.get("thought") != Some(&Value::Bool(true)) {
+                        request.emit_text(t);
+                        text.push_str(t);
                     }
                 }
-                if let Some(reason) = candidate.get("finishReason").and_then(Value::as_str) {
-                    stop = match reason {
-                        "STOP" => StopReason::EndTurn,
-                        "MAX_TOKENS" => StopReason::MaxTokens,
-                        _ => StopReason::Other,
-                    };
-                }
             }
-        }
+            if let Some(reason) = candidate.get("finishReason").and_then(Value::as_str) {
+                stop = match reason {
+                    "STOP" => StopReason::EndTurn,
+                    "MAX_TOKENS" => StopReason::MaxTokens,
+                    _ => StopReason::Other,
+                };
+            }
+            Ok(Flow::Continue)
+        })
+        .await?;
         // Gemini ends a turn with calls as STOP.
         if !calls.is_empty() {
             stop = StopReason::ToolUse;

@@ -14,6 +14,7 @@ mod responses;
 mod retry;
 mod sse;
 mod types;
+mod wire;
 
 pub use anthropic::Anthropic;
 pub use gemini::Gemini;

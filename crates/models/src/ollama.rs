@@ -5,12 +5,11 @@
 //! tool. No auth unless a key is given (a proxy in front of Ollama may want a bearer token).
 
 use crate::lowering::{Dialect, lower};
-use crate::ndjson::NdjsonParser;
-use crate::retry::{self, Retry};
+use crate::retry::Retry;
 use crate::types::{
     Message, ModelRequest, ModelResponse, Provider, ProviderError, StopReason, ToolCall, Usage,
 };
-use futures::StreamExt;
+use crate::wire::{self, Auth, Flow, Framing};
 use serde_json::{Map, Value, json};
 use std::future::Future;
 
@@ -58,31 +57,25 @@ impl Ollama {
     async fn send(&self, request: &ModelRequest) -> Result<ModelResponse, ProviderError> {
         let url = format!("{}/api/chat", self.base_url);
         let body = Self::body(request);
-        let build = || {
-            let req = self.client.post(&url).json(&body);
-            match &self.api_key {
-                Some(key) => req.bearer_auth(key),
-                None => req,
-            }
-        };
-        let response = retry::send(self.retry, &url, build).await?;
-        let mut stream = response.bytes_stream();
-        let mut parser = NdjsonParser::default();
+        let response = wire::post(
+            &self.client,
+            self.retry,
+            &url,
+            &body,
+            Auth::Bearer(self.api_key.as_deref()),
+            &[],
+        )
+        .await?;
         let mut state = State::default();
-        while let Some(chunk) = stream.next().await {
-            let chunk = chunk.map_err(|e| ProviderError::Stream(e.to_string()))?;
-            for line in parser.feed(&chunk).map_err(ProviderError::Stream)? {
-                read_line(request, &line, &mut state)?;
-            }
-            if state.stop.is_some() {
-                break;
-            }
-        }
-        if state.stop.is_none()
-            && let Some(line) = parser.finish()
-        {
-            read_line(request, &line, &mut state)?;
-        }
+        wire::each_payload(response, Framing::Ndjson, |line| {
+            read_line(request, line, &mut state)?;
+            Ok(if state.stop.is_some() {
+                Flow::Stop
+            } else {
+                Flow::Continue
+            })
+        })
+        .await?;
         let stop = match state.stop {
             // Ollama says "stop" when the model called tools too.
             _ if !state.calls.is_empty() => StopReason::ToolUse,

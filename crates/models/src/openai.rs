@@ -5,12 +5,11 @@
 //! stream with `ProviderError::Stream`.
 
 use crate::lowering::{Dialect, lower};
-use crate::retry::{self, Retry};
-use crate::sse::SseParser;
+use crate::retry::Retry;
 use crate::types::{
     Message, ModelRequest, ModelResponse, Provider, ProviderError, StopReason, ToolCall, Usage,
 };
-use futures::StreamExt;
+use crate::wire::{self, Auth, Flow, Framing};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -51,90 +50,88 @@ impl OpenAiCompatible {
     async fn send(&self, request: &ModelRequest) -> Result<ModelResponse, ProviderError> {
         let url = format!("{}/chat/completions", self.base_url);
         let body = Self::body(request);
-        let build = || {
-            let req = self.client.post(&url).json(&body);
-            match &self.api_key {
-                Some(key) => req.bearer_auth(key),
-                None => req,
-            }
-        };
-        let response = retry::send(self.retry, &url, build).await?;
-        let mut stream = response.bytes_stream();
-        let mut parser = SseParser::default();
+        let response = wire::post(
+            &self.client,
+            self.retry,
+            &url,
+            &body,
+            Auth::Bearer(self.api_key.as_deref()),
+            &[],
+        )
+        .await?;
         let mut text = String::new();
         let mut calls: BTreeMap<u64, ToolCall> = BTreeMap::new();
         let mut stop = StopReason::Other;
         let mut usage = Usage::default();
-        'read: while let Some(chunk) = stream.next().await {
-            let chunk = chunk.map_err(|e| ProviderError::Stream(e.to_string()))?;
-            for data in parser.feed(&chunk).map_err(ProviderError::Stream)? {
-                if data == "[DONE]" {
-                    break 'read;
-                }
-                let Ok(event) = serde_json::from_str::<Value>(&data) else {
-                    continue;
+        wire::each_payload(response, Framing::Sse, |data| {
+            if data == "[DONE]" {
+                return Ok(Flow::Stop);
+            }
+            let Ok(event) = serde_json::from_str::<Value>(data) else {
+                return Ok(Flow::Continue);
+            };
+            // vLLM, llama.cpp and proxies report a failure mid-stream as an `error`
+            // object in place of a chunk.
+            if let Some(error) = event.get("error").filter(|e| !e.is_null()) {
+                let msg = error
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .or_else(|| error.as_str())
+                    .unwrap_or("unknown error");
+                return Err(ProviderError::Stream(msg.to_string()));
+            }
+            if let Some(u) = event.get("usage").filter(|u| u.is_object()) {
+                let count = |k: &str| u.pointer(k).and_then(Value::as_u64).unwrap_or(0);
+                usage = Usage {
+                    input_tokens: count("/prompt_tokens"),
+                    output_tokens: count("/completion_tokens"),
+                    cache_read_tokens: count("/prompt_tokens_details/cached_tokens"),
+                    cache_write_tokens: 0,
                 };
-                // vLLM, llama.cpp and proxies report a failure mid-stream as an `error`
-                // object in place of a chunk.
-                if let Some(error) = event.get("error").filter(|e| !e.is_null()) {
-                    let msg = error
-                        .get("message")
-                        .and_then(Value::as_str)
-                        .or_else(|| error.as_str())
-                        .unwrap_or("unknown error");
-                    return Err(ProviderError::Stream(msg.to_string()));
+            }
+            let Some(choice) = event.pointer("/choices/0") else {
+                return Ok(Flow::Continue);
+            };
+            if let Some(t) = choice.pointer("/delta/content").and_then(Value::as_str) {
+                request.emit_text(t);
+                text.push_str(t);
+            }
+            for d in choice
+                .pointer("/delta/tool_calls")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                let index = d
+                    .get("index")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(calls.len() as u64);
+                let call = calls.entry(index).or_insert_with(|| ToolCall {
+                    id: String::new(),
+                    name: String::new(),
+                    arguments: String::new(),
+                });
+                if let Some(id) = d.get("id").and_then(Value::as_str) {
+                    call.id = id.to_string();
                 }
-                if let Some(u) = event.get("usage").filter(|u| u.is_object()) {
-                    let count = |k: &str| u.pointer(k).and_then(Value::as_u64).unwrap_or(0);
-                    usage = Usage {
-                        input_tokens: count("/prompt_tokens"),
-                        output_tokens: count("/completion_tokens"),
-                        cache_read_tokens: count("/prompt_tokens_details/cached_tokens"),
-                        cache_write_tokens: 0,
-                    };
+                if let Some(n) = d.pointer("/function/name").and_then(Value::as_str) {
+                    call.name.push_str(n);
                 }
-                let Some(choice) = event.pointer("/choices/0") else {
-                    continue;
-                };
-                if let Some(t) = choice.pointer("/delta/content").and_then(Value::as_str) {
-                    request.emit_text(t);
-                    text.push_str(t);
-                }
-                for d in choice
-                    .pointer("/delta/tool_calls")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                {
-                    let index = d
-                        .get("index")
-                        .and_then(Value::as_u64)
-                        .unwrap_or(calls.len() as u64);
-                    let call = calls.entry(index).or_insert_with(|| ToolCall {
-                        id: String::new(),
-                        name: String::new(),
-                        arguments: String::new(),
-                    });
-                    if let Some(id) = d.get("id").and_then(Value::as_str) {
-                        call.id = id.to_string();
-                    }
-                    if let Some(n) = d.pointer("/function/name").and_then(Value::as_str) {
-                        call.name.push_str(n);
-                    }
-                    if let Some(a) = d.pointer("/function/arguments").and_then(Value::as_str) {
-                        call.arguments.push_str(a);
-                    }
-                }
-                if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
-                    stop = match reason {
-                        "stop" => StopReason::EndTurn,
-                        "tool_calls" | "function_call" => StopReason::ToolUse,
-                        "length" => StopReason::MaxTokens,
-                        _ => StopReason::Other,
-                    };
+                if let Some(a) = d.pointer("/function/arguments").and_then(Value::as_str) {
+                    call.arguments.push_str(a);
                 }
             }
-        }
+            if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+                stop = match reason {
+                    "stop" => StopReason::EndTurn,
+                    "tool_calls" | "function_call" => StopReason::ToolUse,
+                    "length" => StopReason::MaxTokens,
+                    _ => StopReason::Other,
+                };
+            }
+            Ok(Flow::Continue)
+        })
+        .await?;
         let tool_calls = calls
             .into_values()
             .enumerate()

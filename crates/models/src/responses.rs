@@ -7,12 +7,11 @@
 //! every request carries the whole history, as with the other providers.
 
 use crate::lowering::{Dialect, lower};
-use crate::retry::{self, Retry};
-use crate::sse::SseParser;
+use crate::retry::Retry;
 use crate::types::{
     Message, ModelRequest, ModelResponse, Provider, ProviderError, StopReason, ToolCall, Usage,
 };
-use futures::StreamExt;
+use crate::wire::{self, Auth, Flow, Framing};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -99,94 +98,92 @@ impl OpenAiResponses {
     async fn send(&self, request: &ModelRequest) -> Result<ModelResponse, ProviderError> {
         let url = format!("{}/responses", self.base_url);
         let body = Self::body(request);
-        let build = || {
-            let req = self.client.post(&url).json(&body);
-            match &self.api_key {
-                Some(key) => req.bearer_auth(key),
-                None => req,
-            }
-        };
-        let response = retry::send(self.retry, &url, build).await?;
-        let mut stream = response.bytes_stream();
-        let mut parser = SseParser::default();
+        let response = wire::post(
+            &self.client,
+            self.retry,
+            &url,
+            &body,
+            Auth::Bearer(self.api_key.as_deref()),
+            &[],
+        )
+        .await?;
         let mut text = String::new();
         let mut calls: BTreeMap<u64, Call> = BTreeMap::new();
         let mut stop = None;
         let mut usage = Usage::default();
-        'read: while let Some(chunk) = stream.next().await {
-            let chunk = chunk.map_err(|e| ProviderError::Stream(e.to_string()))?;
-            for data in parser.feed(&chunk).map_err(ProviderError::Stream)? {
-                let Ok(event) = serde_json::from_str::<Value>(&data) else {
-                    continue;
-                };
-                let kind = event
-                    .get("type")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
-                match kind {
-                    "response.output_text.delta" => {
-                        if let Some(t) = event.get("delta").and_then(Value::as_str) {
-                            request.emit_text(t);
-                            text.push_str(t);
-                        }
+        wire::each_payload(response, Framing::Sse, |data| {
+            let Ok(event) = serde_json::from_str::<Value>(data) else {
+                return Ok(Flow::Continue);
+            };
+            let kind = event
+                .get("type")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            match kind {
+                "response.output_text.delta" => {
+                    if let Some(t) = event.get("delta").and_then(Value::as_str) {
+                        request.emit_text(t);
+                        text.push_str(t);
                     }
-                    "response.output_item.added" | "response.output_item.done" => {
-                        let item = &event["item"];
-                        if item["type"] != "function_call" {
-                            continue;
-                        }
-                        let index = output_index(&event, &calls);
-                        let call = calls.entry(index).or_default();
-                        if let Some(id) = item.get("id").and_then(Value::as_str) {
-                            call.item_id = id.to_string();
-                        }
-                        if let Some(id) = item.get("call_id").and_then(Value::as_str) {
-                            call.call_id = id.to_string();
-                        }
-                        if let Some(n) = item.get("name").and_then(Value::as_str) {
-                            call.name = n.to_string();
-                        }
-                        // `added` carries "" and `done` the full text; either is the truth
-                        // so far, unless it is empty and deltas already came.
-                        if let Some(a) = item.get("arguments").and_then(Value::as_str)
-                            && !a.is_empty()
-                        {
-                            call.arguments = a.to_string();
-                        }
-                    }
-                    "response.function_call_arguments.delta"
-                    | "response.function_call_arguments.done" => {
-                        let Some(call) = find_call(&event, &mut calls) else {
-                            continue;
-                        };
-                        if let Some(d) = event.get("delta").and_then(Value::as_str) {
-                            call.arguments.push_str(d);
-                        }
-                        if let Some(a) = event.get("arguments").and_then(Value::as_str) {
-                            call.arguments = a.to_string();
-                        }
-                    }
-                    "response.completed" => {
-                        usage = read_usage(&event["response"]["usage"]);
-                        stop = Some(StopReason::EndTurn);
-                        break 'read;
-                    }
-                    "response.incomplete" => {
-                        let r = &event["response"];
-                        usage = read_usage(&r["usage"]);
-                        stop = Some(match r.pointer("/incomplete_details/reason") {
-                            Some(reason) if reason == "max_output_tokens" => StopReason::MaxTokens,
-                            _ => StopReason::Other,
-                        });
-                        break 'read;
-                    }
-                    "response.failed" | "error" => {
-                        return Err(ProviderError::Stream(error_message(&event)));
-                    }
-                    _ => {}
                 }
+                "response.output_item.added" | "response.output_item.done" => {
+                    let item = &event["item"];
+                    if item["type"] != "function_call" {
+                        return Ok(Flow::Continue);
+                    }
+                    let index = output_index(&event, &calls);
+                    let call = calls.entry(index).or_default();
+                    if let Some(id) = item.get("id").and_then(Value::as_str) {
+                        call.item_id = id.to_string();
+                    }
+                    if let Some(id) = item.get("call_id").and_then(Value::as_str) {
+                        call.call_id = id.to_string();
+                    }
+                    if let Some(n) = item.get("name").and_then(Value::as_str) {
+                        call.name = n.to_string();
+                    }
+                    // `added` carries "" and `done` the full text; either is the truth
+                    // so far, unless it is empty and deltas already came.
+                    if let Some(a) = item.get("arguments").and_then(Value::as_str)
+                        && !a.is_empty()
+                    {
+                        call.arguments = a.to_string();
+                    }
+                }
+                "response.function_call_arguments.delta"
+                | "response.function_call_arguments.done" => {
+                    let Some(call) = find_call(&event, &mut calls) else {
+                        return Ok(Flow::Continue);
+                    };
+                    if let Some(d) = event.get("delta").and_then(Value::as_str) {
+                        call.arguments.push_str(d);
+                    }
+                    if let Some(a) = event.get("arguments").and_then(Value::as_str) {
+                        call.arguments = a.to_string();
+                    }
+                }
+                "response.completed" => {
+                    usage = read_usage(&event["response"]["usage"]);
+                    stop = Some(StopReason::EndTurn);
+                    return Ok(Flow::Stop);
+                }
+                "response.incomplete" => {
+                    let r = &event["response"];
+                    usage = read_usage(&r["usage"]);
+                    stop = Some(match r.pointer("/incomplete_details/reason") {
+                        Some(reason) if reason == "max_output_tokens" => StopReason::MaxTokens,
+                        _ => StopReason::Other,
+                    });
+                    return Ok(Flow::Stop);
+                }
+                "response.failed" | "error" => {
+                    return Err(ProviderError::Stream(error_message(&event)));
+                }
+                _ => {}
             }
-        }
+            Ok(Flow::Continue)
+        })
+        .await?;
         let tool_calls: Vec<ToolCall> = calls
             .into_values()
             .enumerate()
