@@ -7,8 +7,8 @@
 mod common;
 use common::*;
 use mcp_host_client::{Manager, ServerSetup};
-use mcp_host_config::{RawServer, RawToolOptions, Scope};
-use mcp_host_core::{ServerId, ServerState, TransportKind};
+use mcp_host_config::RawToolOptions;
+use mcp_host_core::{ServerId, ServerState};
 use mcp_host_engine::{
     Approval, Conversation, Engine, EngineConfig, Event, Observer, TurnEnd, history_tokens,
 };
@@ -20,22 +20,6 @@ use serde_json::json;
 use std::sync::Mutex;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
-
-fn server(name: &str, args: &[&str], tweak: impl FnOnce(&mut RawServer)) -> ServerSetup {
-    let mut raw = RawServer {
-        command: Some(fake()),
-        args: args.iter().map(|s| s.to_string()).collect(),
-        ..RawServer::default()
-    };
-    tweak(&mut raw);
-    let spec = raw.to_spec(name, Scope::Flag, &|_| None).unwrap();
-    ServerSetup {
-        id: ServerId::new(name),
-        transport: TransportKind::Stdio,
-        spec: Some(spec),
-        initial: ServerState::Starting,
-    }
-}
 
 async fn start(servers: Vec<ServerSetup>) -> (Manager, Catalogue) {
     let names: Vec<String> = servers.iter().map(|s| s.id.to_string()).collect();
@@ -122,6 +106,24 @@ impl Observer for Recorder {
     }
 }
 
+fn engine_for<'a>(
+    provider: &'a Scripted,
+    manager: &'a Manager,
+    catalogue: &'a Catalogue,
+    policy: &'a Policy,
+    observer: &'a dyn Observer,
+    config: EngineConfig,
+) -> Engine<'a, Scripted> {
+    Engine {
+        provider,
+        manager,
+        catalogue,
+        policy,
+        observer,
+        config,
+    }
+}
+
 fn config(mode: Mode) -> EngineConfig {
     EngineConfig {
         model: "m".into(),
@@ -153,9 +155,9 @@ fn tool_results(history: &[Message]) -> Vec<(String, String, bool)> {
 async fn servers_run_in_parallel_and_one_server_keeps_order_unless_trusted_and_read_only() {
     let ro = ["--annotate-readonly", "slow", "--annotate-readonly", "echo"];
     let (m, catalogue) = start(vec![
-        server("u", &ro, |_| {}),
-        server("t", &ro, |r| r.trust = Some(true)),
-        server("p", &ro, |r| {
+        fake_setup("u", &ro, |_| {}),
+        fake_setup("t", &ro, |r| r.trust = Some(true)),
+        fake_setup("p", &ro, |r| {
             r.trust = Some(true);
             r.parallel = Some(false);
         }),
@@ -176,14 +178,14 @@ async fn servers_run_in_parallel_and_one_server_keeps_order_unless_trusted_and_r
     ]);
     let recorder = Recorder::default();
     let policy = Policy::default();
-    let engine = Engine {
-        provider: &provider,
-        manager: &m,
-        catalogue: &catalogue,
-        policy: &policy,
-        observer: &recorder,
-        config: config(Mode::Auto),
-    };
+    let engine = engine_for(
+        &provider,
+        &m,
+        &catalogue,
+        &policy,
+        &recorder,
+        config(Mode::Auto),
+    );
     let mut conv = Conversation::new(100_000, Answers::default());
     let report = engine
         .run_turn(&mut conv, "go", &CancellationToken::new())
@@ -209,7 +211,7 @@ async fn servers_run_in_parallel_and_one_server_keeps_order_unless_trusted_and_r
 
 #[tokio::test]
 async fn approvals_are_asked_per_call_and_answers_hold_for_their_scope() {
-    let (m, catalogue) = start(vec![server("f", &[], |_| {})]).await;
+    let (m, catalogue) = start(vec![fake_setup("f", &[], |_| {})]).await;
     let policy = Policy::default();
     let echo = |id: &str| call(id, "f__echo", json!({"message": id}));
     // Allowed for the session: asked once, then remembered for the second step.
@@ -222,14 +224,14 @@ async fn approvals_are_asked_per_call_and_answers_hold_for_their_scope() {
         answer: Some(Approval::Allow(AnswerScope::Session)),
         ..Recorder::default()
     };
-    let engine = Engine {
-        provider: &provider,
-        manager: &m,
-        catalogue: &catalogue,
-        policy: &policy,
-        observer: &recorder,
-        config: config(Mode::Ask),
-    };
+    let engine = engine_for(
+        &provider,
+        &m,
+        &catalogue,
+        &policy,
+        &recorder,
+        config(Mode::Ask),
+    );
     let mut conv = Conversation::new(100_000, Answers::default());
     let report = engine
         .run_turn(&mut conv, "go", &CancellationToken::new())
@@ -264,14 +266,14 @@ async fn approvals_are_asked_per_call_and_answers_hold_for_their_scope() {
             answer,
             ..Recorder::default()
         };
-        let engine = Engine {
-            provider: &provider,
-            manager: &m,
-            catalogue: &catalogue,
-            policy: &policy,
-            observer: &recorder,
-            config: config(Mode::Ask),
-        };
+        let engine = engine_for(
+            &provider,
+            &m,
+            &catalogue,
+            &policy,
+            &recorder,
+            config(Mode::Ask),
+        );
         let mut conv = Conversation::new(100_000, Answers::default());
         let report = engine
             .run_turn(&mut conv, "go", &CancellationToken::new())
@@ -287,7 +289,7 @@ async fn approvals_are_asked_per_call_and_answers_hold_for_their_scope() {
 
 #[tokio::test]
 async fn a_long_call_moves_to_the_background_and_arrives_at_the_next_turn() {
-    let (m, catalogue) = start(vec![server("f", &[], |_| {})]).await;
+    let (m, catalogue) = start(vec![fake_setup("f", &[], |_| {})]).await;
     let policy = Policy::default();
     let provider = Scripted::new([
         step(vec![call("c1", "f__slow", json!({"ms": 1500}))]),
@@ -297,14 +299,7 @@ async fn a_long_call_moves_to_the_background_and_arrives_at_the_next_turn() {
     let recorder = Recorder::default();
     let mut cfg = config(Mode::Auto);
     cfg.background_after = Some(Duration::from_millis(200));
-    let engine = Engine {
-        provider: &provider,
-        manager: &m,
-        catalogue: &catalogue,
-        policy: &policy,
-        observer: &recorder,
-        config: cfg,
-    };
+    let engine = engine_for(&provider, &m, &catalogue, &policy, &recorder, cfg);
     let mut conv = Conversation::new(100_000, Answers::default());
     let cancel = CancellationToken::new();
     let report = engine.run_turn(&mut conv, "start", &cancel).await.unwrap();
@@ -342,7 +337,7 @@ async fn a_long_call_moves_to_the_background_and_arrives_at_the_next_turn() {
 
 #[tokio::test]
 async fn results_over_their_budget_are_stored_and_large_ones_flagged() {
-    let (m, catalogue) = start(vec![server("f", &[], |r| {
+    let (m, catalogue) = start(vec![fake_setup("f", &[], |r| {
         r.tools.insert(
             "echo".into(),
             RawToolOptions {
@@ -366,14 +361,7 @@ async fn results_over_their_budget_are_stored_and_large_ones_flagged() {
     let recorder = Recorder::default();
     let mut cfg = config(Mode::Auto);
     cfg.store = Some(store.clone());
-    let engine = Engine {
-        provider: &provider,
-        manager: &m,
-        catalogue: &catalogue,
-        policy: &policy,
-        observer: &recorder,
-        config: cfg,
-    };
+    let engine = engine_for(&provider, &m, &catalogue, &policy, &recorder, cfg);
     let mut conv = Conversation::new(100_000, Answers::default());
     let report = engine
         .run_turn(&mut conv, "go", &CancellationToken::new())
@@ -405,7 +393,7 @@ async fn results_over_their_budget_are_stored_and_large_ones_flagged() {
 
 #[tokio::test]
 async fn a_full_window_is_compacted_at_the_turn_boundary() {
-    let (m, catalogue) = start(vec![server("f", &[], |_| {})]).await;
+    let (m, catalogue) = start(vec![fake_setup("f", &[], |_| {})]).await;
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("s.sqlite")).await.unwrap();
     let policy = Policy::default();
@@ -425,14 +413,7 @@ async fn a_full_window_is_compacted_at_the_turn_boundary() {
     let mut cfg = config(Mode::Auto);
     cfg.store = Some(store.clone());
     cfg.context_window = 1_000;
-    let engine = Engine {
-        provider: &provider,
-        manager: &m,
-        catalogue: &catalogue,
-        policy: &policy,
-        observer: &recorder,
-        config: cfg,
-    };
+    let engine = engine_for(&provider, &m, &catalogue, &policy, &recorder, cfg);
     let mut conv = Conversation::create(&store, "m", "/w", 1_000, Answers::default())
         .await
         .unwrap();
@@ -501,7 +482,7 @@ async fn a_full_window_is_compacted_at_the_turn_boundary() {
 
 #[tokio::test]
 async fn a_persisted_conversation_resumes_with_its_history_and_call_records() {
-    let (m, catalogue) = start(vec![server("f", &[], |_| {})]).await;
+    let (m, catalogue) = start(vec![fake_setup("f", &[], |_| {})]).await;
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("s.sqlite")).await.unwrap();
     let policy = Policy::default();
@@ -512,14 +493,14 @@ async fn a_persisted_conversation_resumes_with_its_history_and_call_records() {
     ]);
     let mut cfg = config(Mode::Auto);
     cfg.store = Some(store.clone());
-    let engine = Engine {
-        provider: &provider,
-        manager: &m,
-        catalogue: &catalogue,
-        policy: &policy,
-        observer: &mcp_host_engine::Quiet,
-        config: cfg,
-    };
+    let engine = engine_for(
+        &provider,
+        &m,
+        &catalogue,
+        &policy,
+        &mcp_host_engine::Quiet,
+        cfg,
+    );
     let mut conv = Conversation::create(&store, "m", "/work", 100_000, Answers::default())
         .await
         .unwrap();

@@ -7,26 +7,15 @@
 mod common;
 use common::*;
 use mcp_host_client::{CallError, Manager, ManagerOptions, RequestError, ServerSetup};
-use mcp_host_config::{RawServer, Scope};
-use mcp_host_core::{ServerId, ServerState, ServerStatus, TransportKind};
+use mcp_host_core::{ServerId, ServerState, ServerStatus};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 fn setup(name: &str, args: &[&str], startup_ms: u64, tool_ms: u64) -> ServerSetup {
-    let raw = RawServer {
-        command: Some(fake()),
-        args: args.iter().map(|s| s.to_string()).collect(),
-        timeout: Some(startup_ms),
-        tool_timeout: Some(tool_ms),
-        ..RawServer::default()
-    };
-    let spec = raw.to_spec(name, Scope::Flag, &|_| None).unwrap();
-    ServerSetup {
-        id: ServerId::new(name),
-        transport: TransportKind::Stdio,
-        spec: Some(spec),
-        initial: ServerState::Starting,
-    }
+    fake_setup(name, args, |r| {
+        r.timeout = Some(startup_ms);
+        r.tool_timeout = Some(tool_ms);
+    })
 }
 
 fn options() -> ManagerOptions {

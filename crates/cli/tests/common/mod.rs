@@ -341,3 +341,26 @@ pub fn text_stream(text: &str) -> String {
         json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
     )
 }
+
+/// A stdio setup for the fake server under `name`, with `tweak` applied to its entry.
+pub fn fake_setup(
+    name: &str,
+    args: &[&str],
+    tweak: impl FnOnce(&mut mcp_host_config::RawServer),
+) -> mcp_host_client::ServerSetup {
+    let mut raw = mcp_host_config::RawServer {
+        command: Some(fake()),
+        args: args.iter().map(|s| s.to_string()).collect(),
+        ..mcp_host_config::RawServer::default()
+    };
+    tweak(&mut raw);
+    let spec = raw
+        .to_spec(name, mcp_host_config::Scope::Flag, &|_| None)
+        .unwrap();
+    mcp_host_client::ServerSetup {
+        id: ServerId::new(name),
+        transport: mcp_host_core::TransportKind::Stdio,
+        spec: Some(spec),
+        initial: mcp_host_core::ServerState::Starting,
+    }
+}
