@@ -4,7 +4,7 @@
 //! stop reason and the token counts. Tool results go back as `tool` messages naming the
 //! tool. No auth unless a key is given (a proxy in front of Ollama may want a bearer token).
 
-use crate::lowering::{Dialect, lower};
+use crate::lowering::Dialect;
 use crate::retry::Retry;
 use crate::types::{
     Message, ModelRequest, ModelResponse, Provider, ProviderError, StopReason, ToolCall, Usage,
@@ -44,12 +44,7 @@ impl Ollama {
         let messages: Vec<Value> = request.messages.iter().map(wire_message).collect();
         let mut body = json!({"model": request.model, "messages": messages, "stream": true});
         if !request.tools.is_empty() {
-            let tools: Vec<Value> = request
-                .tools
-                .iter()
-                .map(|t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": lower(&t.parameters, Dialect::Ollama)}}))
-                .collect();
-            body["tools"] = json!(tools);
+            body["tools"] = wire::function_tools(&request.tools, Dialect::Ollama);
         }
         body
     }

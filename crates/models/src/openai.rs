@@ -4,7 +4,7 @@
 //! reasons are kept as `Other`, a missing call id is synthesised, an `error` chunk ends the
 //! stream with `ProviderError::Stream`.
 
-use crate::lowering::{Dialect, lower};
+use crate::lowering::Dialect;
 use crate::retry::Retry;
 use crate::types::{
     Message, ModelRequest, ModelResponse, Provider, ProviderError, StopReason, ToolCall, Usage,
@@ -37,12 +37,7 @@ impl OpenAiCompatible {
         // `include_usage` adds a last chunk with token counts; servers that do not know it ignore it.
         let mut body = json!({"model": request.model, "messages": messages, "stream": true, "stream_options": {"include_usage": true}});
         if !request.tools.is_empty() {
-            let tools: Vec<Value> = request
-                .tools
-                .iter()
-                .map(|t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": lower(&t.parameters, Dialect::OpenAi)}}))
-                .collect();
-            body["tools"] = json!(tools);
+            body["tools"] = wire::function_tools(&request.tools, Dialect::OpenAi);
         }
         body
     }

@@ -2,12 +2,14 @@
 //! of key (retried as `retry.rs` says), then read the streamed answer as SSE `data` payloads
 //! or NDJSON lines, each handed to the provider's own parser until it says stop.
 
+use crate::lowering::{Dialect, lower};
 use crate::ndjson::NdjsonParser;
 use crate::retry::{self, Retry};
 use crate::sse::SseParser;
 use crate::types::ProviderError;
+use crate::types::ToolSpec;
 use futures::StreamExt;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 /// How a provider takes its key.
 #[derive(Clone, Copy)]
@@ -81,4 +83,13 @@ pub(crate) async fn each_payload(
         each(&last)?;
     }
     Ok(())
+}
+
+/// Tools in the OpenAI function shape that Chat Completions and Ollama share, with schemas
+/// lowered for `dialect`.
+pub(crate) fn function_tools(tools: &[ToolSpec], dialect: Dialect) -> Value {
+    tools
+        .iter()
+        .map(|t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": lower(&t.parameters, dialect)}}))
+        .collect()
 }
