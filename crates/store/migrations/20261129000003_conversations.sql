@@ -47,10 +47,17 @@ CREATE TABLE IF NOT EXISTS tool_calls (
 );
 
 -- Content-addressed: the handle is the first 16 bytes of the body's SHA-256 in hex, so the
--- same content is stored once however often it is put.
+-- same content is stored once however often it is put. The body is kept in chunks, so a
+-- page of a 20 MB result is read without reading the rest (SQLite reads a whole value to
+-- take part of it).
 CREATE TABLE IF NOT EXISTS results (
     handle     TEXT PRIMARY KEY NOT NULL,
-    body       BLOB NOT NULL,
     bytes      INTEGER NOT NULL,
     created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+);
+CREATE TABLE IF NOT EXISTS result_chunks (
+    handle TEXT NOT NULL REFERENCES results (handle) ON DELETE CASCADE,
+    seq    INTEGER NOT NULL,
+    body   BLOB NOT NULL,
+    PRIMARY KEY (handle, seq)
 );

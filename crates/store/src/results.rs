@@ -24,41 +24,51 @@ fn check_handle(handle: &str) -> Result<(), StoreError> {
     }
 }
 
+/// Bytes per stored chunk: a page read touches one or two chunks.
+const CHUNK: usize = 256 * 1024;
+
 impl Store {
     /// Stores `text` (once, however often it is put) and returns its handle.
     pub async fn put_result(&self, text: &str) -> Result<String, StoreError> {
         let handle = result_handle(text);
         let bytes = i64::try_from(text.len()).unwrap_or(i64::MAX);
-        sqlx::query(
-            "INSERT INTO results (handle, body, bytes) VALUES (?, ?, ?)
-             ON CONFLICT (handle) DO NOTHING",
+        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
+        let inserted = sqlx::query(
+            "INSERT INTO results (handle, bytes) VALUES (?, ?) ON CONFLICT (handle) DO NOTHING",
         )
         .bind(&handle)
-        .bind(text.as_bytes())
         .bind(bytes)
-        .execute(&self.pool)
-        .await?;
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        if inserted == 1 {
+            for (seq, chunk) in (0_i64..).zip(text.as_bytes().chunks(CHUNK)) {
+                sqlx::query("INSERT INTO result_chunks (handle, seq, body) VALUES (?, ?, ?)")
+                    .bind(&handle)
+                    .bind(seq)
+                    .bind(chunk)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+        }
+        tx.commit().await?;
         Ok(handle)
     }
 
     /// The text stored under `handle`, or `None` when there is none. A handle of the wrong
     /// shape is an error, not an absence, so a mangled handle is told apart from a lost one.
     pub async fn get_result(&self, handle: &str) -> Result<Option<String>, StoreError> {
-        check_handle(handle)?;
-        let body: Option<Vec<u8>> = sqlx::query_scalar("SELECT body FROM results WHERE handle = ?")
-            .bind(handle)
-            .fetch_optional(&self.pool)
-            .await?;
-        body.map(|b| {
-            String::from_utf8(b)
-                .map_err(|_| StoreError::Corrupt(format!("result {handle} is not UTF-8")))
-        })
-        .transpose()
+        let Some((bytes, _)) = self.get_result_range(handle, 0, u64::MAX).await? else {
+            return Ok(None);
+        };
+        String::from_utf8(bytes)
+            .map(Some)
+            .map_err(|_| StoreError::Corrupt(format!("result {handle} is not UTF-8")))
     }
 
     /// Bytes `[offset, offset + length)` of the result under `handle` (fewer at the end) and
-    /// its total size, read by SQLite without loading the rest: paging through a 20 MB
-    /// result costs each page, not the whole. `None` when there is no such result.
+    /// its total size, reading only the chunks that hold them. `None` when there is no such
+    /// result.
     pub async fn get_result_range(
         &self,
         handle: &str,
@@ -66,16 +76,38 @@ impl Store {
         length: u64,
     ) -> Result<Option<(Vec<u8>, u64)>, StoreError> {
         check_handle(handle)?;
-        let start = i64::try_from(offset).unwrap_or(i64::MAX).saturating_add(1);
-        let length = i64::try_from(length).unwrap_or(i64::MAX);
-        // `substr` on a BLOB counts bytes, from 1.
-        let row: Option<(i64, Vec<u8>)> =
-            sqlx::query_as("SELECT length(body), substr(body, ?, ?) FROM results WHERE handle = ?")
-                .bind(start)
-                .bind(length)
-                .bind(handle)
-                .fetch_optional(&self.pool)
-                .await?;
-        Ok(row.map(|(total, bytes)| (bytes, u64::try_from(total).unwrap_or(0))))
+        let mut tx = self.pool.begin().await?;
+        let total: Option<i64> = sqlx::query_scalar("SELECT bytes FROM results WHERE handle = ?")
+            .bind(handle)
+            .fetch_optional(&mut *tx)
+            .await?;
+        let Some(total) = total else {
+            return Ok(None);
+        };
+        let total = u64::try_from(total).unwrap_or(0);
+        let start = offset.min(total);
+        let end = start.saturating_add(length).min(total);
+        if start == end {
+            return Ok(Some((Vec::new(), total)));
+        }
+        let chunk = CHUNK as u64;
+        let (first, last) = (start / chunk, (end - 1) / chunk);
+        let chunks: Vec<Vec<u8>> = sqlx::query_scalar(
+            "SELECT body FROM result_chunks WHERE handle = ? AND seq BETWEEN ? AND ? ORDER BY seq",
+        )
+        .bind(handle)
+        .bind(i64::try_from(first).unwrap_or(i64::MAX))
+        .bind(i64::try_from(last).unwrap_or(i64::MAX))
+        .fetch_all(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        let joined = chunks.concat();
+        let skip = usize::try_from(start - first * chunk).unwrap_or(usize::MAX);
+        let take = usize::try_from(end - start).unwrap_or(usize::MAX);
+        let bytes = joined
+            .get(skip..skip.saturating_add(take))
+            .ok_or_else(|| StoreError::Corrupt(format!("result {handle} is missing chunks")))?
+            .to_vec();
+        Ok(Some((bytes, total)))
     }
 }

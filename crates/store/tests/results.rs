@@ -87,3 +87,40 @@ async fn handles_are_checked_and_absence_is_none() {
         );
     }
 }
+
+#[tokio::test]
+async fn ranges_are_exact_across_chunk_boundaries_and_at_the_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir).await;
+    let text: String = (0..200_000).map(|i| format!("{i:07}\n")).collect();
+    let handle = store.put_result(&text).await.unwrap();
+    let bytes = text.as_bytes();
+    let total = bytes.len() as u64;
+    // Inside one chunk, across the first boundary (256 KiB), across several, the tail, and
+    // past the end.
+    for (offset, length) in [
+        (0, 10),
+        (262_140, 10),
+        (100_000, 700_000),
+        (total - 5, 100),
+        (total + 10, 5),
+        (0, u64::MAX),
+    ] {
+        let (got, size) = store
+            .get_result_range(&handle, offset, length)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(size, total);
+        let start = offset.min(total) as usize;
+        let end = offset.saturating_add(length).min(total) as usize;
+        assert_eq!(got, &bytes[start..end], "offset {offset}, length {length}");
+    }
+    assert!(
+        store
+            .get_result_range(&"0".repeat(32), 0, 1)
+            .await
+            .unwrap()
+            .is_none()
+    );
+}
