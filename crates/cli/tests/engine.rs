@@ -84,6 +84,7 @@ impl Observer for Recorder {
     fn event(&self, event: Event) {
         let line = match event {
             Event::CallBegun { call_id, .. } => format!("begun:{call_id}"),
+            Event::CallRefused { call_id, .. } => format!("refused:{call_id}"),
             Event::CallEnded {
                 call_id,
                 background_job,
@@ -94,7 +95,7 @@ impl Observer for Recorder {
             },
             Event::ApprovalRequested(request) => {
                 let line = format!("asked:{}:{}", request.call_id, request.name);
-                if let Some(answer) = self.answer {
+                if let Some(answer) = self.answer.clone() {
                     request.answer(answer);
                 }
                 line
@@ -221,7 +222,9 @@ async fn approvals_are_asked_per_call_and_answers_hold_for_their_scope() {
         ModelResponse::text("done"),
     ]);
     let recorder = Recorder {
-        answer: Some(Approval::Allow(AnswerScope::Session)),
+        answer: Some(Approval::Allow {
+            scope: AnswerScope::Session,
+        }),
         ..Recorder::default()
     };
     let engine = engine_for(
@@ -256,8 +259,11 @@ async fn approvals_are_asked_per_call_and_answers_hold_for_their_scope() {
     // Declined, and nobody to ask: both come back to the model as errors it can read.
     for (answer, expect) in [
         (
-            Some(Approval::Deny(AnswerScope::Once)),
-            "the user declined it",
+            Some(Approval::Deny {
+                scope: AnswerScope::Once,
+                reason: Some("not now".into()),
+            }),
+            "the user declined it (this once); their reason: not now",
         ),
         (None, "nobody could approve it"),
     ] {

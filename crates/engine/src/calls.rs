@@ -40,6 +40,11 @@ impl<'a, P: Provider> Engine<'a, P> {
             Prepared::Answered { content, record }
         };
         let refuse = |why: String, mut record: CallRecord| {
+            self.observer.event(Event::CallRefused {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                reason: why.clone(),
+            });
             record.refused = Some(why.clone());
             answered(why, record, true)
         };
@@ -115,15 +120,30 @@ impl<'a, P: Provider> Engine<'a, P> {
         asked: &Decision,
         cancel: &CancellationToken,
     ) -> Decision {
-        let (request, answer) = ApprovalRequest::new(entry, &call.id, args, &asked.reason);
+        let trusted = self
+            .manager
+            .spec(&entry.key.server)
+            .is_some_and(|s| s.trusted);
+        let provenance = conv
+            .turn
+            .provenance()
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        let (request, answer) =
+            ApprovalRequest::new(entry, &call.id, args, &asked.reason, trusted, provenance);
         self.observer.event(Event::ApprovalRequested(request));
         let approval = tokio::select! {
             a = answer => a.ok(),
             () = cancel.cancelled() => None,
         };
+        let mut declined_because = None;
         let (verdict, scope) = match approval {
-            Some(Approval::Allow(scope)) => (Verdict::Allow, scope),
-            Some(Approval::Deny(scope)) => (Verdict::Deny, scope),
+            Some(Approval::Allow { scope }) => (Verdict::Allow, scope),
+            Some(Approval::Deny { scope, reason }) => {
+                declined_because = reason.filter(|r| !r.trim().is_empty());
+                (Verdict::Deny, scope)
+            }
             None => {
                 return Decision {
                     verdict: Verdict::Ask,
@@ -155,10 +175,13 @@ impl<'a, P: Provider> Engine<'a, P> {
         } else {
             "declined"
         };
+        let because = declined_because
+            .map(|r| format!("; their reason: {}", r.trim()))
+            .unwrap_or_default();
         Decision {
             verdict,
             decided_by: DecidedBy::User { scope },
-            reason: format!("the user {said} it ({})", scope_label(scope)),
+            reason: format!("the user {said} it ({}){because}", scope_label(scope)),
         }
     }
 

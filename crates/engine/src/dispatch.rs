@@ -24,6 +24,8 @@ pub(crate) struct Job<'c> {
     pub call_id: String,
     pub entry: &'c Entry,
     pub args: Value,
+    /// Servers whose output was in the context when the call was made (for the front end).
+    pub provenance: Vec<String>,
 }
 
 pub(crate) type CallTask = JoinHandle<Result<CallOutcome, CallError>>;
@@ -100,6 +102,9 @@ impl<P: Provider> Engine<'_, P> {
             call_id: job.call_id.clone(),
             name: job.entry.name.clone(),
             server: job.entry.key.server.clone(),
+            tool: job.entry.key.tool.clone(),
+            args: job.args.clone(),
+            provenance: job.provenance.clone(),
         });
         let call = self.manager.detached_call(
             &job.entry.key.server,
@@ -118,12 +123,17 @@ impl<P: Provider> Engine<'_, P> {
             joined = &mut task => {
                 let outcome = flatten(joined);
                 let took = started.elapsed();
+                let preview = match &outcome {
+                    Ok(o) => crate::render::preview_text(o),
+                    Err(e) => e.clone(),
+                };
                 self.observer.event(crate::Event::CallEnded {
                     call_id: job.call_id.clone(),
                     name: job.entry.name.clone(),
                     is_error: outcome.as_ref().map_or(true, |o| o.is_error),
                     took,
                     background_job: None,
+                    preview,
                 });
                 Dispatched::Done { outcome, took }
             }
@@ -182,6 +192,7 @@ mod tests {
                 call_id: format!("c{index}"),
                 entry: c.get(name).unwrap(),
                 args: Value::Null,
+                provenance: Vec::new(),
             })
             .collect();
         let lanes = lanes(jobs, |e| e.key.tool.starts_with('r'));

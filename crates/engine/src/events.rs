@@ -7,17 +7,24 @@
 use mcp_host_core::{CallOutcome, ServerId};
 use mcp_host_policy::{AnswerScope, Decision};
 use mcp_host_registry::catalogue::Entry;
+use mcp_host_registry::pins::PinCheck;
 use serde::Serialize;
 use serde_json::Value;
 use std::time::Duration;
 use tokio::sync::oneshot;
 
 /// The answer to an approval request.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(tag = "answer", content = "scope", rename_all = "lowercase")]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "answer", rename_all = "lowercase")]
 pub enum Approval {
-    Allow(AnswerScope),
-    Deny(AnswerScope),
+    Allow {
+        scope: AnswerScope,
+    },
+    /// `reason`, when given, is passed to the model with the refusal.
+    Deny {
+        scope: AnswerScope,
+        reason: Option<String>,
+    },
 }
 
 /// A call that policy says needs a person's yes.
@@ -32,6 +39,16 @@ pub struct ApprovalRequest {
     pub args: Value,
     /// Why policy asks, in one sentence.
     pub reason: String,
+    /// The tool's description as the catalogue shows it (sanitised, capped).
+    pub description: String,
+    /// The tool's annotations as the server sent them.
+    pub annotations: Option<Value>,
+    /// Whether policy believes those annotations (only a trusted server's).
+    pub annotations_believed: bool,
+    /// The unified diff, when the definition changed since it was pinned.
+    pub drift_diff: Option<String>,
+    /// Servers whose output was in the context when the model made this call.
+    pub provenance: Vec<String>,
     reply: oneshot::Sender<Approval>,
 }
 
@@ -41,8 +58,14 @@ impl ApprovalRequest {
         call_id: &str,
         args: &Value,
         reason: &str,
+        trusted: bool,
+        provenance: Vec<String>,
     ) -> (Self, oneshot::Receiver<Approval>) {
         let (reply, answer) = oneshot::channel();
+        let drift_diff = match &entry.pin {
+            Some(PinCheck::Drift(d)) => Some(d.diff.clone()),
+            _ => None,
+        };
         let request = Self {
             call_id: call_id.to_string(),
             name: entry.name.clone(),
@@ -50,6 +73,11 @@ impl ApprovalRequest {
             tool: entry.key.tool.clone(),
             args: args.clone(),
             reason: reason.to_string(),
+            description: entry.description.clone(),
+            annotations: entry.tool.annotations.clone(),
+            annotations_believed: trusted && entry.tool.annotations.is_some(),
+            drift_diff,
+            provenance,
             reply,
         };
         (request, answer)
@@ -71,6 +99,11 @@ pub enum Event {
         call_id: String,
         name: String,
         server: ServerId,
+        /// The server's own tool name.
+        tool: String,
+        args: Value,
+        /// Servers whose output was in the context when the model made this call.
+        provenance: Vec<String>,
     },
     /// A call's result is back (or it failed, or was moved to the background).
     CallEnded {
@@ -80,6 +113,14 @@ pub enum Event {
         took: Duration,
         /// Set when the call moved to the background instead of ending.
         background_job: Option<String>,
+        /// The start of what came back (sanitised), for a front end's preview.
+        preview: String,
+    },
+    /// A call was not sent: denied, unanswered, or its arguments were refused.
+    CallRefused {
+        call_id: String,
+        name: String,
+        reason: String,
     },
     /// Drop it to refuse; answer it to decide.
     ApprovalRequested(ApprovalRequest),

@@ -365,12 +365,19 @@ impl<P: Provider> Engine<'_, P> {
                     record,
                 } => {
                     answers.push(None);
+                    let provenance = conv
+                        .turn
+                        .provenance()
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect();
                     jobs.push((
                         Job {
                             index,
                             call_id: call.id.clone(),
                             entry,
                             args,
+                            provenance,
                         },
                         record,
                     ));
@@ -452,6 +459,7 @@ impl<P: Provider> Engine<'_, P> {
                     is_error: false,
                     took: started.elapsed(),
                     background_job: Some(job_id.clone()),
+                    preview: format!("still running: moved to the background as {job_id}"),
                 });
                 record.background_job = Some(job_id.clone());
                 conv.background.push(BackgroundJob {

@@ -53,6 +53,16 @@ pub fn render(outcome: &CallOutcome, stored: &[Option<String>]) -> String {
     parts.join("\n")
 }
 
+/// Characters of a result a front end shows on its card.
+pub const PREVIEW_CHARS: usize = 600;
+
+/// The start of a result as a front end shows it: rendered, escapes stripped, cut.
+pub fn preview_text(outcome: &CallOutcome) -> String {
+    let text = render(outcome, &[]);
+    let head: String = text.chars().take(PREVIEW_CHARS).collect();
+    mcp_host_core::sanitize::strip_terminal_escapes(&head)
+}
+
 /// Cuts `text` to `limit` characters and says so.
 pub fn cap(text: &str, limit: usize) -> String {
     let total = text.chars().count();

@@ -63,6 +63,7 @@ impl Observer for RunObserver<'_> {
                 call_id,
                 name,
                 server,
+                ..
             } => self.emit(
                 json!({"type": "tool_call", "call_id": call_id, "name": name, "server": server.as_str()}),
             ),
@@ -72,14 +73,15 @@ impl Observer for RunObserver<'_> {
                 is_error,
                 took,
                 background_job,
+                ..
             } => self.emit(json!({
                 "type": "tool_result", "call_id": call_id, "name": name, "ok": !is_error,
                 "duration_ms": took.as_millis() as u64, "background_job": background_job,
             })),
             Event::Notice(text) => self.emit(json!({"type": "notice", "text": text})),
             // Nobody can answer in a headless run: dropping the request refuses the call,
-            // and the decision event that follows says so.
-            Event::ApprovalRequested(_) => {}
+            // and the decision event that follows says so (as it does for every refusal).
+            Event::ApprovalRequested(_) | Event::CallRefused { .. } => {}
         }
     }
 }
