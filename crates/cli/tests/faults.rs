@@ -281,3 +281,38 @@ async fn progress_notifications_extend_a_calls_idle_deadline() {
     );
     m.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_server_can_be_restarted_disabled_and_enabled_on_request() {
+    let pids = tempfile::NamedTempFile::new().unwrap();
+    let log = pids.path().to_str().unwrap().to_string();
+    let m = Manager::start(
+        vec![setup("s", &["--spawn-log", &log], 5000, 5000)],
+        options(),
+    );
+    let first = wait_until(&m, "s", is("ready")).await;
+    let id = ServerId::new("s");
+    let spawned = || std::fs::read_to_string(&log).unwrap().lines().count();
+    assert_eq!(spawned(), 1);
+    // Restart: a new process, ready again, tools listed again.
+    assert!(m.reconnect(&id));
+    wait_until(&m, "s", |s| {
+        s.state == ServerState::Ready && s.revision > first.revision
+    })
+    .await;
+    assert_eq!(spawned(), 2);
+    assert!(echo(&m, "s").await.is_ok());
+    // Disabled: stopped, calls refused; enabled: back.
+    assert!(m.set_enabled(&id, false));
+    wait_until(&m, "s", is("disabled")).await;
+    assert!(matches!(
+        echo(&m, "s").await,
+        Err(CallError::NotReady { .. })
+    ));
+    assert!(m.set_enabled(&id, true));
+    wait_until(&m, "s", is("ready")).await;
+    assert!(echo(&m, "s").await.is_ok());
+    assert_eq!(spawned(), 3);
+    assert!(!m.reconnect(&ServerId::new("nope")));
+    m.shutdown().await;
+}

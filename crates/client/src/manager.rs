@@ -65,6 +65,10 @@ struct Slot {
     offers: RwLock<Arc<Offers>>,
     /// Poked when a request failed in a way that suggests the server is gone.
     suspect: Notify,
+    /// Poked to restart the server now (a person asked), or to apply `enabled`.
+    restart: Notify,
+    /// A disabled server is stopped and stays stopped until enabled again.
+    enabled: std::sync::atomic::AtomicBool,
 }
 
 pub struct Manager {
@@ -107,6 +111,8 @@ impl Manager {
                 tools: RwLock::new(Arc::new(ToolList::default())),
                 offers: RwLock::new(Arc::new(Offers::default())),
                 suspect: Notify::new(),
+                restart: Notify::new(),
+                enabled: std::sync::atomic::AtomicBool::new(true),
             });
             if let Some(spec) = s.spec {
                 let endpoint = endpoint(&spec, &opts);
@@ -214,6 +220,28 @@ impl Manager {
         }
     }
 
+    /// Restarts a server now: a live session is closed and a new one opened, a failed or
+    /// backing-off server tries again at once with a fresh retry budget. Returns whether the
+    /// server is known.
+    pub fn reconnect(&self, id: &ServerId) -> bool {
+        let Some(slot) = self.slots.get(id) else {
+            return false;
+        };
+        slot.restart.notify_one();
+        true
+    }
+
+    /// Stops a server and keeps it stopped (`false`), or starts it again (`true`).
+    pub fn set_enabled(&self, id: &ServerId, enabled: bool) -> bool {
+        let Some(slot) = self.slots.get(id) else {
+            return false;
+        };
+        slot.enabled
+            .store(enabled, std::sync::atomic::Ordering::SeqCst);
+        slot.restart.notify_one();
+        true
+    }
+
     /// The instructions a ready server gave for the model.
     pub fn instructions(&self, id: &ServerId) -> Option<String> {
         self.session(id).ok().and_then(|(s, _)| s.instructions())
@@ -270,6 +298,8 @@ struct Runner {
 enum Ended {
     Stopped,
     Lost(String),
+    /// A person asked for a restart (or disabled the server).
+    Restart,
 }
 
 impl Runner {
@@ -287,6 +317,13 @@ impl Runner {
         // Once an era worked, reconnects use it directly instead of probing again.
         let mut era_choice = EraChoice::Auto;
         loop {
+            if !self.slot.enabled.load(std::sync::atomic::Ordering::SeqCst) {
+                self.set_state(ServerState::Disabled);
+                tokio::select! {
+                    () = self.slot.restart.notified() => continue,
+                    () = stop.cancelled() => break,
+                }
+            }
             self.set_state(ServerState::Starting);
             let features = ClientFeatures {
                 elicitation_defaults: self.spec.elicitation_defaults,
@@ -312,12 +349,18 @@ impl Runner {
                     match self.serve(Arc::new(session), &stop).await {
                         Ended::Stopped => break,
                         Ended::Lost(reason) => (reason, true),
+                        Ended::Restart => {
+                            retrier = Retrier::new(self.opts.retry.clone(), remote);
+                            continue;
+                        }
                     }
                 }
                 Err(ConnectError::NeedsAuth(reason)) => {
                     self.set_state(ServerState::NeedsAuth { reason });
-                    stop.cancelled().await;
-                    break;
+                    tokio::select! {
+                        () = self.slot.restart.notified() => continue,
+                        () = stop.cancelled() => break,
+                    }
                 }
                 Err(e) => {
                     if let ConnectError::Handshake { stderr_tail, .. } = &e {
@@ -334,8 +377,12 @@ impl Runner {
             ) {
                 Next::GiveUp => {
                     self.set_state(ServerState::Failed { reason });
-                    stop.cancelled().await;
-                    break;
+                    tokio::select! {
+                        () = self.slot.restart.notified() => {
+                            retrier = Retrier::new(self.opts.retry.clone(), remote);
+                        }
+                        () = stop.cancelled() => break,
+                    }
                 }
                 Next::RetryAfter { attempt, delay } => {
                     tracing::info!(server = %self.spec.name, attempt, ?delay, %reason, "retrying");
@@ -349,6 +396,9 @@ impl Runner {
                     });
                     tokio::select! {
                         () = tokio::time::sleep(delay) => {}
+                        () = self.slot.restart.notified() => {
+                            retrier = Retrier::new(self.opts.retry.clone(), remote);
+                        }
                         () = stop.cancelled() => break,
                     }
                 }
@@ -399,6 +449,10 @@ impl Runner {
                 () = stop.cancelled() => {
                     session.shutdown().await;
                     break Ended::Stopped;
+                }
+                () = self.slot.restart.notified() => {
+                    session.shutdown().await;
+                    break Ended::Restart;
                 }
             };
             if check && let Err(e) = session.check_alive(HEALTH_TIMEOUT).await {
