@@ -4,6 +4,7 @@
 //! crate exports speaks the neutral types of `mcp-host-core`.
 
 pub mod backoff;
+mod handler;
 mod http;
 pub mod lenient;
 pub mod listing;
@@ -13,8 +14,11 @@ pub mod session;
 pub mod stdio;
 pub mod supervisor;
 
+pub use handler::{
+    ClientFeatures, ElicitationAsk, ElicitationKind, ElicitationReply, Progress, defaults_answer,
+};
 pub use http::{http_client, install_crypto_provider};
 pub use listing::{Listing, ToolList};
 pub use manager::{CallError, Manager, ManagerOptions, ServerSetup};
-pub use session::{ClientFeatures, ConnectError, Endpoint, EraChoice, RequestError, Session};
+pub use session::{ConnectError, Endpoint, EraChoice, RequestError, Session};
 pub use stdio::{StdioLaunch, SupervisorCommand};

@@ -151,7 +151,9 @@ impl Session {
                 break;
             }
             let params = PaginatedRequestParams::default().with_cursor(cursor.clone());
-            let result = self.request(request(params), page_timeout, &never).await?;
+            let result = self
+                .request(request(params), page_timeout, &never, None)
+                .await?;
             let page = parse(&to_value(&result)?).map_err(RequestError::Protocol)?;
             out.issues.extend(page.issues);
             for item in page.items {

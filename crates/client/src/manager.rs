@@ -4,8 +4,9 @@
 //! order on shutdown. A server that fails, hangs or lies affects only its own task.
 
 use crate::backoff::{Next, Retrier, RetryPolicy};
+use crate::handler::{ClientFeatures, ElicitationAsk, Progress};
 use crate::listing::{Offers, ToolList};
-use crate::session::{ClientFeatures, ConnectError, Endpoint, EraChoice, RequestError, Session};
+use crate::session::{ConnectError, Endpoint, EraChoice, RequestError, Session};
 use crate::stdio::{StdioLaunch, SupervisorCommand};
 use mcp_host_config::{ServerSpec, Transport};
 use mcp_host_core::{CallOutcome, ServerId, ServerState, ServerStatus, TransportKind};
@@ -28,6 +29,8 @@ pub struct ManagerOptions {
     /// How often an idle remote server is asked whether it is still there. A stdio server's
     /// exit is seen directly; a remote one can vanish without closing anything.
     pub health_interval: Duration,
+    /// Where servers' questions for a person go (elicitation), when a person is there.
+    pub ask_person: Option<tokio::sync::mpsc::UnboundedSender<ElicitationAsk>>,
 }
 
 /// How long a liveness check may take before the server counts as gone.
@@ -177,7 +180,7 @@ impl Manager {
         arguments: Option<Map<String, Value>>,
         cancel: &CancellationToken,
     ) -> Result<CallOutcome, CallError> {
-        self.detached_call(id, tool, arguments, cancel.clone())
+        self.detached_call(id, tool, arguments, cancel.clone(), None)
             .await
     }
 
@@ -189,13 +192,14 @@ impl Manager {
         tool: &str,
         arguments: Option<Map<String, Value>>,
         cancel: CancellationToken,
+        progress: Option<tokio::sync::mpsc::UnboundedSender<Progress>>,
     ) -> impl Future<Output = Result<CallOutcome, CallError>> + Send + 'static {
         let found = self.session(id).map(|(s, spec)| (s, spec.tool_timeout));
         let (server, tool) = (id.to_string(), tool.to_string());
         async move {
             let (session, timeout) = found?;
             session
-                .call_tool(&tool, arguments, timeout, &cancel)
+                .call_tool(&tool, arguments, timeout, &cancel, progress)
                 .await
                 .map_err(|source| CallError::Request { server, source })
         }
@@ -327,6 +331,8 @@ impl Runner {
             self.set_state(ServerState::Starting);
             let features = ClientFeatures {
                 elicitation_defaults: self.spec.elicitation_defaults,
+                ask_person: (self.opts.ask_person.clone())
+                    .map(|tx| (ServerId::new(&self.spec.name), tx)),
             };
             let connect = Session::connect(
                 &self.endpoint,

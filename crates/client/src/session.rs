@@ -3,29 +3,28 @@
 //! to `initialize` on a fresh connection), puts a deadline on every request, cancels what it
 //! gives up on, follows cursors with caps, and decodes results leniently.
 
+use crate::handler::{ClientFeatures, HostHandler, Progress, ProgressRoutes, client_config};
 use crate::http::{self, HttpFailure};
 use crate::lenient;
 use crate::stdio::{ProcessExit, SpawnError, StdioLaunch, StdioProcess, SupervisorCommand};
 use mcp_host_core::{CallOutcome, Era};
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientCapabilities,
-    ClientConfig, ClientRequest, DiscoverRequest, DiscoverRequestParams, ElicitRequestParams,
-    ElicitResult, ElicitationAction, ElicitationCapability, FormElicitationCapability,
-    Implementation, PingRequest, ProtocolVersion, ServerNotification, ServerResult,
-    SubscriptionFilter,
+    CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest,
+    DiscoverRequest, DiscoverRequestParams, PingRequest, ProtocolVersion, ServerNotification,
+    ServerResult, SubscriptionFilter,
 };
 use rmcp::service::{
-    ClientInitializeError, ClientLifecycleMode, NotificationContext, PeerRequestOptions,
-    RoleClient, RunningService, ServiceError, serve_client_with_lifecycle,
+    ClientInitializeError, ClientLifecycleMode, PeerRequestOptions, RoleClient, RunningService,
+    ServiceError, serve_client_with_lifecycle,
 };
 use rmcp::transport::{Transport, async_rw::AsyncRwTransport};
-use rmcp::{ClientHandler, service::RxJsonRpcMessage, service::TxJsonRpcMessage};
+use rmcp::{service::RxJsonRpcMessage, service::TxJsonRpcMessage};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::Notify;
+use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
 
 /// The protocol versions this host speaks: 2026-07-28 without a handshake, the rest via
@@ -142,123 +141,16 @@ pub enum RequestError {
     NeedsAuth,
 }
 
-/// Receives server→host callbacks for one server.
-#[derive(Clone)]
-pub struct HostHandler {
-    info: ClientConfig,
-    tools_changed: Arc<Notify>,
-    offers_changed: Arc<Notify>,
-    elicitation_defaults: bool,
+/// Unregisters a request's progress route however the request ends (cancelled futures too).
+struct Routed<'a> {
+    routes: &'a ProgressRoutes,
+    token: rmcp::model::ProgressToken,
 }
 
-/// What the host can do for a server beyond tools, decided per server by config.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ClientFeatures {
-    /// Headless elicitation: declare form elicitation and answer with the schema's defaults.
-    pub elicitation_defaults: bool,
-}
-
-/// The answer to a form when nobody can be asked: accept with every property's default, or
-/// decline (with the reason, for the log) when a required property has none.
-pub fn defaults_answer(schema: &Value) -> Result<Value, String> {
-    let props = schema
-        .get("properties")
-        .and_then(Value::as_object)
-        .cloned()
-        .unwrap_or_default();
-    let required: Vec<&str> = (schema.get("required").and_then(Value::as_array))
-        .map(|r| r.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
-    let mut content = serde_json::Map::new();
-    for (name, prop) in &props {
-        match prop.get("default") {
-            Some(d) => {
-                content.insert(name.clone(), d.clone());
-            }
-            None if required.contains(&name.as_str()) => {
-                return Err(format!(
-                    "required field `{name}` has no default and nobody can answer"
-                ));
-            }
-            None => {}
-        }
+impl Drop for Routed<'_> {
+    fn drop(&mut self) {
+        self.routes.remove(&self.token);
     }
-    Ok(Value::Object(content))
-}
-
-impl ClientHandler for HostHandler {
-    fn get_info(&self) -> ClientConfig {
-        self.info.clone()
-    }
-
-    fn on_tool_list_changed(
-        &self,
-        _context: NotificationContext<RoleClient>,
-    ) -> impl Future<Output = ()> + Send + '_ {
-        self.tools_changed.notify_one();
-        std::future::ready(())
-    }
-
-    fn create_elicitation(
-        &self,
-        request: ElicitRequestParams,
-        _context: rmcp::service::RequestContext<RoleClient>,
-    ) -> impl Future<Output = Result<ElicitResult, rmcp::ErrorData>> + Send + '_ {
-        let answer = match request {
-            ElicitRequestParams::FormElicitationParams {
-                requested_schema, ..
-            } if self.elicitation_defaults => {
-                let schema = serde_json::to_value(&requested_schema).unwrap_or_default();
-                match defaults_answer(&schema) {
-                    Ok(content) => {
-                        ElicitResult::new(ElicitationAction::Accept).with_content(content)
-                    }
-                    Err(reason) => {
-                        tracing::info!(%reason, "declined an elicitation");
-                        ElicitResult::new(ElicitationAction::Decline)
-                    }
-                }
-            }
-            _ => {
-                tracing::info!(
-                    "declined an elicitation: nobody can answer and defaults are not allowed for this server"
-                );
-                ElicitResult::new(ElicitationAction::Decline)
-            }
-        };
-        std::future::ready(Ok(answer))
-    }
-
-    fn on_prompt_list_changed(
-        &self,
-        _context: NotificationContext<RoleClient>,
-    ) -> impl Future<Output = ()> + Send + '_ {
-        self.offers_changed.notify_one();
-        std::future::ready(())
-    }
-
-    fn on_resource_list_changed(
-        &self,
-        _context: NotificationContext<RoleClient>,
-    ) -> impl Future<Output = ()> + Send + '_ {
-        self.offers_changed.notify_one();
-        std::future::ready(())
-    }
-}
-
-fn client_config(version: ProtocolVersion, features: ClientFeatures) -> ClientConfig {
-    // Capabilities bind us to implement them: no roots or sampling, and form elicitation
-    // only where config lets us answer it.
-    let mut caps = ClientCapabilities::default();
-    if features.elicitation_defaults {
-        caps.elicitation =
-            Some(ElicitationCapability::new().with_form(FormElicitationCapability::default()));
-    }
-    ClientConfig::new(
-        caps,
-        Implementation::new("mcp-host", env!("CARGO_PKG_VERSION")),
-    )
-    .with_protocol_version(version)
 }
 
 /// Marks `closed` when the transport ends, however it ends.
@@ -313,6 +205,8 @@ pub struct Session {
     /// Notified when the server says its prompt or resource list changed.
     pub offers_changed: Arc<Notify>,
     pub server_name: Option<String>,
+    /// Where progress notifications for in-flight requests go.
+    progress: ProgressRoutes,
 }
 
 impl std::fmt::Debug for Session {
@@ -344,7 +238,7 @@ impl Session {
             EraChoice::Legacy => ClientLifecycleMode::Initialize,
         };
         let stdio = matches!(endpoint, Endpoint::Stdio { .. });
-        match Self::open(endpoint, first, timeout, features).await {
+        match Self::open(endpoint, first, timeout, features.clone()).await {
             // A stdio server that died or misbehaved during the probe may simply be a legacy
             // server that insists on `initialize` first: treat it as legacy and respawn.
             Err(ConnectError::Handshake {
@@ -365,11 +259,13 @@ impl Session {
     ) -> Result<Self, ConnectError> {
         let tools_changed = Arc::new(Notify::new());
         let offers_changed = Arc::new(Notify::new());
+        let progress = ProgressRoutes::default();
         let handler = HostHandler {
-            info: client_config(ProtocolVersion::V_2025_11_25, features),
+            info: client_config(ProtocolVersion::V_2025_11_25, &features),
             tools_changed: tools_changed.clone(),
             offers_changed: offers_changed.clone(),
-            elicitation_defaults: features.elicitation_defaults,
+            features,
+            progress: progress.clone(),
         };
         let closed = CancellationToken::new();
         let (result, process) = match endpoint {
@@ -476,6 +372,7 @@ impl Session {
             tools_changed,
             offers_changed,
             server_name,
+            progress,
         })
     }
 
@@ -535,6 +432,7 @@ impl Session {
         req: ClientRequest,
         timeout: Duration,
         cancel: &CancellationToken,
+        progress: Option<mpsc::UnboundedSender<Progress>>,
     ) -> Result<ServerResult, RequestError> {
         let options = PeerRequestOptions::with_timeout(timeout)
             .reset_timeout_on_progress()
@@ -545,8 +443,16 @@ impl Session {
             .await
             .map_err(map_service_error)?;
         let id = handle.id.clone();
+        let token = handle.progress_token.clone();
+        if let Some(sink) = progress {
+            self.progress.add(token.clone(), sink);
+        }
+        let routed = Routed {
+            routes: &self.progress,
+            token,
+        };
         // On its own deadline rmcp tells the server; cancellation is ours to announce.
-        tokio::select! {
+        let result = tokio::select! {
             r = handle.await_response() => r.map_err(map_service_error),
             () = cancel.cancelled() => {
                 let params = CancelledNotificationParam::new(
@@ -558,7 +464,9 @@ impl Session {
                 Err(RequestError::Cancelled)
             }
             () = self.closed.cancelled() => Err(RequestError::Closed),
-        }
+        };
+        drop(routed);
+        result
     }
 
     /// Asks whether the server is still there: `ping` in the legacy era, `server/discover`
@@ -569,26 +477,31 @@ impl Session {
         } else {
             ClientRequest::PingRequest(PingRequest::default())
         };
-        match self.request(req, timeout, &CancellationToken::new()).await {
+        match self
+            .request(req, timeout, &CancellationToken::new(), None)
+            .await
+        {
             Ok(_) | Err(RequestError::Server { .. }) => Ok(()),
             Err(e) => Err(e),
         }
     }
 
     /// Calls a tool. `Ok` even when the tool reports `isError`; `Err` for protocol trouble.
+    /// The server's progress notifications for this call go to `progress`.
     pub async fn call_tool(
         &self,
         name: &str,
         arguments: Option<serde_json::Map<String, Value>>,
         timeout: Duration,
         cancel: &CancellationToken,
+        progress: Option<mpsc::UnboundedSender<Progress>>,
     ) -> Result<CallOutcome, RequestError> {
         let mut params = CallToolRequestParams::new(name.to_string());
         if let Some(args) = arguments {
             params = params.with_arguments(args);
         }
         let req = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-        match self.request(req, timeout, cancel).await? {
+        match self.request(req, timeout, cancel, progress).await? {
             ServerResult::InputRequiredResult(_) => Err(RequestError::Protocol(
                 "the server asked for more input (input_required), which this host does not support yet".into(),
             )),
@@ -759,30 +672,5 @@ fn transport_error(e: &ClientInitializeError) -> Option<&rmcp::transport::Dynami
             transport_error(fallback).or_else(|| transport_error(discover))
         }
         _ => None,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn headless_forms_are_answered_with_defaults_or_declined() {
-        let schema = json!({"type": "object", "properties": {
-            "name": {"type": "string", "default": "anon"},
-            "count": {"type": "integer", "default": 3},
-            "note": {"type": "string"}
-        }, "required": ["name"]});
-        assert_eq!(
-            defaults_answer(&schema).unwrap(),
-            json!({"name": "anon", "count": 3})
-        );
-        let needs_input = json!({"type": "object", "properties": {"token": {"type": "string"}}, "required": ["token"]});
-        assert!(
-            defaults_answer(&needs_input)
-                .unwrap_err()
-                .contains("`token`")
-        );
     }
 }

@@ -29,6 +29,7 @@ async fn main() -> anyhow::Result<()> {
     // Nobody sits at this client: forms are answered with their defaults.
     let features = ClientFeatures {
         elicitation_defaults: true,
+        ask_person: None,
     };
     let session = Session::connect(&endpoint, EraChoice::Auto, TIMEOUT, features).await?;
     eprintln!("connected: era {}", session.era().version);
@@ -44,7 +45,7 @@ async fn run_scenario(session: &Session, scenario: &str) -> anyhow::Result<()> {
         async move {
             let args: Map<String, Value> = args.as_object().cloned().unwrap_or_default();
             let out = session
-                .call_tool(&name, Some(args), TIMEOUT, &CancellationToken::new())
+                .call_tool(&name, Some(args), TIMEOUT, &CancellationToken::new(), None)
                 .await?;
             if out.is_error {
                 bail!("tool {name} reported an error: {:?}", out.content);

@@ -106,11 +106,13 @@ impl<P: Provider> Engine<'_, P> {
             args: job.args.clone(),
             provenance: job.provenance.clone(),
         });
+        let (progress_tx, mut progress) = tokio::sync::mpsc::unbounded_channel();
         let call = self.manager.detached_call(
             &job.entry.key.server,
             &job.entry.key.tool,
             job.args.as_object().cloned(),
             token.clone(),
+            Some(progress_tx),
         );
         let mut task = tokio::spawn(call);
         let threshold = async {
@@ -119,27 +121,38 @@ impl<P: Provider> Engine<'_, P> {
                 None => std::future::pending().await,
             }
         };
-        tokio::select! {
-            joined = &mut task => {
-                let outcome = flatten(joined);
-                let took = started.elapsed();
-                let preview = match &outcome {
-                    Ok(o) => crate::render::preview_text(o),
-                    Err(e) => e.clone(),
-                };
-                self.observer.event(crate::Event::CallEnded {
+        tokio::pin!(threshold);
+        loop {
+            tokio::select! {
+                joined = &mut task => {
+                    let outcome = flatten(joined);
+                    let took = started.elapsed();
+                    let preview = match &outcome {
+                        Ok(o) => crate::render::preview_text(o),
+                        Err(e) => e.clone(),
+                    };
+                    self.observer.event(crate::Event::CallEnded {
+                        call_id: job.call_id.clone(),
+                        name: job.entry.name.clone(),
+                        is_error: outcome.as_ref().map_or(true, |o| o.is_error),
+                        took,
+                        background_job: None,
+                        preview,
+                    });
+                    return Dispatched::Done { outcome, took };
+                }
+                Some(p) = progress.recv() => self.observer.event(crate::Event::Progress {
                     call_id: job.call_id.clone(),
-                    name: job.entry.name.clone(),
-                    is_error: outcome.as_ref().map_or(true, |o| o.is_error),
-                    took,
-                    background_job: None,
-                    preview,
-                });
-                Dispatched::Done { outcome, took }
+                    progress: p.progress,
+                    total: p.total,
+                    message: p.message,
+                }),
+                // An interrupt cancels the token; the task then ends at once and is joined
+                // above, so the threshold never moves a cancelled call to the background.
+                () = &mut threshold, if !cancel.is_cancelled() => {
+                    return Dispatched::Background { task, token, started };
+                }
             }
-            // An interrupt cancels the token; the task then ends at once and is joined above,
-            // so the threshold never moves a cancelled call to the background.
-            () = threshold, if !cancel.is_cancelled() => Dispatched::Background { task, token, started },
         }
     }
 }

@@ -122,6 +122,13 @@ pub enum Event {
         name: String,
         reason: String,
     },
+    /// A running call's server reported progress (the message is sanitised).
+    Progress {
+        call_id: String,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<String>,
+    },
     /// Drop it to refuse; answer it to decide.
     ApprovalRequested(ApprovalRequest),
     /// Something the user should know: a large result, a compaction, a background job done.

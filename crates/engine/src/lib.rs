@@ -24,7 +24,7 @@ pub use budget::{Budget, CAP_TOKENS, DEFAULT_RESULT_CHARS, Fit, WARN_TOKENS, est
 pub use compact::{COMPACT_AT, history_tokens};
 pub use events::{Approval, ApprovalRequest, Event, Observer, Quiet};
 pub use history::HistoryError;
-pub use render::{cap, render};
+pub use render::{PREVIEW_CHARS, cap, preview_text, render};
 pub use results::{MAX_READ, READ_RESULT, ResultStore, preview, read_result_definition};
 
 use crate::background::BackgroundJob;

@@ -81,11 +81,11 @@ fn pages_follow_numeric_cursors() {
         json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": params})
     };
     let out = exchange(
-        &["--page-size", "6"],
-        &[initialize(1), list(2, None), list(3, Some("6"))],
+        &["--page-size", "7"],
+        &[initialize(1), list(2, None), list(3, Some("7"))],
     );
-    assert_eq!(out[1]["result"]["tools"].as_array().unwrap().len(), 6);
-    assert_eq!(out[1]["result"]["nextCursor"], "6");
+    assert_eq!(out[1]["result"]["tools"].as_array().unwrap().len(), 7);
+    assert_eq!(out[1]["result"]["nextCursor"], "7");
     assert_eq!(out[2]["result"]["tools"].as_array().unwrap().len(), 5);
     assert!(out[2]["result"].get("nextCursor").is_none());
 }

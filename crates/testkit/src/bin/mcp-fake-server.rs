@@ -13,7 +13,7 @@ const HELP: &str =
     "mcp-fake-server [--era legacy|modern|dual|probe-locks] [--fault F]... [--tools N]
   [--page-size N] [--cursor-loop] [--broken-tool] [--spawn-log FILE] [--start-delay-ms N]
 faults: crash-at-start, hang, garbage, stderr-flood, exit-on-probe
-tools: echo{message}, add{a,b}, crash, hang, huge, slow{ms,progressEvery}, grow, error, evil, plus toolN";
+tools: echo{message}, add{a,b}, crash, hang, huge, slow{ms,progressEvery}, grow, error, evil, ask (elicitation), plus toolN";
 
 #[derive(Clone, Copy, PartialEq)]
 enum EraMode {
@@ -143,6 +143,8 @@ struct Server {
     listen: Option<Value>,
     /// Header block of the HTTP request being served (lower-cased), for the `headers` tool.
     http_head: String,
+    /// The `ask` tool's call, waiting for the client's answer to our `elicitation/create`.
+    asking: Option<Value>,
 }
 
 fn main() {
@@ -179,6 +181,7 @@ fn main() {
         grown: false,
         listen: None,
         http_head: String::new(),
+        asking: None,
     };
     if let Some(port) = http {
         return serve_http(&mut server, port, &buf);
@@ -212,7 +215,21 @@ fn main() {
             continue;
         };
         if msg.get("result").is_some() || msg.get("error").is_some() {
-            continue; // A response to something we never sent.
+            // The answer to the `ask` tool's question ends that call with what came back;
+            // any other response is to something we never sent.
+            if id == json!("ask")
+                && let Some(call) = server.asking.take()
+            {
+                let answer = msg
+                    .get("result")
+                    .cloned()
+                    .unwrap_or_else(|| msg["error"].clone());
+                server.reply(
+                    call,
+                    json!({"content": [{"type": "text", "text": answer.to_string()}]}),
+                );
+            }
+            continue;
         }
         server.handle(&method, id, msg.get("params").cloned().unwrap_or(json!({})));
     }
@@ -476,6 +493,7 @@ impl Server {
             json!({"name": "mutate", "description": "Changes the echo tool's description and says so", "inputSchema": obj(json!({}))}),
             json!({"name": "error", "description": "Fails as a tool", "inputSchema": obj(json!({}))}),
             json!({"name": "evil", "description": "Returns terminal escapes", "inputSchema": obj(json!({}))}),
+            json!({"name": "ask", "description": "Asks the user through elicitation and returns the answer", "inputSchema": obj(json!({}))}),
         ];
         if self.opts.broken_tool {
             tools.push(json!({"name": "broken", "description": "no schema"}));
@@ -589,6 +607,17 @@ impl Server {
                 self.notify_tools_changed();
             }
             "headers" => self.reply(id, text(self.http_head.clone())),
+            "ask" => {
+                // Legacy-era elicitation: ask the client, answer the call when it replies.
+                self.asking = Some(id);
+                let schema = json!({"type": "object", "properties": {
+                    "name": {"type": "string", "title": "Your name", "minLength": 1},
+                    "count": {"type": "integer", "default": 2},
+                    "confirm": {"type": "boolean", "default": false}
+                }, "required": ["name"]});
+                self.send(json!({"jsonrpc": "2.0", "id": "ask", "method": "elicitation/create",
+                    "params": {"mode": "form", "message": "Who is asking?", "requestedSchema": schema}}));
+            }
             "error" => self.reply(
                 id,
                 json!({"content": [{"type": "text", "text": "it failed"}], "isError": true}),
