@@ -1,0 +1,367 @@
+//! The interactive host's screen, as data and pure functions: [`App`] holds what is shown
+//! (transcript, tool call cards, input, status line, overlays), takes [`Update`]s from the
+//! runtime (engine events, server states), turns keys into [`Command`]s for the runtime, and
+//! renders into any ratatui backend (a terminal, or `TestBackend` in snapshot tests). It
+//! knows nothing of the engine, the servers or the terminal, so every view is testable.
+//!
+//! Every piece of text that came from a server or a model is sanitised when it enters the
+//! state (terminal escapes and control characters removed), so no render path can emit one.
+
+mod approval;
+mod elicit;
+mod guard;
+mod input;
+mod keys;
+mod markdown;
+mod state;
+mod text;
+mod theme;
+mod views;
+
+use std::time::Instant;
+
+use crossterm::event::KeyEvent;
+use ratatui::Frame;
+use serde_json::Value;
+
+use crate::approval::Approvals;
+use crate::elicit::Elicitations;
+use crate::input::InputBox;
+use crate::state::{Overlay, ProgressView, Transcript};
+use crate::theme::Theme;
+
+/// How long an approval lasts, as the person chose it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ApprovalScope {
+    Once,
+    Session,
+    Always,
+}
+
+/// What the runtime tells the screen.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Update {
+    /// The person's message, as sent (shown in the transcript).
+    UserMessage(String),
+    /// A piece of the model's answer as it streams (markdown).
+    TextDelta(String),
+    /// The turn ended; `note` says why when it is not a plain finish ("step cap", "cancelled").
+    TurnEnded { note: Option<String> },
+    /// A tool call card appears (state: running, or waiting when an approval follows).
+    CallStarted(CallCard),
+    /// A call needs a yes or no: the modal opens and the card shows "waiting for approval".
+    ApprovalRequested(ApprovalPrompt),
+    /// A call came back.
+    CallFinished {
+        call_id: String,
+        state: CallState,
+        took_ms: u64,
+        /// The start of the result (or error) text.
+        preview: String,
+    },
+    /// Progress notification for a running call.
+    Progress {
+        call_id: String,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<String>,
+    },
+    /// Something to tell the person (large result, compaction, background job, errors).
+    Notice(String),
+    /// The servers' current rows (for the status line and the `/mcp` panel).
+    Servers(Vec<ServerRow>),
+    /// The catalogue (for the `/tools` browser).
+    Tools(Vec<ToolRow>),
+    /// Status line facts.
+    Status(StatusInfo),
+    /// A server asks for input through a form, or for the person to open a URL.
+    Elicitation(ElicitationRequest),
+    /// Forget the transcript (after `/clear` or `/resume`).
+    ClearTranscript,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct CallCard {
+    pub call_id: String,
+    /// The model-visible name.
+    pub name: String,
+    pub server: String,
+    pub tool: String,
+    pub args: Value,
+    /// Which servers' output was in context when the model made this call (taint), shown as
+    /// a provenance badge; empty when only the user had spoken.
+    pub provenance: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum CallState {
+    WaitingForApproval,
+    Running,
+    Done,
+    Failed,
+    Cancelled,
+    Denied,
+    /// Still running, moved to the background under this job id.
+    Background(String),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ApprovalPrompt {
+    pub call_id: String,
+    pub name: String,
+    pub server: String,
+    pub tool: String,
+    pub args: Value,
+    /// Why policy asks (the rule, taint, drift, look-alike, mode).
+    pub reason: String,
+    /// The tool's description as the catalogue shows it.
+    pub description: String,
+    /// The tool's annotations as the server sent them.
+    pub annotations: Option<Value>,
+    /// Whether policy believes them (only for a trusted server).
+    pub annotations_believed: bool,
+    /// A unified diff when the definition changed since it was pinned.
+    pub drift_diff: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServerRow {
+    pub name: String,
+    /// ready, starting, failed, needs_auth, disabled, pending approval, ...
+    pub state: String,
+    pub era: Option<String>,
+    pub transport: String,
+    pub tools: usize,
+    pub last_error: Option<String>,
+    pub stderr_tail: Vec<String>,
+    /// A project server waiting for the person's approval.
+    pub needs_approval: bool,
+    pub enabled: bool,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolRow {
+    pub name: String,
+    pub server: String,
+    pub description: String,
+    /// Lint flags and pin state, as short labels.
+    pub flags: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct StatusInfo {
+    /// `provider:model`, or `None` when no model is configured.
+    pub model: Option<String>,
+    pub mode: String,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum ElicitationRequest {
+    /// Fields from the restricted schema (flat object of primitives).
+    Form {
+        id: String,
+        server: String,
+        message: String,
+        /// The `requestedSchema` as sent.
+        schema: Value,
+    },
+    Url {
+        id: String,
+        server: String,
+        message: String,
+        url: String,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum ElicitationAnswer {
+    Accept(Value),
+    Decline,
+    Cancel,
+    /// URL mode: the person agreed to open it.
+    OpenUrl,
+}
+
+/// What the person asked for.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Command {
+    /// Send a message to the model.
+    Submit(String),
+    /// A slash command other than those the screen handles itself (`/mcp`, `/tools`, `/help`
+    /// open overlays): `name` without the slash, `args` the rest of the line.
+    Slash {
+        name: String,
+        args: String,
+    },
+    Approve {
+        call_id: String,
+        scope: ApprovalScope,
+    },
+    Deny {
+        call_id: String,
+        reason: Option<String>,
+    },
+    /// Ctrl-C while a turn runs.
+    CancelTurn,
+    /// Ctrl-C twice in a row, or `/quit`.
+    Quit,
+    Reconnect(String),
+    SetEnabled {
+        server: String,
+        enabled: bool,
+    },
+    ApproveProjectServer(String),
+    ElicitationAnswer {
+        id: String,
+        answer: ElicitationAnswer,
+    },
+}
+
+/// Facts fixed for the session.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SessionInfo {
+    /// `NO_COLOR` set: render without colours (bold/reverse still allowed).
+    pub no_color: bool,
+}
+
+/// The screen's state.
+#[derive(Debug)]
+pub struct App {
+    theme: Theme,
+    transcript: Transcript,
+    input: InputBox,
+    approvals: Approvals,
+    elicitations: Elicitations,
+    overlay: Option<Overlay>,
+    servers: Vec<ServerRow>,
+    tools: Vec<ToolRow>,
+    status: StatusInfo,
+    busy: bool,
+    /// A first Ctrl-C was pressed and no other key since: the next one quits.
+    ctrl_c_armed: bool,
+    /// A one-off hint on the status line, cleared by the next key.
+    flash: Option<String>,
+    /// A frozen clock (tests, replays); `None` reads the system clock.
+    frozen_now: Option<Instant>,
+}
+
+impl App {
+    pub fn new(info: SessionInfo) -> Self {
+        Self {
+            theme: Theme::new(info.no_color),
+            transcript: Transcript::new(),
+            input: InputBox::default(),
+            approvals: Approvals::default(),
+            elicitations: Elicitations::default(),
+            overlay: None,
+            servers: Vec::new(),
+            tools: Vec::new(),
+            status: StatusInfo::default(),
+            busy: false,
+            ctrl_c_armed: false,
+            flash: None,
+            frozen_now: None,
+        }
+    }
+
+    /// Applies what the runtime says.
+    pub fn apply(&mut self, update: Update) {
+        let now = self.now();
+        match update {
+            Update::UserMessage(text) => self.transcript.user(&text),
+            Update::TextDelta(delta) => self.transcript.delta(&delta, &self.theme),
+            Update::TurnEnded { note } => self.transcript.end_turn(note.as_deref()),
+            Update::CallStarted(card) => self.transcript.call_started(&card, now),
+            Update::ApprovalRequested(p) => {
+                self.transcript
+                    .waiting(&p.call_id, &p.server, &p.tool, &p.args, now);
+                self.approvals.push(&p);
+            }
+            Update::CallFinished {
+                call_id,
+                state,
+                took_ms,
+                preview,
+            } => {
+                self.transcript
+                    .finished(&call_id, &state, took_ms, &preview);
+                // Finished some other way (cancel, timeout): nobody needs to answer any more.
+                if state != CallState::WaitingForApproval {
+                    self.approvals.forget(&call_id);
+                }
+            }
+            Update::Progress {
+                call_id,
+                progress,
+                total,
+                message,
+            } => self.transcript.progress(
+                &call_id,
+                ProgressView {
+                    progress,
+                    total,
+                    message,
+                },
+            ),
+            Update::Notice(text) => self.transcript.notice(&text),
+            Update::Servers(rows) => {
+                self.servers = rows.iter().map(state::clean_server).collect();
+                if let Some(Overlay::Mcp { selected }) = &mut self.overlay {
+                    *selected = (*selected).min(self.servers.len().saturating_sub(1));
+                }
+            }
+            Update::Tools(rows) => {
+                self.tools = rows.iter().map(state::clean_tool).collect();
+                if let Some(Overlay::Tools { selected, .. }) = &mut self.overlay {
+                    *selected = 0;
+                }
+            }
+            Update::Status(info) => self.status = state::clean_status(&info),
+            Update::Elicitation(req) => self.elicitations.push(&req),
+            Update::ClearTranscript => self.transcript.clear(),
+        }
+    }
+
+    /// Handles one key; returns what the runtime must do.
+    pub fn on_key(&mut self, key: KeyEvent) -> Vec<Command> {
+        self.handle_key(key)
+    }
+
+    /// Text pasted into the input (bracketed paste).
+    pub fn on_paste(&mut self, text: &str) {
+        self.handle_paste(text);
+    }
+
+    /// Whether a turn is running (the runtime sets it when it starts and ends one).
+    pub fn set_busy(&mut self, busy: bool) {
+        self.busy = busy;
+    }
+
+    pub fn render(&self, frame: &mut Frame) {
+        views::render(self, frame);
+    }
+
+    /// Freezes the screen's clock at `now`: call starts are stamped with it and running
+    /// calls show their elapsed time against it, so snapshots do not depend on the real
+    /// clock. Call again to move the clock. Without it the system clock is read.
+    pub fn set_now_for_tests(&mut self, now: Instant) {
+        self.frozen_now = Some(now);
+    }
+
+    /// Whether something on screen changes with time alone (a turn runs or a call's
+    /// elapsed time counts up): the runtime should then redraw about once a second.
+    pub fn animating(&self) -> bool {
+        self.busy || self.transcript.has_running()
+    }
+
+    /// Whether a dialog (approval or elicitation) is waiting for the person.
+    pub fn dialog_open(&self) -> bool {
+        self.approvals.active().is_some() || self.elicitations.active().is_some()
+    }
+
+    fn now(&self) -> Instant {
+        self.frozen_now.unwrap_or_else(Instant::now)
+    }
+}

@@ -1,0 +1,142 @@
+//! Helpers shared by the integration tests: render an [`App`] into a `TestBackend`, turn the
+//! buffer into readable text, and build key events.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::Instant;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use mcp_host_tui::{App, Command, SessionInfo};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::buffer::Buffer;
+use unicode_width::UnicodeWidthStr;
+
+/// A fresh app with a frozen clock, so elapsed times in snapshots never depend on the real one.
+pub fn app() -> (App, Instant) {
+    let mut app = App::new(SessionInfo::default());
+    let t0 = Instant::now();
+    app.set_now_for_tests(t0);
+    (app, t0)
+}
+
+pub fn app_no_color() -> App {
+    let mut app = App::new(SessionInfo { no_color: true });
+    app.set_now_for_tests(Instant::now());
+    app
+}
+
+pub fn render(app: &App, w: u16, h: u16) -> Buffer {
+    let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
+    term.draw(|f| app.render(f)).unwrap();
+    term.backend().buffer().clone()
+}
+
+/// The buffer as lines of text, trailing spaces trimmed; the cells hidden behind a wide
+/// character are skipped so the text reads as it looks.
+pub fn text(buf: &Buffer) -> String {
+    let area = buf.area;
+    let mut out = Vec::new();
+    for y in area.top()..area.bottom() {
+        let mut line = String::new();
+        let mut skip = 0usize;
+        for x in area.left()..area.right() {
+            if skip > 0 {
+                skip -= 1;
+                continue;
+            }
+            let sym = buf[(x, y)].symbol();
+            line.push_str(sym);
+            skip = sym.width().saturating_sub(1);
+        }
+        out.push(line.trim_end().to_string());
+    }
+    out.join("\n")
+}
+
+pub fn screen(app: &App, w: u16, h: u16) -> String {
+    text(&render(app, w, h))
+}
+
+pub fn key(code: KeyCode) -> KeyEvent {
+    KeyEvent::new(code, KeyModifiers::NONE)
+}
+
+pub fn ctrl(c: char) -> KeyEvent {
+    KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL)
+}
+
+pub fn alt(code: KeyCode) -> KeyEvent {
+    KeyEvent::new(code, KeyModifiers::ALT)
+}
+
+/// Types `s` key by key (`\n` is Enter) and collects every command.
+pub fn type_str(app: &mut App, s: &str) -> Vec<Command> {
+    let mut out = Vec::new();
+    for c in s.chars() {
+        let k = if c == '\n' {
+            key(KeyCode::Enter)
+        } else {
+            key(KeyCode::Char(c))
+        };
+        out.extend(app.on_key(k));
+    }
+    out
+}
+
+// Fixtures. JSON objects list their keys in alphabetical order so that the pretty-printed
+// text is the same whether or not serde_json keeps insertion order.
+
+use mcp_host_tui::{ApprovalPrompt, CallCard, ServerRow, ToolRow};
+use serde_json::json;
+
+pub fn card(id: &str, provenance: &[&str]) -> CallCard {
+    CallCard {
+        call_id: id.into(),
+        name: "fs__read_file".into(),
+        server: "fs".into(),
+        tool: "read_file".into(),
+        args: json!({"path": "/work/notes.md", "tail": 20}),
+        provenance: provenance.iter().map(|s| s.to_string()).collect(),
+    }
+}
+
+pub fn prompt(id: &str) -> ApprovalPrompt {
+    ApprovalPrompt {
+        call_id: id.into(),
+        name: "fs__write_file".into(),
+        server: "fs".into(),
+        tool: "write_file".into(),
+        args: json!({"content": "hello\nworld", "path": "/work/out.txt"}),
+        reason: "rule `ask fs/write_*` in ~/.config/mcp-host/policy.toml; context tainted by fetch"
+            .into(),
+        description: "Create or overwrite a file with the given content.".into(),
+        annotations: Some(json!({"destructiveHint": false, "readOnlyHint": true})),
+        annotations_believed: false,
+        drift_diff: Some(
+            "--- pinned\n+++ current\n@@ description @@\n-Create or overwrite a file.\n+Create or overwrite a file with the given content.\n".into(),
+        ),
+    }
+}
+
+pub fn server(name: &str, state: &str) -> ServerRow {
+    ServerRow {
+        name: name.into(),
+        state: state.into(),
+        era: Some("2025-11-25".into()),
+        transport: "stdio".into(),
+        tools: 3,
+        last_error: None,
+        stderr_tail: Vec::new(),
+        needs_approval: false,
+        enabled: true,
+    }
+}
+
+pub fn tool(name: &str, server: &str, description: &str) -> ToolRow {
+    ToolRow {
+        name: name.into(),
+        server: server.into(),
+        description: description.into(),
+        flags: Vec::new(),
+    }
+}

@@ -1,0 +1,250 @@
+//! Hostile text from servers and the model must never put a control character into a cell:
+//! clear-screen, window titles, OSC 52 clipboard writes, OSC 8 hyperlinks and C1 controls
+//! are fed through every path (tool description, result preview, server error and stderr,
+//! model text, notices, prompts, elicitation, paste) and every screen is checked.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::{app, card, key, prompt, render, server, text, tool, type_str};
+use crossterm::event::KeyCode;
+use mcp_host_tui::{App, ApprovalPrompt, CallState, ElicitationRequest, StatusInfo, Update};
+use ratatui::buffer::Buffer;
+use serde_json::json;
+
+/// Every attack in one string, around visible words that must survive.
+const EVIL: &str = "safe\x1b[2J \x1b]0;pwned\x07\x1b]52;c;ZXZpbA==\x07\
+\x1b]8;;http://evil\x1b\\click\x1b]8;;\x1b\\ c1\u{9b}31m\u{9d}0;c1osc\u{9c}\u{85}\u{90}dcs\u{9c} \
+end\r\tok";
+
+fn assert_clean(buf: &Buffer, what: &str) {
+    for (i, cell) in buf.content.iter().enumerate() {
+        for c in cell.symbol().chars() {
+            let code = c as u32;
+            assert!(
+                !(code < 0x20 || (0x7f..=0x9f).contains(&code)),
+                "{what}: control char {code:#x} in cell {i} ({:?})",
+                cell.symbol()
+            );
+        }
+    }
+    let s = text(buf);
+    for leaked in ["pwned", "ZXZpbA", "http://evil", "c1osc", "dcs"] {
+        assert!(!s.contains(leaked), "{what}: {leaked:?} leaked into\n{s}");
+    }
+}
+
+fn evil_app() -> App {
+    let (mut app, _) = app();
+    app.apply(Update::Status(StatusInfo {
+        model: Some(format!("m{EVIL}")),
+        mode: EVIL.into(),
+        input_tokens: 1,
+        output_tokens: 2,
+    }));
+    app.apply(Update::UserMessage(EVIL.into()));
+    // Model text, split across deltas in the middle of escape sequences, plus entities the
+    // markdown parser would decode into controls.
+    let md = format!(
+        "# {EVIL}\n\n- {EVIL}\n\n```\n{EVIL}\n```\n\n| a |\n|---|\n| {EVIL} |\n\n&#x1b;]0;pwned&#x07; &#155;31m"
+    );
+    let chars: Vec<char> = md.chars().collect();
+    for chunk in chars.chunks(5) {
+        app.apply(Update::TextDelta(chunk.iter().collect()));
+    }
+    app.apply(Update::TurnEnded {
+        note: Some(EVIL.into()),
+    });
+    let mut c = card("c1", &[EVIL]);
+    c.server = EVIL.into();
+    c.tool = EVIL.into();
+    // Arguments are JSON: escapes show as JSON escapes (tested below), not stripped.
+    c.args = json!({"x": "plain"});
+    app.apply(Update::CallStarted(c));
+    app.apply(Update::Progress {
+        call_id: "c1".into(),
+        progress: 1.0,
+        total: Some(2.0),
+        message: Some(EVIL.into()),
+    });
+    app.apply(Update::CallStarted(card("c2", &[])));
+    app.apply(Update::CallFinished {
+        call_id: "c2".into(),
+        state: CallState::Done,
+        took_ms: 5,
+        preview: format!("{EVIL}\n{EVIL}"),
+    });
+    app.apply(Update::CallStarted(card("c3", &[])));
+    app.apply(Update::CallFinished {
+        call_id: "c3".into(),
+        state: CallState::Background(EVIL.into()),
+        took_ms: 5,
+        preview: String::new(),
+    });
+    app.apply(Update::Notice(EVIL.into()));
+    let mut s = server(EVIL, EVIL);
+    s.last_error = Some(format!("{EVIL}\n{EVIL}"));
+    s.stderr_tail = vec![EVIL.into(), EVIL.into()];
+    s.era = Some(EVIL.into());
+    s.transport = EVIL.into();
+    app.apply(Update::Servers(vec![s]));
+    let mut t = tool(EVIL, EVIL, &format!("{EVIL}\n{EVIL}"));
+    t.flags = vec![EVIL.into()];
+    app.apply(Update::Tools(vec![t]));
+    app
+}
+
+fn evil_prompt() -> ApprovalPrompt {
+    ApprovalPrompt {
+        name: EVIL.into(),
+        server: EVIL.into(),
+        tool: EVIL.into(),
+        args: json!({"a": format!("c1\u{9b}31m\u{85}x")}),
+        reason: EVIL.into(),
+        description: EVIL.into(),
+        annotations: Some(json!({"readOnlyHint": true})),
+        drift_diff: Some(format!("-{EVIL}\n+{EVIL}")),
+        ..prompt("p1")
+    }
+}
+
+#[test]
+fn no_control_character_reaches_a_cell() {
+    for (w, h) in [(80, 24), (120, 40), (30, 10)] {
+        let mut app = evil_app();
+        let buf = render(&app, w, h);
+        assert_clean(&buf, "transcript");
+        let tall = render(&app, 200, 120);
+        let s = text(&tall);
+        assert!(
+            s.contains("click") && s.contains("safe") && s.contains("end"),
+            "{s}"
+        );
+
+        type_str(&mut app, "/mcp\n");
+        let buf = render(&app, w, h);
+        assert_clean(&buf, "/mcp");
+        if h > 20 {
+            assert!(text(&buf).contains("click"), "{}", text(&buf));
+        }
+        app.on_key(key(KeyCode::Esc));
+
+        type_str(&mut app, "/tools\n");
+        app.on_paste(EVIL);
+        assert_clean(&render(&app, w, h), "/tools");
+        app.on_key(key(KeyCode::Esc));
+
+        app.apply(Update::ApprovalRequested(evil_prompt()));
+        let buf = render(&app, w, h);
+        assert_clean(&buf, "approval");
+        app.on_key(key(KeyCode::Char('d')));
+        app.on_key(key(KeyCode::Enter));
+        app.on_paste(EVIL);
+        assert_clean(&render(&app, w, h), "deny reason");
+        app.on_key(key(KeyCode::Esc));
+
+        app.apply(Update::Elicitation(ElicitationRequest::Form {
+            id: "e".into(),
+            server: EVIL.into(),
+            message: EVIL.into(),
+            schema: json!({"properties": {
+                "a": {"type": "string", "title": EVIL, "description": EVIL, "default": EVIL},
+                "b": {"enum": [EVIL], "enumNames": [EVIL]}
+            }}),
+        }));
+        app.on_paste(EVIL);
+        assert_clean(&render(&app, w, h), "form");
+        app.on_key(key(KeyCode::Esc));
+
+        app.apply(Update::Elicitation(ElicitationRequest::Url {
+            id: "u".into(),
+            server: EVIL.into(),
+            message: EVIL.into(),
+            url: format!("https://ok.example/{EVIL}"),
+        }));
+        let buf = render(&app, w, h);
+        assert_clean(&buf, "url");
+        app.on_key(key(KeyCode::Esc));
+
+        // Pasted into the input box.
+        app.on_paste(EVIL);
+        let buf = render(&app, w, h);
+        assert_clean(&buf, "input paste");
+        assert!(text(&buf).contains("click"));
+    }
+}
+
+#[test]
+fn visible_text_survives_in_each_place() {
+    let app = evil_app();
+    let s = text(&render(&app, 200, 120));
+    // The user line, the answer's heading and table, the card, the preview, the notice.
+    assert!(s.contains("› safe click c1 end    ok"), "{s}");
+    assert!(s.contains("# safe click c1 end    ok"), "{s}");
+    assert!(s.contains("↳ safe click c1 end    ok"), "{s}");
+    assert!(s.contains("· safe click c1 end    ok"), "{s}");
+}
+
+#[test]
+fn json_arguments_show_escapes_as_json_escapes() {
+    // The person sees exactly what the tool would get, in JSON notation, never the bytes.
+    let (mut app, _) = app();
+    let mut c = card("c1", &[]);
+    c.args = json!({"x": "\x1b]0;pwned\x07 c1\u{9b}31m"});
+    app.apply(Update::CallStarted(c.clone()));
+    app.apply(Update::ApprovalRequested(ApprovalPrompt {
+        args: c.args.clone(),
+        ..prompt("c1")
+    }));
+    let buf = render(&app, 120, 40);
+    let s = text(&buf);
+    assert!(s.contains(r#""x": "\u001b]0;pwned\u0007 c1""#), "{s}");
+    for cell in buf.content.iter() {
+        assert!(!cell.symbol().chars().any(char::is_control));
+    }
+}
+
+#[test]
+fn every_screen_renders_at_tiny_sizes_without_panicking() {
+    let sizes = [(1, 1), (2, 2), (5, 3), (10, 5), (12, 8), (20, 6), (40, 12)];
+    let mut app = evil_app();
+    app.set_busy(true);
+    let check = |app: &App| {
+        for (w, h) in sizes {
+            assert_clean(&render(app, w, h), "tiny");
+        }
+    };
+    check(&app);
+    for _ in 0..3 {
+        app.on_key(key(KeyCode::PageUp));
+        check(&app);
+    }
+    for line in ["/mcp\n", "/tools\n", "/help\n"] {
+        type_str(&mut app, line);
+        check(&app);
+        app.on_key(key(KeyCode::Esc));
+    }
+    app.apply(Update::ApprovalRequested(evil_prompt()));
+    check(&app);
+    app.on_key(key(KeyCode::End));
+    check(&app);
+    app.on_key(key(KeyCode::Char('d')));
+    app.on_key(key(KeyCode::Enter));
+    check(&app);
+    app.on_key(key(KeyCode::Esc));
+    app.apply(Update::Elicitation(ElicitationRequest::Form {
+        id: "e".into(),
+        server: "s".into(),
+        message: "m".into(),
+        schema: json!({"properties": {"a": {"type": "string"}, "b": {"type": "boolean"}}}),
+    }));
+    check(&app);
+    app.on_key(key(KeyCode::Esc));
+    app.apply(Update::Elicitation(ElicitationRequest::Url {
+        id: "u".into(),
+        server: "s".into(),
+        message: "m".into(),
+        url: "https://x.example/a/very/long/path/that/wraps".into(),
+    }));
+    check(&app);
+}
