@@ -1,12 +1,21 @@
 #!/usr/bin/env python3
-"""A local stand-in for a model API, for mcp-host's interop test: speaks OpenAI's streaming
-Chat Completions or Anthropic's streaming Messages format. The first request gets three tool
-calls (two real servers), every later one a final text. Prints its port, then serves."""
+"""A local stand-in for a model API, for mcp-host's interop and terminal tests: speaks OpenAI's
+streaming Chat Completions or Anthropic's streaming Messages format. The first request gets
+three tool calls (two real servers), every later one a final text. Wire "chat" (Chat
+Completions) asks for one call, time__get_current_time, then answers "The time is known.".
+Prints its port, then serves. With FAKE_MODEL_LOG set, appends each request body there."""
+import os
 import json
 import sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-WIRE = sys.argv[1]  # "openai" or "anthropic"
+WIRE = sys.argv[1]  # "openai", "anthropic" or "chat"
+if WIRE == "chat":
+    CALLS_FIRST = [("c1", "time__get_current_time", {"timezone": "UTC"})]
+    FINAL = "The time is known."
+else:
+    CALLS_FIRST = None
+    FINAL = "done"
 CALLS = [
     ("c1", "time__get_current_time", {"timezone": "UTC"}),
     ("c2", "everything__echo", {"message": "interop"}),
@@ -20,10 +29,11 @@ def sse(events):
 
 def openai_body(first):
     if first:
+        calls = CALLS_FIRST or CALLS
         deltas = [{"choices": [{"index": 0, "delta": {"tool_calls": [{"index": i, "id": cid, "type": "function",
-                   "function": {"name": name, "arguments": json.dumps(args)}}]}}]} for i, (cid, name, args) in enumerate(CALLS)]
+                   "function": {"name": name, "arguments": json.dumps(args)}}]}}]} for i, (cid, name, args) in enumerate(calls)]
         return sse(deltas + [{"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}]) + "data: [DONE]\n\n"
-    return sse([{"choices": [{"index": 0, "delta": {"content": "done"}}]},
+    return sse([{"choices": [{"index": 0, "delta": {"content": FINAL}}]},
                 {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}]) + "data: [DONE]\n\n"
 
 
@@ -47,10 +57,13 @@ class Handler(BaseHTTPRequestHandler):
     served = 0
 
     def do_POST(self):
-        self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        request = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        if os.environ.get("FAKE_MODEL_LOG"):
+            with open(os.environ["FAKE_MODEL_LOG"], "ab") as log:
+                log.write(request + b"\n")
         first = Handler.served == 0
         Handler.served += 1
-        body = (openai_body if WIRE == "openai" else anthropic_body)(first).encode()
+        body = (anthropic_body if WIRE == "anthropic" else openai_body)(first).encode()
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Content-Length", str(len(body)))

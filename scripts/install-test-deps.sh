@@ -59,6 +59,12 @@ if stamp_ok "$DEPS/.pip" "$want" && [ -x "$DEPS/venv/bin/mcp-server-time" ]; the
   echo "$want" > "$DEPS/.pip"
 fi
 
+# The terminal UI's end-to-end test drives the host through tmux.
+if command -v tmux >/dev/null; then log "tmux present"; else
+  log "tmux missing: installing it with apt-get"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux >/dev/null
+fi
+
 mkdir -p "$DEPS/work/fsroot"
 echo "hello from mcp-host interop" > "$DEPS/work/fsroot/hello.txt"
 if [ ! -d "$DEPS/work/gitrepo/.git" ]; then

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The whole test suite: installs the real MCP servers and the conformance suite (cached),
-# then runs the Rust tests, the interop test against real servers, and the conformance
-# scenarios. Works on a fresh machine with the Rust toolchain, Node 20, Python 3 and git.
+# then runs the Rust tests, the interop test against real servers, the terminal UI driven
+# through tmux, and the conformance scenarios. Works on a fresh machine with the Rust
+# toolchain, Node 20, Python 3 and git.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 scripts/install-test-deps.sh
 cargo build --workspace --bins --locked   # the host's tests spawn mcp-host and mcp-fake-server
 cargo test --workspace --locked
 scripts/interop.sh
+scripts/tui-e2e.sh
 scripts/conformance.sh

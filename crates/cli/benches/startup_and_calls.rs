@@ -46,6 +46,7 @@ fn options() -> ManagerOptions {
         retry: RetryPolicy::default(),
         http_client: mcp_host_client::http_client(Duration::from_secs(2)).unwrap(),
         health_interval: Duration::from_secs(30),
+        ask_person: None,
     }
 }
 

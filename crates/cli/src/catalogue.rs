@@ -11,6 +11,19 @@ use mcp_host_registry::pins::PinStore;
 /// Says on stderr which servers are not ready and which tools were skipped, then builds the
 /// catalogue from the ready ones and checks their pins.
 pub async fn snapshot(host: &Host, m: &Manager) -> anyhow::Result<(Catalogue, PinStore)> {
+    let (catalogue, pins, warnings) = snapshot_quiet(host, m).await?;
+    for w in warnings {
+        eprintln!("warning: {w}");
+    }
+    Ok((catalogue, pins))
+}
+
+/// The same snapshot, with the warnings returned instead of printed (for the full-screen UI).
+pub async fn snapshot_quiet(
+    host: &Host,
+    m: &Manager,
+) -> anyhow::Result<(Catalogue, PinStore, Vec<String>)> {
+    let mut warnings = Vec::new();
     let mut servers = Vec::new();
     for id in m.ids() {
         let Some(status) = m.status(id) else { continue };
@@ -20,16 +33,16 @@ pub async fn snapshot(host: &Host, m: &Manager) -> anyhow::Result<(Catalogue, Pi
                 .error()
                 .map(|e| format!(": {}", one_line(e, 200)))
                 .unwrap_or_default();
-            eprintln!("warning: server `{id}` is {}{why}", status.state.label());
+            warnings.push(format!("server `{id}` is {}{why}", status.state.label()));
             continue;
         }
         let Some(list) = m.tools(id) else { continue };
         for issue in &list.issues {
-            eprintln!(
-                "warning: server `{id}`: tool `{}` skipped: {}",
+            warnings.push(format!(
+                "server `{id}`: tool `{}` skipped: {}",
                 one_line(&issue.item, 64),
                 issue.reason
-            );
+            ));
         }
         let spec = m.spec(id);
         let offers = m.offers(id).unwrap_or_default();
@@ -46,5 +59,5 @@ pub async fn snapshot(host: &Host, m: &Manager) -> anyhow::Result<(Catalogue, Pi
     let mut catalogue = Catalogue::build(servers);
     let store = PinStore::open(&host.paths.data_dir.join("pins.sqlite")).await?;
     catalogue.check_pins(&store).await?;
-    Ok((catalogue, store))
+    Ok((catalogue, store, warnings))
 }

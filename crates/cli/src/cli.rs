@@ -15,8 +15,9 @@ pub struct Cli {
     /// More logging on stderr (-v info, -vv debug); MCP_HOST_LOG overrides.
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     pub verbose: u8,
+    /// Without a command: the interactive host (`chat`).
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -39,6 +40,8 @@ pub enum Command {
     Call(CallArgs),
     /// Run one prompt headless: the model calls tools, policy decides, the answer is printed.
     Run(RunArgs),
+    /// The interactive host (the default): chat, see every call, approve or deny.
+    Chat(ChatArgs),
     /// See and test the decisions the host makes on tool calls.
     #[command(subcommand)]
     Policy(PolicyCommand),
@@ -115,6 +118,25 @@ pub struct RunArgs {
     pub context_window: Option<usize>,
 }
 
+#[derive(Debug, Clone, Default, Args)]
+pub struct ChatArgs {
+    /// `provider:model` (or set MCP_HOST_MODEL); without one the host still starts.
+    #[arg(short = 'm', long = "model")]
+    pub model: Option<String>,
+    /// Base URL of the model API.
+    #[arg(long)]
+    pub base_url: Option<String>,
+    /// Interactive default: ask for what no rule allows.
+    #[arg(long, value_enum, default_value_t = ModeArg::Ask)]
+    pub mode: ModeArg,
+    /// Go on with the conversation with this id.
+    #[arg(long, value_name = "ID")]
+    pub resume: Option<String>,
+    /// The model's context window in tokens (default: a per-provider assumption).
+    #[arg(long, value_name = "TOKENS")]
+    pub context_window: Option<usize>,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum OutputFormat {
     Text,
@@ -129,9 +151,10 @@ pub enum AnswerArg {
     Deny,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ModeArg {
+    #[default]
     Ask,
     Auto,
     Deny,

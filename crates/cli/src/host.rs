@@ -70,6 +70,15 @@ impl Host {
 
     /// Starts the configured servers (only `only` when given).
     pub fn start(&self, only: Option<&str>) -> anyhow::Result<Manager> {
+        self.start_with(only, None)
+    }
+
+    /// The same, with servers' questions for a person (elicitation) sent to `ask_person`.
+    pub fn start_with(
+        &self,
+        only: Option<&str>,
+        ask_person: Option<tokio::sync::mpsc::UnboundedSender<mcp_host_client::ElicitationAsk>>,
+    ) -> anyhow::Result<Manager> {
         let program = std::env::current_exe().context("cannot find the mcp-host executable")?;
         let opts = ManagerOptions {
             supervisor: SupervisorCommand {
@@ -81,6 +90,7 @@ impl Host {
             retry: RetryPolicy::default(),
             http_client: mcp_host_client::http_client(Duration::from_secs(10))?,
             health_interval: Duration::from_secs(30),
+            ask_person,
         };
         let setups = self
             .config

@@ -3,6 +3,7 @@
 
 mod audit;
 mod catalogue;
+mod chat;
 mod cli;
 mod commands;
 mod hooks;

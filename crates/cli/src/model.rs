@@ -17,6 +17,8 @@ pub const PROVIDERS: &str = "anthropic, openai, openai-chat, openai-compatible, 
 pub struct Chosen {
     pub provider: AnyProvider,
     pub model: String,
+    /// `provider:model` as given.
+    pub spec: String,
     /// Tokens of context assumed when no flag says otherwise.
     pub context_window: usize,
 }
@@ -109,6 +111,7 @@ pub fn choose(
     Ok(Chosen {
         provider,
         model: model.to_string(),
+        spec: spec.clone(),
         context_window,
     })
 }

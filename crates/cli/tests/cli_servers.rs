@@ -29,7 +29,7 @@ fn every_era_and_probe_quirk_ends_ready_in_the_right_era() {
         let r = row(&rows, name);
         assert_eq!(r["state"], "ready", "{name}: {r}");
         assert_eq!(r["era"], era, "{name}");
-        assert_eq!(r["tools"], 11, "{name}");
+        assert_eq!(r["tools"], 12, "{name}");
         assert_eq!(r["transport"], "stdio");
         assert_eq!(r["error"], serde_json::Value::Null);
     }
@@ -202,8 +202,8 @@ fn tools_json_lists_every_tool_and_reports_broken_ones() {
     let tools: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
         tools.len(),
-        14,
-        "11 fixed + 3 extra over 4 pages; the broken one skipped"
+        15,
+        "12 fixed + 3 extra over 4 pages; the broken one skipped"
     );
     let echo = tools.iter().find(|t| t["tool"] == "echo").unwrap();
     assert_eq!(echo["server"], "f");

@@ -102,6 +102,7 @@ impl Observer for Recorder {
             }
             Event::Notice(text) => format!("notice:{text}"),
             Event::TextDelta(text) => format!("text:{text}"),
+            Event::Progress { call_id, .. } => format!("progress:{call_id}"),
         };
         self.seen.lock().unwrap().push(line);
     }
@@ -542,5 +543,36 @@ async fn a_persisted_conversation_resumes_with_its_history_and_call_records() {
         ("f", "add")
     );
     assert_eq!(calls[0].verdict, "allow");
+    m.shutdown().await;
+}
+
+#[tokio::test]
+async fn progress_notifications_reach_the_front_end_as_events_of_their_call() {
+    let (m, catalogue) = start(vec![fake_setup("f", &[], |_| {})]).await;
+    let policy = Policy::default();
+    let provider = Scripted::new([
+        step(vec![call(
+            "c1",
+            "f__slow",
+            json!({"ms": 800, "progressEvery": 100}),
+        )]),
+        ModelResponse::text("done"),
+    ]);
+    let recorder = Recorder::default();
+    let engine = engine_for(
+        &provider,
+        &m,
+        &catalogue,
+        &policy,
+        &recorder,
+        config(Mode::Auto),
+    );
+    let mut conv = Conversation::new(100_000, Answers::default());
+    engine
+        .run_turn(&mut conv, "go", &CancellationToken::new())
+        .await
+        .unwrap();
+    let first = recorder.position("progress:c1");
+    assert!(recorder.position("begun:c1") < first && first < recorder.position("ended:c1"));
     m.shutdown().await;
 }

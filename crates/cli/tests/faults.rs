@@ -201,11 +201,11 @@ async fn list_changed_refreshes_the_tool_list_in_both_eras() {
     for name in ["old", "new"] {
         wait_until(&m, name, is("ready")).await;
         let id = ServerId::new(name);
-        assert_eq!(m.status(&id).unwrap().tool_count, 11);
+        assert_eq!(m.status(&id).unwrap().tool_count, 12);
         m.call(&id, "grow", None, &CancellationToken::new())
             .await
             .unwrap();
-        wait_until(&m, name, |s| s.tool_count == 12).await;
+        wait_until(&m, name, |s| s.tool_count == 13).await;
         assert!(
             m.tools(&id)
                 .unwrap()
@@ -314,5 +314,45 @@ async fn a_server_can_be_restarted_disabled_and_enabled_on_request() {
     assert!(echo(&m, "s").await.is_ok());
     assert_eq!(spawned(), 3);
     assert!(!m.reconnect(&ServerId::new("nope")));
+    m.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_servers_question_reaches_the_person_and_their_answer_reaches_the_server() {
+    let (asks_tx, mut asks) = tokio::sync::mpsc::unbounded_channel();
+    let mut opts = options();
+    opts.ask_person = Some(asks_tx);
+    let m = Manager::start(vec![setup("s", &["--era", "legacy"], 5000, 5000)], opts);
+    wait_until(&m, "s", is("ready")).await;
+    let id = ServerId::new("s");
+    let never = CancellationToken::new();
+    let call = m.call(&id, "ask", None, &never);
+    let person = async {
+        let ask = asks.recv().await.unwrap();
+        assert_eq!(ask.server, id);
+        let mcp_host_client::ElicitationKind::Form { message, schema } = &ask.kind else {
+            panic!("{:?}", ask.kind)
+        };
+        assert_eq!(message, "Who is asking?");
+        assert_eq!(schema["required"], serde_json::json!(["name"]));
+        ask.reply
+            .send(mcp_host_client::ElicitationReply::Accept(
+                serde_json::json!({"name": "Ada"}),
+            ))
+            .unwrap();
+    };
+    let (out, ()) = tokio::join!(call, person);
+    let text = format!("{:?}", out.unwrap().content);
+    assert!(text.contains("accept") && text.contains("Ada"), "{text}");
+    m.shutdown().await;
+
+    // Nobody to ask and no defaults allowed: declined, and the call still ends.
+    let m = Manager::start(
+        vec![setup("s", &["--era", "legacy"], 5000, 5000)],
+        options(),
+    );
+    wait_until(&m, "s", is("ready")).await;
+    let out = m.call(&id, "ask", None, &never).await.unwrap();
+    assert!(format!("{:?}", out.content).contains("decline"));
     m.shutdown().await;
 }

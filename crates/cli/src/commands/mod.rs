@@ -6,7 +6,7 @@ mod call;
 mod policy;
 mod run;
 mod servers;
-mod tools;
+pub(crate) mod tools;
 
 use crate::cli::{Cli, Command};
 use crate::host::Host;
@@ -18,11 +18,13 @@ use tokio_util::sync::CancellationToken;
 pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let host = Host::load(&cli.config)?;
     match cli.command {
-        Command::Servers(args) => servers::run(&host, args).await,
-        Command::Tools(args) => tools::run(&host, args).await,
-        Command::Call(args) => call::run(&host, args).await,
-        Command::Policy(command) => policy::run(&host, command).await,
-        Command::Run(args) => run::run(&host, args).await,
+        None => crate::chat::run(&host, crate::cli::ChatArgs::default()).await,
+        Some(Command::Chat(args)) => crate::chat::run(&host, args).await,
+        Some(Command::Servers(args)) => servers::run(&host, args).await,
+        Some(Command::Tools(args)) => tools::run(&host, args).await,
+        Some(Command::Call(args)) => call::run(&host, args).await,
+        Some(Command::Policy(command)) => policy::run(&host, command).await,
+        Some(Command::Run(args)) => run::run(&host, args).await,
     }
 }
 

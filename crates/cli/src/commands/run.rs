@@ -79,6 +79,12 @@ impl Observer for RunObserver<'_> {
                 "duration_ms": took.as_millis() as u64, "background_job": background_job,
             })),
             Event::Notice(text) => self.emit(json!({"type": "notice", "text": text})),
+            Event::Progress {
+                call_id,
+                progress,
+                total,
+                message,
+            } => self.emit(json!({"type": "progress", "call_id": call_id, "progress": progress, "total": total, "message": message})),
             // Nobody can answer in a headless run: dropping the request refuses the call,
             // and the decision event that follows says so (as it does for every refusal).
             Event::ApprovalRequested(_) | Event::CallRefused { .. } => {}

@@ -111,7 +111,7 @@ fn print_table(shown: &[(&Entry, Option<f32>)]) {
     }
 }
 
-fn describe_flag(f: &Flag) -> String {
+pub(crate) fn describe_flag(f: &Flag) -> String {
     match f {
         Flag::Confusable {
             other_server,
