@@ -45,6 +45,16 @@ wait_for() {
   return 1
 }
 
+# Waits (at most 20 s) until file $2 contains $1.
+wait_file() {
+  local deadline=$((SECONDS + 20))
+  while [ $SECONDS -lt $deadline ]; do
+    grep -qF -- "$1" "$2" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
 FAKE_MODEL_LOG="$WORK/model.log" python3 "$ROOT/scripts/fake_model.py" chat >"$WORK/model.port" &
 MODEL_PID=$!
 for _ in $(seq 1 100); do [ -s "$WORK/model.port" ] && break; sleep 0.05; done
@@ -80,6 +90,12 @@ check "after 'allow once' the call runs and the model answers" wait_for "The tim
 check "the tool card shows the call done" bash -c 'grep -q "time__get_current_time\|get_current_time" <<<"$1"' _ "$(screen)"
 check "the model got the tool's result" bash -c 'grep -q "\"role\": *\"tool\"" "$1" || grep -q "\"role\":\"tool\"" "$1"' _ "$WORK/model.log"
 
+# A server prompt as a slash command, and a resource attached by mention, reach the model.
+"${T[@]}" send-keys -t e2e '/evil:greet Ada' Enter
+check "a server prompt is sent as the message" wait_file "Say hello to Ada." "$WORK/model.log"
+"${T[@]}" send-keys -t e2e 'summarise @evil:mem://r1 please' Enter
+check "an @server:uri mention attaches the resource" wait_file "contents of mem://r1" "$WORK/model.log"
+
 before_title="$("${T[@]}" display-message -p -t e2e '#{pane_title}')"
 "${T[@]}" send-keys -t e2e '/call evil evil {}' Enter
 check "a hostile result is shown as text" wait_for "safetext"
@@ -96,6 +112,19 @@ check "no escaped text leaked onto the screen" bash -c '! grep -q "pwned\|ZXZpbA
 check "Ctrl-C twice quits cleanly" wait_for "HOST-EXITED 0" 15
 # The [x] keeps pgrep from matching the shell that runs it.
 check "no server process is left" bash -c '! pgrep -f "[m]cp-server-time --local-timezone UTC" >/dev/null && ! pgrep -f -- "[-]-describe-echo" >/dev/null' 
+
+# Without a model the host still starts, says how to configure one, and /call works.
+"${T[@]}" kill-session -t e2e 2>/dev/null
+env -u MCP_HOST_MODEL -u OPENAI_BASE_URL "${T[@]}" new-session -d -s e2e -x 100 -y 30 \
+  "$HOST chat --strict-mcp-config --mcp-config $WORK/servers.json; echo HOST-EXITED \$?; sleep 30"
+check "without a model the host starts and says how to configure one" wait_for "no model" 30
+wait_for "2/2" 30
+"${T[@]}" send-keys -t e2e 'hello' Enter
+check "a message without a model explains instead of failing" wait_for "provider:model"
+"${T[@]}" send-keys -t e2e '/call evil echo {"message": "still works"}' Enter
+check "/call works without a model" wait_for "still works"
+"${T[@]}" send-keys -t e2e '/quit' Enter
+check "/quit exits cleanly" wait_for "HOST-EXITED 0" 15
 
 echo "tui-e2e: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -356,3 +356,29 @@ async fn a_servers_question_reaches_the_person_and_their_answer_reaches_the_serv
     assert!(format!("{:?}", out.content).contains("decline"));
     m.shutdown().await;
 }
+
+#[tokio::test]
+async fn prompts_are_filled_in_and_resources_read() {
+    let m = Manager::start(vec![setup("s", &[], 5000, 5000)], options());
+    wait_until(&m, "s", is("ready")).await;
+    let id = ServerId::new("s");
+    let mut args = serde_json::Map::new();
+    args.insert("who".into(), serde_json::json!("Ada"));
+    let messages = m.get_prompt(&id, "greet", args).await.unwrap();
+    assert_eq!(messages.len(), 1);
+    assert_eq!(
+        (messages[0].role.as_str(), messages[0].text.as_str()),
+        ("user", "Say hello to Ada.")
+    );
+    let contents = m.read_resource(&id, "mem://r1").await.unwrap();
+    assert_eq!(contents[0].text, "contents of mem://r1");
+    assert_eq!(contents[0].mime_type.as_deref(), Some("text/plain"));
+    // The server's errors come back as errors.
+    assert!(m.read_resource(&id, "file:///etc/passwd").await.is_err());
+    assert!(
+        m.get_prompt(&id, "nope", serde_json::Map::new())
+            .await
+            .is_err()
+    );
+    m.shutdown().await;
+}

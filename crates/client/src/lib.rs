@@ -10,6 +10,7 @@ pub mod lenient;
 pub mod listing;
 pub mod manager;
 pub mod procs;
+mod reading;
 pub mod session;
 pub mod stdio;
 pub mod supervisor;
@@ -20,5 +21,6 @@ pub use handler::{
 pub use http::{http_client, install_crypto_provider};
 pub use listing::{Listing, ToolList};
 pub use manager::{CallError, Manager, ManagerOptions, ServerSetup};
+pub use reading::{PromptMessage, ResourceText};
 pub use session::{ConnectError, Endpoint, EraChoice, RequestError, Session};
 pub use stdio::{StdioLaunch, SupervisorCommand};

@@ -246,6 +246,39 @@ impl Manager {
         true
     }
 
+    /// A server's prompt with its arguments filled in (`prompts/get`).
+    pub async fn get_prompt(
+        &self,
+        id: &ServerId,
+        name: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<Vec<crate::PromptMessage>, CallError> {
+        let (session, spec) = self.session(id)?;
+        session
+            .get_prompt(name, arguments, spec.tool_timeout)
+            .await
+            .map_err(|source| CallError::Request {
+                server: id.to_string(),
+                source,
+            })
+    }
+
+    /// A resource's contents (`resources/read`).
+    pub async fn read_resource(
+        &self,
+        id: &ServerId,
+        uri: &str,
+    ) -> Result<Vec<crate::ResourceText>, CallError> {
+        let (session, spec) = self.session(id)?;
+        session
+            .read_resource(uri, spec.tool_timeout)
+            .await
+            .map_err(|source| CallError::Request {
+                server: id.to_string(),
+                source,
+            })
+    }
+
     /// The instructions a ready server gave for the model.
     pub fn instructions(&self, id: &ServerId) -> Option<String> {
         self.session(id).ok().and_then(|(s, _)| s.instructions())

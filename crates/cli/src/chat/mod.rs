@@ -314,8 +314,15 @@ impl<'a> Chat<'a> {
     /// Handles one command from the screen; returns a turn to run when one starts.
     async fn command(&mut self, command: Command) -> Option<TurnFuture<'a>> {
         match command {
-            Command::Submit(text) => return self.start_turn(text),
-            Command::Slash { name, args } => self.slash(&name, &args).await,
+            Command::Submit(text) => {
+                let text = self.attach_mentions(text).await;
+                return self.start_turn(text);
+            }
+            Command::Slash { name, args } => {
+                if let Some(text) = self.slash(&name, &args).await {
+                    return self.start_turn(text);
+                }
+            }
             Command::Approve { call_id, scope: s } => {
                 self.pending
                     .answer(&call_id, Approval::Allow { scope: scope(s) });

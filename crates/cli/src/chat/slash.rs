@@ -14,20 +14,114 @@ use serde_json::Value;
 use std::time::Instant;
 
 impl Chat<'_> {
-    pub(super) async fn slash(&mut self, name: &str, args: &str) {
+    /// Runs a slash command; returns a message to send to the model when the command makes
+    /// one (a server prompt).
+    pub(super) async fn slash(&mut self, name: &str, args: &str) -> Option<String> {
         let notice = match name {
             "model" => self.switch_model(args.trim()),
             "clear" => self.new_conversation().await,
             "resume" => self.resume(args.trim()).await,
             "call" => self.direct_call(args).await,
-            other if other.contains(':') => Some(format!(
-                "/{other}: server prompts as commands are not supported yet"
-            )),
+            other if other.contains(':') => match self.prompt(other, args).await {
+                Ok(text) => return Some(text),
+                Err(why) => Some(why),
+            },
             other => Some(format!("unknown command /{other}; /help lists them")),
         };
         if let Some(text) = notice {
             self.app.apply(Update::Notice(text));
         }
+        None
+    }
+
+    /// `/server:prompt [name=value ...] [text]`: the server's prompt with its arguments,
+    /// as one message. A lone argument can be given without its name.
+    async fn prompt(&mut self, command: &str, args: &str) -> Result<String, String> {
+        let Some((server, prompt)) = command.split_once(':') else {
+            return Err(format!("/{command}: not a server prompt"));
+        };
+        let id = ServerId::new(server);
+        let declared: Vec<String> = (self.manager.offers(&id))
+            .and_then(|o| {
+                o.prompts
+                    .items
+                    .iter()
+                    .find(|p| p.name == prompt)
+                    .map(|p| p.arguments.iter().map(|a| a.name.clone()).collect())
+            })
+            .ok_or_else(|| format!("server `{server}` has no prompt `{prompt}` (see /help)"))?;
+        let mut arguments = serde_json::Map::new();
+        let mut loose = Vec::new();
+        for word in args.split_whitespace() {
+            match word.split_once('=') {
+                Some((k, v)) if declared.iter().any(|d| d == k) => {
+                    arguments.insert(k.to_string(), Value::String(v.to_string()));
+                }
+                _ => loose.push(word),
+            }
+        }
+        if !loose.is_empty() {
+            match declared.iter().find(|d| !arguments.contains_key(*d)) {
+                Some(name) if declared.len() - arguments.len() == 1 => {
+                    arguments.insert(name.clone(), Value::String(loose.join(" ")));
+                }
+                _ => {
+                    return Err(format!(
+                        "/{command}: give arguments as name=value ({})",
+                        declared.join(", ")
+                    ));
+                }
+            }
+        }
+        let messages = self
+            .manager
+            .get_prompt(&id, prompt, arguments)
+            .await
+            .map_err(|e| format!("/{command}: {e}"))?;
+        let text: Vec<String> = messages
+            .iter()
+            .map(|m| mcp_host_core::sanitize::strip_terminal_escapes(&m.text))
+            .collect();
+        Ok(text.join("\n\n"))
+    }
+
+    /// Attaches the resources named by `@server:uri` mentions to the message, marked as
+    /// that server's content. A mention that cannot be read is left as typed, with a notice.
+    pub(super) async fn attach_mentions(&mut self, text: String) -> String {
+        let mut attachments = Vec::new();
+        for word in text.split_whitespace() {
+            let Some((server, uri)) = word.strip_prefix('@').and_then(|w| w.split_once(':')) else {
+                continue;
+            };
+            let id = ServerId::new(server);
+            if self.manager.status(&id).is_none() || uri.is_empty() {
+                continue;
+            }
+            match self.manager.read_resource(&id, uri).await {
+                Ok(contents) => {
+                    for c in contents {
+                        let body = mcp_host_engine::cap(
+                            &mcp_host_core::sanitize::strip_terminal_escapes(&c.text),
+                            mcp_host_engine::DEFAULT_RESULT_CHARS,
+                        );
+                        attachments.push(format!(
+                            "<resource server=\"{server}\" uri=\"{}\">\n{body}\n</resource>",
+                            c.uri
+                        ));
+                    }
+                }
+                Err(e) => self.app.apply(Update::Notice(format!(
+                    "@{server}:{uri} could not be read: {e}"
+                ))),
+            }
+        }
+        if attachments.is_empty() {
+            return text;
+        }
+        format!(
+            "{text}\n\n[Attached by the user; the contents are the servers' text:]\n{}",
+            attachments.join("\n")
+        )
     }
 
     fn switch_model(&mut self, spec: &str) -> Option<String> {

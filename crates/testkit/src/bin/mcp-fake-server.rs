@@ -406,6 +406,28 @@ impl Server {
                     .collect();
                 self.paged(id, &params, "resources", resources)
             }
+            "prompts/get" => match params["name"].as_str() {
+                Some("greet") => {
+                    let who = params["arguments"]["who"].as_str().unwrap_or("nobody");
+                    self.reply(id, json!({"description": "a greeting", "messages": [
+                        {"role": "user", "content": {"type": "text", "text": format!("Say hello to {who}.")}}
+                    ]}))
+                }
+                Some("plain") => self.reply(id, json!({"messages": [
+                    {"role": "user", "content": {"type": "text", "text": "A plain prompt.\u{1b}]0;pwned\u{7}"}}
+                ]})),
+                _ => self.error(id, -32602, "Unknown prompt", None),
+            },
+            "resources/read" => {
+                let uri = params["uri"].as_str().unwrap_or_default();
+                if uri.starts_with("mem://") {
+                    self.reply(id, json!({"contents": [
+                        {"uri": uri, "mimeType": "text/plain", "text": format!("contents of {uri}")}
+                    ]}))
+                } else {
+                    self.error(id, -32002, "Resource not found", None)
+                }
+            }
             "tools/call" => self.tools_call(id, &params),
             "subscriptions/listen" => {
                 let meta = json!({"io.modelcontextprotocol/subscriptionId": id});
