@@ -124,14 +124,14 @@ impl<'a, P: Provider> Engine<'a, P> {
             .manager
             .spec(&entry.key.server)
             .is_some_and(|s| s.trusted);
-        let provenance = conv
-            .turn
-            .provenance()
-            .iter()
-            .map(ToString::to_string)
-            .collect();
-        let (request, answer) =
-            ApprovalRequest::new(entry, &call.id, args, &asked.reason, trusted, provenance);
+        let (request, answer) = ApprovalRequest::new(
+            entry,
+            &call.id,
+            args,
+            &asked.reason,
+            trusted,
+            conv.provenance_names(),
+        );
         self.observer.event(Event::ApprovalRequested(request));
         let approval = tokio::select! {
             a = answer => a.ok(),

@@ -226,6 +226,15 @@ impl Conversation {
         self.background.len() - self.background_running()
     }
 
+    /// The servers whose output is in this turn's context, by name (for front ends).
+    fn provenance_names(&self) -> Vec<String> {
+        self.turn
+            .provenance()
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
     fn push(&mut self, message: Message) {
         self.history.push(message);
         self.turns.push(self.turn_no);
@@ -365,12 +374,7 @@ impl<P: Provider> Engine<'_, P> {
                     record,
                 } => {
                     answers.push(None);
-                    let provenance = conv
-                        .turn
-                        .provenance()
-                        .iter()
-                        .map(ToString::to_string)
-                        .collect();
+                    let provenance = conv.provenance_names();
                     jobs.push((
                         Job {
                             index,
