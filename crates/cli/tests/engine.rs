@@ -339,6 +339,8 @@ async fn a_long_call_moves_to_the_background_and_arrives_at_the_next_turn() {
         "{text}"
     );
     assert_eq!(conv.background_running() + conv.background_finished(), 0);
+    // The job's card ends when its result is delivered.
+    assert!(recorder.position("background:c1:bg-1") < recorder.position("ended:c1"));
     m.shutdown().await;
 }
 

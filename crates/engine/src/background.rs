@@ -66,6 +66,10 @@ impl<P: Provider> Engine<'_, P> {
             record.tool = Some(job.entry.key.tool.clone());
             record.background_job = Some(job.id.clone());
             record.duration_ms = Some(took.as_millis() as u64);
+            let preview = match &outcome {
+                Ok(o) => crate::render::preview_text(o),
+                Err(e) => e.clone(),
+            };
             let text = match outcome {
                 Ok(outcome) => {
                     let ((text, is_error), handle) = self
@@ -80,6 +84,15 @@ impl<P: Provider> Engine<'_, P> {
                     format!("the call failed: {e}")
                 }
             };
+            // The job's card (shown as running in the background) ends now.
+            self.observer.event(Event::CallEnded {
+                call_id: job.call_id.clone(),
+                name: job.entry.name.clone(),
+                is_error: record.is_error,
+                took,
+                background_job: None,
+                preview,
+            });
             self.record_call(conv, &record, &call).await;
             parts.push(format!(
                 "<background-result job=\"{}\" tool=\"{}\" call_id=\"{}\" is_error=\"{}\">\n{text}\n</background-result>",

@@ -244,6 +244,20 @@ impl Transcript {
         })
     }
 
+    /// The background jobs still running, by job id (the status line lists them).
+    pub(crate) fn background_jobs(&self) -> Vec<&str> {
+        self.entries
+            .iter()
+            .filter_map(|e| match e {
+                Entry::Call(c) => match &c.state {
+                    CallState::Background(job) => Some(job.as_str()),
+                    _ => None,
+                },
+                _ => None,
+            })
+            .collect()
+    }
+
     pub(crate) fn page_up(&mut self) {
         let rows = self.last_rows.get();
         let h = self.last_height.get().max(1);

@@ -119,6 +119,14 @@ fn status_facts(app: &App, short: bool) -> String {
             format!("mode {}", st.mode)
         });
     }
+    let jobs = app.transcript.background_jobs();
+    if !jobs.is_empty() {
+        facts.push(if short {
+            format!("{} bg", jobs.len())
+        } else {
+            format!("background: {}", jobs.join(", "))
+        });
+    }
     if app.busy {
         facts.push("working…".to_string());
     }
