@@ -1,0 +1,233 @@
+//! OAuth credentials on disk, for when no OS keyring is available: one file per
+//! (authorization-server issuer, resource), readable by the user alone (0600, in a 0700
+//! directory), written atomically (a temporary file, fsync, rename), so a crash never leaves
+//! half a token. A refresh is serialised across processes by an exclusive `flock` on a lock
+//! file beside the credential: whoever holds it reads the current credential, refreshes,
+//! and writes the rotated one before releasing it, so a second process waiting for the lock
+//! finds the new token and does not refresh again. The content is opaque JSON to this
+//! module; it never logs it.
+
+use sha2::{Digest, Sha256};
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+#[derive(Debug, thiserror::Error)]
+pub enum CredentialError {
+    #[error("credential store {path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("credential file {path} is not valid JSON: {detail}")]
+    Corrupt { path: String, detail: String },
+    #[error("another process held the refresh lock for {0:?}")]
+    LockTimeout(Duration),
+}
+
+/// Which credential: the issuer that granted it and the resource (server) it is for.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct CredentialKey {
+    pub issuer: String,
+    pub resource: String,
+}
+
+impl CredentialKey {
+    /// The file stem: a hash, so neither URL appears in a file name.
+    fn stem(&self) -> String {
+        let digest = Sha256::digest(format!("{}\n{}", self.issuer, self.resource).as_bytes());
+        crate::hex(&digest[..16])
+    }
+}
+
+/// The directory of credential files.
+#[derive(Clone, Debug)]
+pub struct CredentialFiles {
+    dir: PathBuf,
+}
+
+/// Held while a refresh is in progress; dropping it lets the next process in.
+#[derive(Debug)]
+pub struct RefreshLock {
+    _lock: nix::fcntl::Flock<File>,
+}
+
+fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> CredentialError + '_ {
+    move |source| CredentialError::Io {
+        path: path.display().to_string(),
+        source,
+    }
+}
+
+impl CredentialFiles {
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        Self { dir: dir.into() }
+    }
+
+    fn ensure_dir(&self) -> Result<(), CredentialError> {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&self.dir)
+            .map_err(io_err(&self.dir))?;
+        // An existing directory keeps its mode unless told: tighten it.
+        std::fs::set_permissions(&self.dir, std::fs::Permissions::from_mode(0o700))
+            .map_err(io_err(&self.dir))
+    }
+
+    fn path(&self, key: &CredentialKey) -> PathBuf {
+        self.dir.join(format!("{}.json", key.stem()))
+    }
+
+    /// The stored credential, if any.
+    pub fn load(&self, key: &CredentialKey) -> Result<Option<serde_json::Value>, CredentialError> {
+        let path = self.path(key);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(io_err(&path)(e)),
+        };
+        serde_json::from_str(&text)
+            .map(Some)
+            .map_err(|e| CredentialError::Corrupt {
+                path: path.display().to_string(),
+                detail: e.to_string(),
+            })
+    }
+
+    /// Replaces the stored credential, atomically, readable by the user alone.
+    pub fn save(
+        &self,
+        key: &CredentialKey,
+        value: &serde_json::Value,
+    ) -> Result<(), CredentialError> {
+        self.ensure_dir()?;
+        let path = self.path(key);
+        let tmp = self
+            .dir
+            .join(format!("{}.{}.tmp", key.stem(), std::process::id()));
+        let write = || -> std::io::Result<()> {
+            let mut f = OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .mode(0o600)
+                .open(&tmp)?;
+            f.write_all(value.to_string().as_bytes())?;
+            f.sync_all()?;
+            std::fs::rename(&tmp, &path)?;
+            // The rename is durable once the directory is.
+            File::open(&self.dir)?.sync_all()
+        };
+        write().map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            io_err(&path)(e)
+        })
+    }
+
+    /// Forgets the credential (logout). Absent already is fine.
+    pub fn clear(&self, key: &CredentialKey) -> Result<(), CredentialError> {
+        let path = self.path(key);
+        match std::fs::remove_file(&path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(io_err(&path)(e)),
+        }
+    }
+
+    /// Takes the credential's refresh lock, waiting at most `wait` for another process.
+    pub async fn lock_refresh(
+        &self,
+        key: &CredentialKey,
+        wait: Duration,
+    ) -> Result<RefreshLock, CredentialError> {
+        self.ensure_dir()?;
+        let path = self.dir.join(format!("{}.lock", key.stem()));
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            let file = OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .mode(0o600)
+                .open(&path)
+                .map_err(io_err(&path))?;
+            match nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock) {
+                Ok(lock) => return Ok(RefreshLock { _lock: lock }),
+                Err((_, nix::errno::Errno::EWOULDBLOCK)) => {}
+                Err((_, errno)) => return Err(io_err(&path)(std::io::Error::from(errno))),
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(CredentialError::LockTimeout(wait));
+            }
+            // Polling keeps the wait async and bounded; a refresh takes milliseconds.
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use serde_json::json;
+
+    fn key() -> CredentialKey {
+        CredentialKey {
+            issuer: "https://as.example".into(),
+            resource: "https://mcp.example/mcp".into(),
+        }
+    }
+
+    #[test]
+    fn credentials_round_trip_in_private_files_and_can_be_cleared() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = CredentialFiles::new(dir.path().join("creds"));
+        assert!(files.load(&key()).unwrap().is_none());
+        let value = json!({"access_token": "a1", "refresh_token": "r1", "client_secret": "s"});
+        files.save(&key(), &value).unwrap();
+        assert_eq!(files.load(&key()).unwrap().unwrap(), value);
+        let path = files.path(&key());
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        let dir_mode = std::fs::metadata(dir.path().join("creds"))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777;
+        assert_eq!(dir_mode, 0o700);
+        // Neither URL leaks into a file name.
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        assert!(!name.contains("example"));
+        // A different resource is a different credential (a token is for one audience).
+        let other = CredentialKey {
+            resource: "https://other.example/mcp".into(),
+            ..key()
+        };
+        assert!(files.load(&other).unwrap().is_none());
+        files.clear(&key()).unwrap();
+        files.clear(&key()).unwrap();
+        assert!(files.load(&key()).unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn the_refresh_lock_is_exclusive_and_released_on_drop() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = CredentialFiles::new(dir.path());
+        let held = files
+            .lock_refresh(&key(), Duration::from_secs(1))
+            .await
+            .unwrap();
+        // flock locks belong to open file descriptions, so a second open in this process
+        // contends exactly as another process would.
+        let second = files.lock_refresh(&key(), Duration::from_millis(100)).await;
+        assert!(matches!(second, Err(CredentialError::LockTimeout(_))));
+        drop(held);
+        files
+            .lock_refresh(&key(), Duration::from_secs(1))
+            .await
+            .unwrap();
+    }
+}
