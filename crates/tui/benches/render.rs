@@ -1,0 +1,55 @@
+//! How long the screen takes to draw a frame and to take a streamed delta, with a short and a
+//! long transcript (each frame re-wraps the whole transcript), at 120×40.
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use mcp_host_tui::{App, CallCard, CallState, SessionInfo, Update};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use serde_json::json;
+use std::hint::black_box;
+
+const ANSWER: &str = "# Notes\n\nThe **parser** handles *streaming* input and `code`.\n\n- one\n- two with a [link](https://example.com)\n\n```rust\nfn main() {\n    println!(\"hi\");\n}\n```\n\n| a | b |\n|---|---|\n| 1 | 2 |\n";
+
+fn app_with(turns: usize) -> App {
+    let mut app = App::new(SessionInfo::default());
+    for i in 0..turns {
+        app.apply(Update::UserMessage(format!("question {i}")));
+        app.apply(Update::CallStarted(CallCard {
+            call_id: format!("c{i}"),
+            name: "fs__read_file".into(),
+            server: "fs".into(),
+            tool: "read_file".into(),
+            args: json!({"path": "/tmp/x", "limit": 10}),
+            provenance: vec!["fs".into()],
+        }));
+        app.apply(Update::CallFinished {
+            call_id: format!("c{i}"),
+            state: CallState::Done,
+            took_ms: 12,
+            preview: "line one\nline two\nline three".into(),
+        });
+        app.apply(Update::TextDelta(ANSWER.into()));
+        app.apply(Update::TurnEnded { note: None });
+    }
+    app
+}
+
+fn bench(c: &mut Criterion) {
+    for turns in [10, 200] {
+        let app = app_with(turns);
+        let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap_or_else(|_| unreachable!());
+        c.bench_function(&format!("draw a frame, {turns} turns"), |b| {
+            b.iter(|| {
+                let _ = terminal.draw(|f| app.render(black_box(f)));
+            })
+        });
+    }
+    c.bench_function("apply a 20-byte text delta to a 200-turn transcript", |b| {
+        let mut app = app_with(200);
+        app.apply(Update::UserMessage("next".into()));
+        b.iter(|| app.apply(Update::TextDelta(black_box("some more words here").into())))
+    });
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
