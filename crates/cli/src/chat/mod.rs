@@ -237,8 +237,14 @@ impl<'a> Chat<'a> {
                 // The terminal went away: nothing more can be asked or shown.
                 Step::Terminal(Some(Err(_)) | None) | Step::Interrupted => self.quit = true,
                 Step::Engine(event) => {
-                    for update in updates(event, &mut self.pending) {
-                        self.app.apply(update);
+                    // Everything already queued is applied before the next draw: a fast
+                    // stream costs one frame per wake-up, not one per delta.
+                    let mut next = Some(event);
+                    while let Some(event) = next {
+                        for update in updates(event, &mut self.pending) {
+                            self.app.apply(update);
+                        }
+                        next = events.try_recv().ok();
                     }
                 }
                 Step::Direct(update) => self.app.apply(update),
