@@ -37,7 +37,8 @@ fn app_with(turns: usize) -> App {
 fn bench(c: &mut Criterion) {
     for turns in [10, 200] {
         let app = app_with(turns);
-        let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap_or_else(|_| unreachable!());
+        let mut terminal =
+            Terminal::new(TestBackend::new(120, 40)).unwrap_or_else(|_| unreachable!());
         c.bench_function(&format!("draw a frame, {turns} turns"), |b| {
             b.iter(|| {
                 let _ = terminal.draw(|f| app.render(black_box(f)));
