@@ -4,7 +4,7 @@
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::common::client_side_sse::ExponentialBackoff;
 use rmcp::transport::streamable_http_client::{
-    HttpStatusError, StreamableHttpClientTransportConfig, StreamableHttpError,
+    HttpStatusError, StreamableHttpClient, StreamableHttpClientTransportConfig, StreamableHttpError,
 };
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -36,23 +36,26 @@ pub enum HeaderError {
     Reserved(String),
 }
 
-pub fn transport(
-    client: reqwest::Client,
+/// The Streamable HTTP transport over `client` (our reqwest client, or the OAuth client
+/// around it; with OAuth the `Authorization` header belongs to the transport too).
+pub fn transport<C: StreamableHttpClient>(
+    client: C,
     url: &str,
     headers: &BTreeMap<String, String>,
-) -> Result<StreamableHttpClientTransport<reqwest::Client>, HeaderError> {
+    oauth: bool,
+) -> Result<StreamableHttpClientTransport<C>, HeaderError> {
     let mut custom = HashMap::new();
     for (k, v) in headers {
         // These belong to the transport; a configured value would corrupt the session.
-        if [
+        let reserved = [
             "accept",
             "mcp-session-id",
             "last-event-id",
             "mcp-protocol-version",
         ]
         .iter()
-        .any(|r| k.eq_ignore_ascii_case(r))
-        {
+        .any(|r| k.eq_ignore_ascii_case(r));
+        if reserved || (oauth && k.eq_ignore_ascii_case("authorization")) {
             return Err(HeaderError::Reserved(k.clone()));
         }
         let name = reqwest::header::HeaderName::from_bytes(k.as_bytes())

@@ -1,7 +1,8 @@
 //! The MCP client side of mcp-host: supervised stdio processes and Streamable HTTP
 //! connections, protocol-era negotiation, and the connection manager that keeps one session
-//! per configured server. rmcp is used only inside `session` and `http`; everything this
-//! crate exports speaks the neutral types of `mcp-host-core`.
+//! per configured server, and OAuth for remote servers. rmcp is used only inside `session`,
+//! `http` and `oauth`; everything this crate exports speaks the neutral types of
+//! `mcp-host-core`, except the credential-store contract that `oauth::store` re-exports.
 
 pub mod backoff;
 mod handler;
@@ -9,6 +10,7 @@ mod http;
 pub mod lenient;
 pub mod listing;
 pub mod manager;
+pub mod oauth;
 pub mod procs;
 mod reading;
 pub mod session;
@@ -21,6 +23,9 @@ pub use handler::{
 pub use http::{http_client, install_crypto_provider};
 pub use listing::{Listing, ToolList};
 pub use manager::{CallError, Manager, ManagerOptions, ServerSetup};
+pub use oauth::{
+    AuthSettings, AuthorizationResponse, Authorizer, Grant, JwtAlgorithm, OAuth, OAuthError,
+};
 pub use reading::{PromptMessage, ResourceText};
 pub use session::{ConnectError, Endpoint, EraChoice, RequestError, Session};
 pub use stdio::{StdioLaunch, SupervisorCommand};

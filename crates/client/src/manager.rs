@@ -319,6 +319,7 @@ fn endpoint(spec: &ServerSpec, opts: &ManagerOptions) -> Endpoint {
             url: url.clone(),
             headers: headers.clone(),
             client: opts.http_client.clone(),
+            auth: None,
         },
     }
 }
@@ -394,7 +395,11 @@ impl Runner {
                         }
                     }
                 }
-                Err(ConnectError::NeedsAuth(reason)) => {
+                Err(e @ (ConnectError::NeedsAuth(_) | ConnectError::Auth(_))) => {
+                    let reason = match e {
+                        ConnectError::NeedsAuth(challenge) => challenge,
+                        other => other.to_string(),
+                    };
                     self.set_state(ServerState::NeedsAuth { reason });
                     tokio::select! {
                         () = self.slot.restart.notified() => continue,

@@ -1,11 +1,13 @@
 //! One protocol session with one server, behind host-owned types. This is the only module
-//! (with `http.rs`) that touches rmcp: it picks the era (probe `server/discover`, fall back
-//! to `initialize` on a fresh connection), puts a deadline on every request, cancels what it
-//! gives up on, follows cursors with caps, and decodes results leniently.
+//! (with `http.rs` and `oauth/`) that touches rmcp: it picks the era (probe
+//! `server/discover`, fall back to `initialize` on a fresh connection), puts a deadline on
+//! every request, cancels what it gives up on, follows cursors with caps, and decodes
+//! results leniently.
 
 use crate::handler::{ClientFeatures, HostHandler, Progress, ProgressRoutes, client_config};
 use crate::http::{self, HttpFailure};
 use crate::lenient;
+use crate::oauth::{self, OAuth, OAuthError};
 use crate::stdio::{ProcessExit, SpawnError, StdioLaunch, StdioProcess, SupervisorCommand};
 use mcp_host_core::{CallOutcome, Era};
 use rmcp::model::{
@@ -47,6 +49,8 @@ pub enum Endpoint {
         url: String,
         headers: BTreeMap<String, String>,
         client: reqwest::Client,
+        /// OAuth for this server; `None` sends requests as configured (static headers only).
+        auth: Option<OAuth>,
     },
 }
 
@@ -66,6 +70,9 @@ pub enum ConnectError {
     Header(#[from] http::HeaderError),
     #[error("server requires authorization: {0}")]
     NeedsAuth(String),
+    /// Authorization was attempted and did not succeed.
+    #[error(transparent)]
+    Auth(OAuthError),
     #[error("no answer to the handshake within {after:?}")]
     Timeout {
         after: Duration,
@@ -103,6 +110,7 @@ impl ConnectError {
                 stderr_tail,
             },
             Self::NeedsAuth(challenge) => Self::NeedsAuth(http::redact_in(&challenge, url)),
+            Self::Auth(e) => Self::Auth(e.map_text(|t| http::redact_in(t, url))),
             other => other,
         }
     }
@@ -139,6 +147,8 @@ pub enum RequestError {
     Protocol(String),
     #[error("server requires authorization")]
     NeedsAuth,
+    #[error(transparent)]
+    Auth(OAuthError),
 }
 
 /// Unregisters a request's progress route however the request ends (cancelled futures too).
@@ -286,8 +296,21 @@ impl Session {
                 url,
                 headers,
                 client,
+                auth: None,
             } => {
-                let inner = http::transport(client.clone(), url, headers)?;
+                let inner = http::transport(client.clone(), url, headers, false)?;
+                (
+                    handshake(inner, handler, mode, timeout, &closed).await,
+                    None,
+                )
+            }
+            Endpoint::Http {
+                url,
+                headers,
+                client,
+                auth: Some(auth),
+            } => {
+                let inner = http::transport(auth.client(client.clone()), url, headers, true)?;
                 (
                     handshake(inner, handler, mode, timeout, &closed).await,
                     None,
@@ -611,6 +634,11 @@ pub(crate) fn to_value(r: &ServerResult) -> Result<Value, RequestError> {
 }
 
 fn map_service_error(e: ServiceError) -> RequestError {
+    if let ServiceError::TransportSend(t) = &e
+        && let Some(failure) = oauth::auth_failure(t.error.as_ref())
+    {
+        return RequestError::Auth(failure);
+    }
     if e.is_authorization_required() {
         return RequestError::NeedsAuth;
     }
@@ -627,6 +655,9 @@ fn map_service_error(e: ServiceError) -> RequestError {
 }
 
 async fn handshake_error(e: &ClientInitializeError, process: Option<StdioProcess>) -> ConnectError {
+    if let Some(failure) = transport_error(e).and_then(|t| oauth::auth_failure(t.error.as_ref())) {
+        return ConnectError::Auth(failure);
+    }
     if e.is_authorization_required() {
         let challenge = e.auth_challenge().unwrap_or("401/403 from server");
         return ConnectError::NeedsAuth(challenge.to_string());

@@ -1,15 +1,23 @@
 //! `mcp-host-conformance [ARGS...] URL`: what the conformance suite runs as "the client".
-//! It connects with the same client library the host uses (era probe and fallback included),
-//! then does what the scenario in `MCP_CONFORMANCE_SCENARIO` expects, and exits 0 on success.
+//! It connects with the same client library the host uses (era probe and fallback included,
+//! OAuth for the `auth/*` scenarios), then does what the scenario in
+//! `MCP_CONFORMANCE_SCENARIO` expects, and exits 0 on success.
+
+mod headless;
 
 use anyhow::{Context, bail};
-use mcp_host_client::{ClientFeatures, Endpoint, EraChoice, Session};
+use mcp_host_client::{AuthSettings, ClientFeatures, Endpoint, EraChoice, Grant, OAuth, Session};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 const TIMEOUT: Duration = Duration::from_secs(20);
+/// Nothing listens here: the headless authorizer reads the code from the redirect itself.
+const REDIRECT_URI: &str = "http://localhost:3000/callback";
+/// The client metadata document the suite expects a CIMD client to name (never fetched).
+const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -21,10 +29,16 @@ async fn main() -> anyhow::Result<()> {
         .next_back()
         .context("usage: mcp-host-conformance URL")?;
     let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
+    let auth = if scenario.starts_with("auth/") {
+        Some(oauth(&url, &scenario).await?)
+    } else {
+        None
+    };
     let endpoint = Endpoint::Http {
         url,
         headers: BTreeMap::new(),
         client: mcp_host_client::http_client(Duration::from_secs(5))?,
+        auth,
     };
     // Nobody sits at this client: forms are answered with their defaults.
     let features = ClientFeatures {
@@ -36,6 +50,33 @@ async fn main() -> anyhow::Result<()> {
     let result = run_scenario(&session, &scenario).await;
     session.shutdown().await;
     result
+}
+
+/// OAuth as the scenario sets it up: the context (`MCP_CONFORMANCE_CONTEXT`) carries
+/// pre-registered client credentials or a signing key where the scenario needs them.
+async fn oauth(url: &str, scenario: &str) -> anyhow::Result<OAuth> {
+    let context: Value = match std::env::var("MCP_CONFORMANCE_CONTEXT") {
+        Ok(text) => serde_json::from_str(&text).context("MCP_CONFORMANCE_CONTEXT is not JSON")?,
+        Err(_) => Value::Null,
+    };
+    let field = |k: &str| context.get(k).and_then(Value::as_str).map(str::to_string);
+    let grant = match scenario {
+        "auth/client-credentials-jwt" => Grant::PrivateKeyJwt {
+            private_key_pem: field("private_key_pem").context("no private_key_pem in context")?,
+            algorithm: field("signing_algorithm")
+                .as_deref()
+                .unwrap_or("ES256")
+                .parse()?,
+        },
+        "auth/client-credentials-basic" => Grant::ClientSecret,
+        _ => Grant::AuthorizationCode(Arc::new(headless::Authorizer::new()?)),
+    };
+    let mut settings = AuthSettings::new(REDIRECT_URI, grant);
+    settings.client_id = field("client_id");
+    settings.client_secret = field("client_secret");
+    settings.client_metadata_url = Some(CLIENT_METADATA_URL.into());
+    settings.client_name = "mcp-host-conformance".into();
+    Ok(OAuth::new(url, settings).await?)
 }
 
 async fn run_scenario(session: &Session, scenario: &str) -> anyhow::Result<()> {
@@ -59,6 +100,10 @@ async fn run_scenario(session: &Session, scenario: &str) -> anyhow::Result<()> {
         "sse-retry" => call("test_reconnection", json!({})).await,
         "elicitation-sep1034-client-defaults" => {
             call("test_client_elicitation_defaults", json!({})).await
+        }
+        // The auth mocks guard a `test-tool`; calling it is what a step-up challenges.
+        s if s.starts_with("auth/") && tools.items.iter().any(|t| t.name == "test-tool") => {
+            call("test-tool", json!({})).await
         }
         // initialize and anything else: connecting and listing is the whole job.
         _ => {

@@ -1,0 +1,657 @@
+//! The authorization rounds, on rmcp's `AuthorizationManager`: discovery from the server's
+//! challenge (protected resource metadata, authorization server metadata with its issuer
+//! check, resource match), client identity (pre-registered, else a metadata document when
+//! the server supports it, else dynamic registration, once per authorization server), scope
+//! choice, the authorization-code round with PKCE and `resource`, the step-up on 403, and
+//! the client-credentials grants. One round runs at a time per server.
+
+use super::store::{CredentialStore, Shared as SharedStore, StoredCredentials};
+use super::{AuthSettings, Authorizer, Grant, JwtAlgorithm, OAuthError, jwt};
+use rmcp::transport::auth::{
+    AuthClient, AuthError, AuthorizationManager, AuthorizationMetadata, ClientCredentialsConfig,
+    OAuthClientConfig, OAuthTokenResponse,
+};
+use serde_json::Value;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tokio::sync::Mutex;
+
+/// Largest token response accepted from an authorization server.
+const MAX_TOKEN_RESPONSE: usize = 1024 * 1024;
+
+/// What the server said when it refused a request.
+pub(crate) enum Challenge<'a> {
+    /// 401: no token, or one it no longer accepts.
+    Unauthorized(&'a str),
+    /// 403 `insufficient_scope`, with the scope the server wants, if it said.
+    InsufficientScope {
+        header: &'a str,
+        scope: Option<&'a str>,
+    },
+}
+
+/// What the request should do after a challenge was dealt with.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Next {
+    /// Send it again: there is a new token.
+    Retry,
+    /// Hand the refusal back: authorizing again would not change the answer.
+    GiveUp,
+}
+
+/// A client registered dynamically, remembered per authorization server.
+struct Registration {
+    issuer: Option<String>,
+    config: OAuthClientConfig,
+}
+
+#[derive(Default)]
+struct FlowState {
+    registered: Option<Registration>,
+    /// The manager holds a configured client (after a round, or from stored credentials).
+    configured: bool,
+}
+
+pub(crate) struct Shared {
+    pub(crate) server_url: String,
+    /// The canonical URI of the server, for client-credentials `resource`.
+    resource: String,
+    settings: AuthSettings,
+    /// rmcp's token-attaching client around a placeholder; each transport clones it with its
+    /// own HTTP client. Its manager is the one all rounds work on.
+    pub(crate) template: AuthClient<reqwest::Client>,
+    store: SharedStore,
+    /// Held for the whole of a round, so concurrent refusals cause one round.
+    state: Mutex<FlowState>,
+    /// Rounds completed; a request that saw an older value only needs to retry.
+    generation: AtomicU64,
+    loaded: AtomicBool,
+    /// No-redirect client for the token requests we make ourselves (`private_key_jwt`).
+    token_http: reqwest::Client,
+}
+
+fn config_error(m: impl Into<String>) -> OAuthError {
+    OAuthError::Config(m.into())
+}
+
+impl Shared {
+    pub(crate) async fn new(
+        server_url: &str,
+        settings: AuthSettings,
+        store: Arc<dyn CredentialStore>,
+    ) -> Result<Self, OAuthError> {
+        crate::http::install_crypto_provider();
+        let mut base = reqwest::Url::parse(server_url)
+            .map_err(|e| config_error(format!("server URL {server_url:?}: {e}")))?;
+        base.set_fragment(None);
+        match &settings.grant {
+            Grant::AuthorizationCode(_) => {
+                reqwest::Url::parse(&settings.redirect_uri)
+                    .map_err(|e| config_error(format!("redirect URI: {e}")))?;
+            }
+            Grant::ClientSecret
+                if settings.client_id.is_none() || settings.client_secret.is_none() =>
+            {
+                return Err(config_error(
+                    "client_credentials with a secret needs a client id and a client secret",
+                ));
+            }
+            Grant::PrivateKeyJwt { .. } if settings.client_id.is_none() => {
+                return Err(config_error("private_key_jwt needs a client id"));
+            }
+            _ => {}
+        }
+        if settings.client_secret.is_some() && settings.client_id.is_none() {
+            return Err(config_error(
+                "a client secret was given without a client id",
+            ));
+        }
+        if let Some(url) = &settings.client_metadata_url {
+            let ok = reqwest::Url::parse(url)
+                .is_ok_and(|u| u.scheme() == "https" && u.path() != "/" && u.has_host());
+            if !ok {
+                return Err(config_error(format!(
+                    "client metadata URL {url:?} must be an https URL with a path"
+                )));
+            }
+        }
+        let mut manager = if settings.allow_private_addresses {
+            AuthorizationManager::new_allowing_private_addresses(base.as_str()).await
+        } else {
+            AuthorizationManager::new(base.as_str()).await
+        }
+        .map_err(|e| OAuthError::from(&e))?;
+        let store = SharedStore(store);
+        manager.set_credential_store(store.clone());
+        let build = |redirect| {
+            reqwest::Client::builder()
+                .redirect(redirect)
+                .timeout(Duration::from_secs(30))
+                .build()
+                .map_err(|e| OAuthError::Other(format!("HTTP client: {e}")))
+        };
+        let placeholder = build(reqwest::redirect::Policy::default())?;
+        Ok(Self {
+            server_url: server_url.to_string(),
+            resource: base.to_string(),
+            settings,
+            template: AuthClient::new(placeholder, manager),
+            store,
+            state: Mutex::new(FlowState::default()),
+            generation: AtomicU64::new(0),
+            loaded: AtomicBool::new(false),
+            token_http: build(reqwest::redirect::Policy::none())?,
+        })
+    }
+
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation.load(Ordering::SeqCst)
+    }
+
+    pub(crate) async fn granted_scopes(&self) -> Vec<String> {
+        self.template
+            .auth_manager
+            .lock()
+            .await
+            .get_current_scopes()
+            .await
+    }
+
+    /// Before the first request: credentials a persistent store already holds are bound to
+    /// the server's current authorization server (discarded if it changed) so that they can
+    /// be refreshed. Best effort: if that fails, the server's 401 starts a normal round.
+    pub(crate) async fn load_stored(&self) {
+        if self.loaded.load(Ordering::SeqCst) {
+            return;
+        }
+        let mut state = self.state.lock().await;
+        if self.loaded.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let stored = match self.store.load().await {
+            Ok(Some(c)) => c.token_response.is_some(),
+            Ok(None) => false,
+            Err(e) => {
+                tracing::warn!(server = %self.server_url, error = %e, "credential store unreadable");
+                false
+            }
+        };
+        if !stored {
+            return;
+        }
+        let mut manager = self.template.auth_manager.lock().await;
+        match manager.initialize_from_store().await {
+            Ok(configured) => state.configured = configured,
+            Err(e) => {
+                tracing::warn!(server = %self.server_url, error = %e, "stored credentials not usable")
+            }
+        }
+    }
+
+    /// Deals with a refusal that a request saw while the round counter read `seen`.
+    pub(crate) async fn on_challenge(
+        &self,
+        challenge: Challenge<'_>,
+        seen: u64,
+    ) -> Result<Next, AuthError> {
+        let mut state = self.state.lock().await;
+        if self.generation() != seen {
+            // Another request completed a round while this one waited.
+            return Ok(Next::Retry);
+        }
+        let next = match (&self.settings.grant, challenge) {
+            (Grant::AuthorizationCode(authorizer), Challenge::Unauthorized(header)) => {
+                self.authorize(&mut state, authorizer.as_ref(), header)
+                    .await?
+            }
+            (
+                Grant::AuthorizationCode(authorizer),
+                Challenge::InsufficientScope { header, scope },
+            ) => {
+                self.step_up(&mut state, authorizer.as_ref(), header, scope)
+                    .await?
+            }
+            (_, Challenge::Unauthorized(header)) => self.client_credentials(header).await?,
+            // A machine client gets what it was given; it does not negotiate for more.
+            (_, Challenge::InsufficientScope { .. }) => Next::GiveUp,
+        };
+        if next == Next::Retry {
+            state.configured = true;
+            self.generation.fetch_add(1, Ordering::SeqCst);
+        }
+        Ok(next)
+    }
+
+    /// The authorization server's metadata, found from the server's challenge (protected
+    /// resource metadata, then metadata at the server's origin, then the 2025-03-26 default
+    /// endpoints).
+    ///
+    /// 2025-03-26 compatibility: a server without protected resource metadata was its own
+    /// authorization server, and its root metadata may name an issuer with a path
+    /// (`https://h/oauth`), which the RFC 8414 issuer check refuses. That document is
+    /// accepted when every endpoint it names is on the server's own origin: it then points
+    /// nowhere the server could not have pointed anyway.
+    async fn discover(
+        &self,
+        manager: &AuthorizationManager,
+        challenge: &str,
+    ) -> Result<AuthorizationMetadata, AuthError> {
+        match manager
+            .resolve_metadata_from_challenge(Some(challenge))
+            .await
+        {
+            Ok(resolution) => Ok(resolution.metadata),
+            Err(AuthError::AuthorizationServerMismatch {
+                expected_issuer,
+                received_issuer,
+            }) if self.is_own_root(&expected_issuer) => self
+                .own_root_metadata(&received_issuer)
+                .await?
+                .ok_or(AuthError::AuthorizationServerMismatch {
+                    expected_issuer,
+                    received_issuer,
+                }),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn is_own_root(&self, issuer: &str) -> bool {
+        let (Ok(server), Ok(issuer)) = (
+            reqwest::Url::parse(&self.resource),
+            reqwest::Url::parse(issuer),
+        ) else {
+            return false;
+        };
+        same_origin(&server, &issuer) && matches!(issuer.path(), "" | "/")
+    }
+
+    /// The metadata document at the server's origin, if it names `issuer` and keeps every
+    /// endpoint on that origin.
+    async fn own_root_metadata(
+        &self,
+        issuer: &str,
+    ) -> Result<Option<AuthorizationMetadata>, AuthError> {
+        let mut url = reqwest::Url::parse(&self.resource)?;
+        url.set_path("/.well-known/oauth-authorization-server");
+        url.set_query(None);
+        let response = self.token_http.get(url.clone()).send().await?;
+        if !response.status().is_success()
+            || response
+                .content_length()
+                .is_some_and(|n| n > MAX_TOKEN_RESPONSE as u64)
+        {
+            return Ok(None);
+        }
+        let body = response.bytes().await?;
+        let Ok(metadata) = serde_json::from_slice::<AuthorizationMetadata>(&body) else {
+            return Ok(None);
+        };
+        let endpoints = [
+            Some(&metadata.authorization_endpoint),
+            Some(&metadata.token_endpoint),
+            metadata.registration_endpoint.as_ref(),
+        ];
+        let all_own = endpoints
+            .into_iter()
+            .flatten()
+            .all(|e| reqwest::Url::parse(e).is_ok_and(|e| same_origin(&url, &e)));
+        if metadata.issuer.as_deref() != Some(issuer) || !all_own {
+            return Ok(None);
+        }
+        tracing::debug!(server = %self.server_url, %issuer, "using the server's own 2025-03-26 metadata");
+        Ok(Some(metadata))
+    }
+
+    /// A full authorization-code round, discovering from the 401's challenge.
+    async fn authorize(
+        &self,
+        state: &mut FlowState,
+        authorizer: &dyn Authorizer,
+        challenge: &str,
+    ) -> Result<Next, AuthError> {
+        let mut manager = self.template.auth_manager.lock().await;
+        let metadata = self.discover(&manager, challenge).await?;
+        manager.set_metadata(metadata.clone());
+        let scopes = match &self.settings.scopes {
+            Some(scopes) => with_offline_access(scopes.clone(), &metadata),
+            None => manager.select_initial_scopes(&[]).await,
+        };
+        let config = self
+            .client_config(state, &mut manager, &metadata, &scopes)
+            .await?;
+        manager.configure_client(config)?;
+        let refs: Vec<&str> = scopes.iter().map(String::as_str).collect();
+        let url = manager.get_authorization_url(&refs).await?;
+        redeem(&manager, authorizer, &url).await?;
+        Ok(Next::Retry)
+    }
+
+    /// Who this client is to the authorization server: pre-registered, else its metadata
+    /// document when the server takes those, else a dynamic registration (kept for as long
+    /// as the server's issuer stays the same).
+    async fn client_config(
+        &self,
+        state: &mut FlowState,
+        manager: &mut AuthorizationManager,
+        metadata: &AuthorizationMetadata,
+        scopes: &[String],
+    ) -> Result<OAuthClientConfig, AuthError> {
+        let s = &self.settings;
+        if let Some(id) = &s.client_id {
+            let mut config = OAuthClientConfig::new(id.clone(), s.redirect_uri.clone());
+            if let Some(secret) = &s.client_secret {
+                config = config.with_client_secret(secret.clone());
+            }
+            return Ok(config);
+        }
+        let cimd = metadata
+            .additional_fields
+            .get("client_id_metadata_document_supported")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        if cimd && let Some(url) = &s.client_metadata_url {
+            return Ok(OAuthClientConfig::new(url.clone(), s.redirect_uri.clone()));
+        }
+        if let Some(r) = &state.registered
+            && r.issuer == metadata.issuer
+        {
+            return Ok(r.config.clone());
+        }
+        let refs: Vec<&str> = scopes.iter().map(String::as_str).collect();
+        let config = manager
+            .register_client(&s.client_name, &s.redirect_uri, &refs)
+            .await?;
+        state.registered = Some(Registration {
+            issuer: metadata.issuer.clone(),
+            config: config.clone(),
+        });
+        Ok(config)
+    }
+
+    /// 403 `insufficient_scope`: authorize again for the union of the granted scopes and the
+    /// challenged ones, unless the grant already covers them (then asking again is a loop).
+    async fn step_up(
+        &self,
+        state: &mut FlowState,
+        authorizer: &dyn Authorizer,
+        header: &str,
+        scope: Option<&str>,
+    ) -> Result<Next, AuthError> {
+        let Some(required) = scope.filter(|s| !s.trim().is_empty()) else {
+            return Ok(Next::GiveUp);
+        };
+        if !state.configured {
+            // Refused before any round: discover and authorize from this challenge.
+            return self.authorize(state, authorizer, header).await;
+        }
+        let manager = self.template.auth_manager.lock().await;
+        let granted = manager.get_current_scopes().await;
+        if required
+            .split_whitespace()
+            .all(|s| granted.iter().any(|g| g == s))
+        {
+            return Ok(Next::GiveUp);
+        }
+        let url = manager.request_scope_upgrade(required).await?;
+        redeem(&manager, authorizer, &url).await?;
+        Ok(Next::Retry)
+    }
+
+    /// 401 for a machine client: a `client_credentials` token.
+    async fn client_credentials(&self, challenge: &str) -> Result<Next, AuthError> {
+        let mut manager = self.template.auth_manager.lock().await;
+        let metadata = self.discover(&manager, challenge).await?;
+        manager.set_metadata(metadata.clone());
+        let scopes: Vec<String> = match &self.settings.scopes {
+            Some(scopes) => scopes.clone(),
+            None => manager
+                .select_initial_scopes(&[])
+                .await
+                .into_iter()
+                .filter(|s| s != "offline_access")
+                .collect(),
+        };
+        let (Some(client_id), secret) = (&self.settings.client_id, &self.settings.client_secret)
+        else {
+            return Err(config_error("client_credentials needs a client id").into());
+        };
+        match &self.settings.grant {
+            Grant::ClientSecret => {
+                let config = ClientCredentialsConfig::ClientSecret {
+                    client_id: client_id.clone(),
+                    client_secret: secret.clone().unwrap_or_default(),
+                    scopes,
+                    resource: Some(self.resource.clone()),
+                };
+                manager.validate_client_credentials_metadata(&config)?;
+                manager.configure_client_credentials(&config)?;
+                manager.exchange_client_credentials(&config).await?;
+            }
+            Grant::PrivateKeyJwt {
+                private_key_pem,
+                algorithm,
+            } => {
+                // Lets an expired token end in "authorization required" (a new exchange)
+                // rather than in a refresh attempt without a client.
+                manager.configure_client_id(client_id)?;
+                drop(manager);
+                self.jwt_exchange(&metadata, client_id, private_key_pem, *algorithm, &scopes)
+                    .await?;
+            }
+            Grant::AuthorizationCode(_) => return Ok(Next::GiveUp),
+        }
+        Ok(Next::Retry)
+    }
+
+    /// `client_credentials` authenticated by a signed assertion (RFC 7523 §2.2).
+    async fn jwt_exchange(
+        &self,
+        metadata: &AuthorizationMetadata,
+        client_id: &str,
+        private_key_pem: &str,
+        algorithm: JwtAlgorithm,
+        scopes: &[String],
+    ) -> Result<(), AuthError> {
+        let cc_error = |m: String| AuthError::ClientCredentialsError(m);
+        let listed = |field: &str, value: &str| {
+            metadata
+                .additional_fields
+                .get(field)
+                .and_then(Value::as_array)
+                .is_none_or(|a| a.iter().any(|v| v.as_str() == Some(value)))
+        };
+        if !listed("token_endpoint_auth_methods_supported", "private_key_jwt") {
+            return Err(cc_error(
+                "the authorization server does not accept private_key_jwt".into(),
+            ));
+        }
+        if !listed(
+            "token_endpoint_auth_signing_alg_values_supported",
+            algorithm.as_str(),
+        ) {
+            return Err(cc_error(format!(
+                "the authorization server does not accept {} assertions",
+                algorithm.as_str()
+            )));
+        }
+        let audience = metadata
+            .issuer
+            .as_deref()
+            .ok_or_else(|| cc_error("the authorization server metadata names no issuer".into()))?;
+        let token_url = reqwest::Url::parse(&metadata.token_endpoint)?;
+        if !secure_token_endpoint(&self.resource, &token_url) {
+            return Err(cc_error(format!(
+                "refusing to send credentials to {token_url}: HTTPS is required"
+            )));
+        }
+        let assertion = jwt::client_assertion(client_id, audience, private_key_pem, algorithm)
+            .map_err(AuthError::from)?;
+        let body = {
+            let mut form = url::form_urlencoded::Serializer::new(String::new());
+            form.append_pair("grant_type", "client_credentials");
+            form.append_pair(
+                "client_assertion_type",
+                "urn:ietf:params:oauth:client-assertion-type:jwt-bearer",
+            );
+            form.append_pair("client_assertion", &assertion);
+            if !scopes.is_empty() {
+                form.append_pair("scope", &scopes.join(" "));
+            }
+            form.append_pair("resource", &self.resource);
+            form.finish()
+        };
+        let response = self
+            .token_http
+            .post(token_url)
+            .header(
+                reqwest::header::CONTENT_TYPE,
+                "application/x-www-form-urlencoded",
+            )
+            .header(reqwest::header::ACCEPT, "application/json")
+            .body(body)
+            .send()
+            .await?;
+        let status = response.status();
+        if response
+            .content_length()
+            .is_some_and(|n| n > MAX_TOKEN_RESPONSE as u64)
+        {
+            return Err(cc_error("token response too large".into()));
+        }
+        let body = response.bytes().await?;
+        if body.len() > MAX_TOKEN_RESPONSE {
+            return Err(cc_error("token response too large".into()));
+        }
+        let json: Value = serde_json::from_slice(&body)
+            .map_err(|e| cc_error(format!("token response is not JSON ({status}): {e}")))?;
+        if !status.is_success() {
+            let field = |k: &str| json.get(k).and_then(Value::as_str).unwrap_or_default();
+            return Err(cc_error(
+                format!(
+                    "{status}: {} {}",
+                    field("error"),
+                    field("error_description")
+                )
+                .trim_end()
+                .to_string(),
+            ));
+        }
+        let granted = match json.get("scope").and_then(Value::as_str) {
+            Some(s) => s.split_whitespace().map(str::to_string).collect(),
+            None => scopes.to_vec(),
+        };
+        let token: OAuthTokenResponse = serde_json::from_value(json)
+            .map_err(|e| cc_error(format!("unusable token response: {e}")))?;
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or_default();
+        let stored = StoredCredentials::new(client_id.to_string(), Some(token), granted, Some(now))
+            .with_issuer(metadata.issuer.clone());
+        self.store.save(stored).await
+    }
+}
+
+/// Runs the person's part of a round and redeems the code.
+async fn redeem(
+    manager: &AuthorizationManager,
+    authorizer: &dyn Authorizer,
+    url: &str,
+) -> Result<(), AuthError> {
+    let response = authorizer.authorize(url).await.map_err(AuthError::from)?;
+    manager
+        .exchange_code_for_token_with_issuer(
+            &response.code,
+            &response.state,
+            response.iss.as_deref(),
+        )
+        .await?;
+    Ok(())
+}
+
+/// SEP-2207: ask for `offline_access` (a refresh token) when the server lists it.
+fn with_offline_access(mut scopes: Vec<String>, metadata: &AuthorizationMetadata) -> Vec<String> {
+    let listed = metadata
+        .scopes_supported
+        .as_ref()
+        .is_some_and(|s| s.iter().any(|s| s == "offline_access"));
+    if listed && !scopes.is_empty() && !scopes.iter().any(|s| s == "offline_access") {
+        scopes.push("offline_access".into());
+    }
+    scopes
+}
+
+fn same_origin(a: &reqwest::Url, b: &reqwest::Url) -> bool {
+    a.scheme() == b.scheme()
+        && a.host_str()
+            .zip(b.host_str())
+            .is_some_and(|(a, b)| a.eq_ignore_ascii_case(b))
+        && a.port_or_known_default() == b.port_or_known_default()
+}
+
+/// Credentials go only over HTTPS, or over plain HTTP between loopback addresses.
+fn secure_token_endpoint(resource: &str, token_url: &reqwest::Url) -> bool {
+    let loopback = |u: &reqwest::Url| match u.host() {
+        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(a)) => a.is_loopback(),
+        Some(url::Host::Ipv6(a)) => a.is_loopback(),
+        None => false,
+    };
+    token_url.scheme() == "https"
+        || (token_url.scheme() == "http"
+            && loopback(token_url)
+            && reqwest::Url::parse(resource).is_ok_and(|r| loopback(&r)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offline_access_only_when_listed() {
+        let mut m = AuthorizationMetadata::default();
+        assert_eq!(with_offline_access(vec!["a".into()], &m), vec!["a"]);
+        m.scopes_supported = Some(vec!["a".into(), "offline_access".into()]);
+        assert_eq!(
+            with_offline_access(vec!["a".into()], &m),
+            vec!["a", "offline_access"]
+        );
+        assert!(with_offline_access(vec![], &m).is_empty());
+    }
+
+    #[test]
+    fn origins_compare_scheme_host_and_port() {
+        let u = |s: &str| reqwest::Url::parse(s).unwrap();
+        assert!(same_origin(
+            &u("http://LocalHost:80/mcp"),
+            &u("http://localhost/oauth")
+        ));
+        assert!(!same_origin(
+            &u("http://localhost:1/"),
+            &u("http://localhost:2/")
+        ));
+        assert!(!same_origin(&u("https://h/"), &u("http://h/")));
+    }
+
+    #[test]
+    fn credentials_need_tls_off_loopback() {
+        let u = |s: &str| reqwest::Url::parse(s).unwrap();
+        assert!(secure_token_endpoint(
+            "http://localhost:1/mcp",
+            &u("http://127.0.0.1:2/token")
+        ));
+        assert!(!secure_token_endpoint(
+            "https://x.example/mcp",
+            &u("http://127.0.0.1/token")
+        ));
+        assert!(!secure_token_endpoint(
+            "http://localhost/mcp",
+            &u("http://as.example/token")
+        ));
+        assert!(secure_token_endpoint(
+            "https://x.example/mcp",
+            &u("https://as.example/token")
+        ));
+    }
+}
