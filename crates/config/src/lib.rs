@@ -17,5 +17,7 @@ pub use load::{ConfigPaths, LoadOptions, LoadedConfig, ServerEntry, ServerReadin
 pub use permissions::{
     HookCommand, HookMatcher, RawCondition, RawHooks, RawPermissions, RawRule, TaintExempt,
 };
-pub use server::{RawServer, RawToolOptions, Scope, ServerSpec, Transport, definition_hash};
+pub use server::{
+    OAuthConfig, RawOAuth, RawServer, RawToolOptions, Scope, ServerSpec, Transport, definition_hash,
+};
 pub use trust::{TrustAnswer, TrustError, TrustLedger};

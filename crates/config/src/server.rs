@@ -78,6 +78,41 @@ pub struct RawServer {
     /// Per-tool overrides, by the server's own tool name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub tools: BTreeMap<String, RawToolOptions>,
+    /// OAuth for an http server (only needed for a pre-registered client, a client
+    /// metadata document, fixed scopes or machine-to-machine use; discovery and dynamic
+    /// registration need nothing here).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oauth: Option<RawOAuth>,
+}
+
+/// The `oauth` block of an http server, as written (`${VAR}` allowed in `clientSecret`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RawOAuth {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_secret: Option<String>,
+    /// HTTPS URL of this client's metadata document (used as `client_id` when the
+    /// authorization server supports it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_metadata_url: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scopes: Vec<String>,
+    /// `authorization_code` (default: a person logs in) or `client_credentials`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grant: Option<String>,
+}
+
+/// OAuth settings with variables expanded.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OAuthConfig {
+    pub client_id: Option<String>,
+    pub client_secret: Option<String>,
+    pub client_metadata_url: Option<String>,
+    pub scopes: Vec<String>,
+    /// Machine-to-machine: `client_credentials` instead of a person's login.
+    pub client_credentials: bool,
 }
 
 /// Options for one tool of a server.
@@ -123,6 +158,8 @@ pub struct ServerSpec {
     pub max_result_tokens: Option<u64>,
     /// Per-tool result caps in tokens, by the server's own tool name.
     pub tool_result_tokens: BTreeMap<String, u64>,
+    /// OAuth settings (http servers only).
+    pub oauth: Option<OAuthConfig>,
 }
 
 impl ServerSpec {
@@ -179,6 +216,57 @@ impl RawServer {
     }
 
     /// Validates and expands. `lookup` resolves `${VAR}` references.
+    /// The `oauth` block, expanded and checked (only for http servers).
+    fn oauth_config(
+        &self,
+        exp: &dyn Fn(&str, &str) -> Result<String, SpecError>,
+    ) -> Result<Option<OAuthConfig>, SpecError> {
+        let Some(raw) = &self.oauth else {
+            return Ok(None);
+        };
+        if self.command.is_some() {
+            return Err(SpecError::new(
+                "oauth",
+                "OAuth is for http servers; a stdio server gets its secrets through `env`",
+            ));
+        }
+        let client_credentials = match raw.grant.as_deref() {
+            None | Some("authorization_code") => false,
+            Some("client_credentials") => true,
+            Some(other) => {
+                return Err(SpecError::new(
+                    "oauth.grant",
+                    format!(
+                        "unknown grant `{other}` (expected authorization_code or client_credentials)"
+                    ),
+                ));
+            }
+        };
+        if client_credentials && raw.client_id.is_none() {
+            return Err(SpecError::new(
+                "oauth.clientId",
+                "client_credentials needs a pre-registered clientId",
+            ));
+        }
+        if let Some(url) = &raw.client_metadata_url
+            && !url.starts_with("https://")
+        {
+            return Err(SpecError::new(
+                "oauth.clientMetadataUrl",
+                "a client metadata document must be an https URL",
+            ));
+        }
+        Ok(Some(OAuthConfig {
+            client_id: raw.client_id.clone(),
+            client_secret: (raw.client_secret.as_deref())
+                .map(|s| exp("oauth.clientSecret", s))
+                .transpose()?,
+            client_metadata_url: raw.client_metadata_url.clone(),
+            scopes: raw.scopes.clone(),
+            client_credentials,
+        }))
+    }
+
     pub fn to_spec(
         &self,
         name: &str,
@@ -270,6 +358,7 @@ impl RawServer {
             tool_result_tokens: (self.tools.iter())
                 .filter_map(|(name, o)| Some((name.clone(), o.max_result_tokens?)))
                 .collect(),
+            oauth: self.oauth_config(&exp)?,
         })
     }
 }
@@ -284,6 +373,44 @@ mod tests {
 
     fn raw(json: &str) -> RawServer {
         serde_json::from_str(json).unwrap()
+    }
+
+    #[test]
+    fn oauth_blocks_expand_secrets_and_are_checked() {
+        let s = raw(r#"{"url":"https://mcp.example/mcp","oauth":{"clientId":"c1","clientSecret":"${TOKEN}","scopes":["read"]}}"#)
+            .to_spec("r", Scope::User, &env)
+            .unwrap();
+        let o = s.oauth.unwrap();
+        assert_eq!(o.client_secret.as_deref(), Some("s3cret"));
+        assert_eq!(
+            (
+                o.client_id.as_deref(),
+                o.scopes.as_slice(),
+                o.client_credentials
+            ),
+            (Some("c1"), &["read".to_string()][..], false)
+        );
+        let bad = |json: &str| raw(json).to_spec("r", Scope::User, &env).unwrap_err();
+        assert_eq!(bad(r#"{"command":"x","oauth":{}}"#).key, "oauth");
+        assert_eq!(
+            bad(r#"{"url":"https://a/mcp","oauth":{"grant":"password"}}"#).key,
+            "oauth.grant"
+        );
+        assert_eq!(
+            bad(r#"{"url":"https://a/mcp","oauth":{"grant":"client_credentials"}}"#).key,
+            "oauth.clientId"
+        );
+        assert_eq!(
+            bad(r#"{"url":"https://a/mcp","oauth":{"clientMetadataUrl":"http://a/c.json"}}"#).key,
+            "oauth.clientMetadataUrl"
+        );
+        // A misspelt key is an error, not silently ignored.
+        assert!(
+            serde_json::from_str::<RawServer>(
+                r#"{"url":"https://a/mcp","oauth":{"clientID":"x"}}"#
+            )
+            .is_err()
+        );
     }
 
     #[test]
