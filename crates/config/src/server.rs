@@ -158,8 +158,8 @@ pub struct ServerSpec {
     pub max_result_tokens: Option<u64>,
     /// Per-tool result caps in tokens, by the server's own tool name.
     pub tool_result_tokens: BTreeMap<String, u64>,
-    /// OAuth settings (http servers only).
-    pub oauth: Option<OAuthConfig>,
+    /// OAuth settings (http servers only; boxed, as most servers have none).
+    pub oauth: Option<Box<OAuthConfig>>,
 }
 
 impl ServerSpec {
@@ -220,7 +220,7 @@ impl RawServer {
     fn oauth_config(
         &self,
         exp: &dyn Fn(&str, &str) -> Result<String, SpecError>,
-    ) -> Result<Option<OAuthConfig>, SpecError> {
+    ) -> Result<Option<Box<OAuthConfig>>, SpecError> {
         let Some(raw) = &self.oauth else {
             return Ok(None);
         };
@@ -256,7 +256,7 @@ impl RawServer {
                 "a client metadata document must be an https URL",
             ));
         }
-        Ok(Some(OAuthConfig {
+        Ok(Some(Box::new(OAuthConfig {
             client_id: raw.client_id.clone(),
             client_secret: (raw.client_secret.as_deref())
                 .map(|s| exp("oauth.clientSecret", s))
@@ -264,7 +264,7 @@ impl RawServer {
             client_metadata_url: raw.client_metadata_url.clone(),
             scopes: raw.scopes.clone(),
             client_credentials,
-        }))
+        })))
     }
 
     pub fn to_spec(
