@@ -7,6 +7,10 @@
 #
 #   scripts/conformance.sh [SCENARIO...]     default: every scenario in DEFAULT below
 #
+# A scenario written `cli:NAME` runs NAME with the real CLI as the client instead
+# (scripts/auth-login-client.sh: `mcp-host auth login` through a stand-in browser, then
+# `mcp-host call` with the stored credential).
+#
 # Not in DEFAULT: auth/cross-app-access-complete-flow (SEP-990 token exchange at an identity
 # provider, then a JWT-bearer grant; not implemented yet).
 # auth/scope-retry-limit and auth/resource-mismatch pass with the driver exiting non-zero:
@@ -31,15 +35,20 @@ DEFAULT=(
   auth/2025-03-26-oauth-metadata-backcompat auth/2025-03-26-oauth-endpoint-fallback
   auth/resource-mismatch auth/offline-access-scope auth/offline-access-not-supported
   auth/client-credentials-basic auth/client-credentials-jwt
+  cli:auth/metadata-default cli:auth/scope-from-www-authenticate
 )
 SCENARIOS=("$@")
 [ ${#SCENARIOS[@]} -gt 0 ] || SCENARIOS=("${DEFAULT[@]}")
 OUT="$(mktemp -d)"
 trap 'rm -rf "$OUT"' EXIT
 pass=0; fail=0
-for s in "${SCENARIOS[@]}"; do
-  log="$OUT/${s//\//_}.log"   # auth/x -> auth_x.log
-  "$NODE22" "$SUITE" client --command "$DRIVER" --scenario "$s" --timeout 30000 -o "$OUT" >"$log" 2>&1
+for entry in "${SCENARIOS[@]}"; do
+  s="${entry#cli:}"
+  client="$DRIVER"
+  [ "$s" != "$entry" ] && client="$ROOT/scripts/auth-login-client.sh"
+  rm -rf "$OUT/$s"-*/
+  log="$OUT/${entry//[\/:]/_}.log"   # cli:auth/x -> cli_auth_x.log
+  "$NODE22" "$SUITE" client --command "$client" --scenario "$s" --timeout 30000 -o "$OUT" >"$log" 2>&1
   rc=$?
   checks="$(ls -td "$OUT/$s"-*/ 2>/dev/null | head -1)checks.json"
   read -r ok bad warn < <(python3 - "$checks" <<'PY'
@@ -52,9 +61,9 @@ print(st.count("SUCCESS"), st.count("FAILURE"), st.count("WARNING"))
 PY
 )
   if [ "$rc" = 0 ] && [ "$ok" -gt 0 ] && [ "$bad" = 0 ] && [ "$warn" = 0 ]; then
-    pass=$((pass+1)); echo "PASS $s ($ok checks)"
+    pass=$((pass+1)); echo "PASS $entry ($ok checks)"
   else
-    fail=$((fail+1)); echo "FAIL $s (exit $rc; $ok ok, $bad failed, $warn warnings)"
+    fail=$((fail+1)); echo "FAIL $entry (exit $rc; $ok ok, $bad failed, $warn warnings)"
     sed 's/^/  /' "$log" | tail -20
   fi
 done

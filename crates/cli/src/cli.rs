@@ -45,6 +45,19 @@ pub enum Command {
     /// See and test the decisions the host makes on tool calls.
     #[command(subcommand)]
     Policy(PolicyCommand),
+    /// Sign in to remote servers (OAuth), sign out, see who is signed in.
+    #[command(subcommand)]
+    Auth(AuthCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AuthCommand {
+    /// Sign in to an http server through the browser (or a pasted redirect address).
+    Login { server: String },
+    /// Forget a server's stored credential.
+    Logout { server: String },
+    /// Which http servers have a stored credential.
+    Status { server: Option<String> },
 }
 
 #[derive(Debug, Subcommand)]

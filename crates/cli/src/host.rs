@@ -57,6 +57,11 @@ impl Host {
         Ok(mcp_host_store::Store::open(&self.paths.data_dir.join("store.sqlite")).await?)
     }
 
+    /// Where OAuth credentials are kept (0600 files, one per issuer and resource).
+    pub fn credentials_dir(&self) -> PathBuf {
+        self.paths.data_dir.join("credentials")
+    }
+
     pub fn ledger(&self) -> anyhow::Result<TrustLedger> {
         Ok(TrustLedger::open(&self.paths.trust_file())?)
     }
@@ -91,6 +96,7 @@ impl Host {
             http_client: mcp_host_client::http_client(Duration::from_secs(10))?,
             health_interval: Duration::from_secs(30),
             ask_person,
+            credentials_dir: Some(self.credentials_dir()),
         };
         let setups = self
             .config

@@ -2,12 +2,14 @@
 //! per-server supervisor (`mcp-host __supervise ...`), dispatched before any runtime starts.
 
 mod audit;
+mod browser;
 mod catalogue;
 mod chat;
 mod cli;
 mod commands;
 mod hooks;
 mod host;
+mod login;
 mod model;
 mod output;
 mod policy;

@@ -168,3 +168,37 @@ async fn a_remote_server_that_vanishes_is_reconnected_then_given_up_on() {
     );
     m.shutdown().await;
 }
+
+#[test]
+fn a_server_that_wants_a_login_says_how_and_auth_commands_report_it() {
+    let (url, _) = responder(401);
+    let sb = Sandbox::new();
+    let cfg = sb.config(
+        "c.json",
+        serde_json::json!({"remote": {"type": "http", "url": url}, "local": fake_server(&[])}),
+    );
+    let rows = sb.servers_json(&cfg);
+    let remote = row(&rows, "remote");
+    assert_eq!(remote["state"], "needs_auth");
+    assert!(
+        remote["error"]
+            .as_str()
+            .unwrap()
+            .contains("mcp-host auth login remote"),
+        "{remote}"
+    );
+    let status = sb.run_with(&["auth", "status"], &cfg);
+    assert!(status.status.success(), "{}", stderr(&status));
+    assert_eq!(
+        stdout(&status).trim(),
+        "remote: not signed in (mcp-host auth login remote)"
+    );
+    let out = sb.run_with(&["auth", "logout", "remote"], &cfg);
+    assert!(out.status.success(), "{}", stderr(&out));
+    // OAuth is for remote servers only, and unknown names are named.
+    let out = sb.run_with(&["auth", "login", "local"], &cfg);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("not an enabled http server"), "{}", stderr(&out));
+    let out = sb.run_with(&["auth", "login", "nope"], &cfg);
+    assert!(stderr(&out).contains("no server named `nope`"), "{}", stderr(&out));
+}

@@ -31,6 +31,9 @@ pub struct ManagerOptions {
     pub health_interval: Duration,
     /// Where servers' questions for a person go (elicitation), when a person is there.
     pub ask_person: Option<tokio::sync::mpsc::UnboundedSender<ElicitationAsk>>,
+    /// Where OAuth credentials are stored (`mcp-host auth login` puts them there); `None`
+    /// connects remote servers without OAuth.
+    pub credentials_dir: Option<std::path::PathBuf>,
 }
 
 /// How long a liveness check may take before the server counts as gone.
@@ -349,7 +352,8 @@ impl Runner {
         self.publish(|s| s.state = state);
     }
 
-    async fn run(self, stop: CancellationToken) {
+    async fn run(mut self, stop: CancellationToken) {
+        self.attach_oauth().await;
         let remote = matches!(self.endpoint, Endpoint::Http { .. });
         let mut retrier = Retrier::new(self.opts.retry.clone(), remote);
         // Once an era worked, reconnects use it directly instead of probing again.
@@ -451,6 +455,60 @@ impl Runner {
         self.set_state(ServerState::Stopped);
     }
 
+    /// Gives a remote server OAuth when it can be used without a person: a stored
+    /// credential (from `mcp-host auth login`, refreshed here as needed), or a
+    /// machine-to-machine `client_credentials` grant. Otherwise a 401 leaves the server in
+    /// `needs_auth`; nothing is registered with an authorization server behind the user's
+    /// back.
+    async fn attach_oauth(&mut self) {
+        let Some(dir) = self.opts.credentials_dir.clone() else {
+            return;
+        };
+        let Endpoint::Http { url, auth, .. } = &mut self.endpoint else {
+            return;
+        };
+        let oauth = self.spec.oauth.as_deref();
+        let machine = oauth.is_some_and(|o| o.client_credentials);
+        let store = match crate::oauth::FileCredentialStore::new(dir, url) {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(server = %self.spec.name, error = %e, "no credential store");
+                return;
+            }
+        };
+        let stored = matches!(
+            crate::oauth::CredentialStore::load(&store).await,
+            Ok(Some(_))
+        );
+        if !stored && !machine {
+            return;
+        }
+        let grant = if machine {
+            crate::oauth::Grant::ClientSecret
+        } else {
+            crate::oauth::Grant::AuthorizationCode(Arc::new(NobodyToAsk {
+                server: self.spec.name.clone(),
+            }))
+        };
+        // The redirect URI only matters for a new login, which happens in `auth login`.
+        let mut settings = crate::oauth::AuthSettings::new("http://127.0.0.1/callback", grant);
+        if let Some(o) = oauth {
+            settings.client_id.clone_from(&o.client_id);
+            settings.client_secret.clone_from(&o.client_secret);
+            settings
+                .client_metadata_url
+                .clone_from(&o.client_metadata_url);
+            if !o.scopes.is_empty() {
+                settings.scopes = Some(o.scopes.clone());
+            }
+        }
+        let store = store.with_client_secret(settings.client_secret.clone());
+        match crate::oauth::OAuth::with_store(url, settings, Arc::new(store)).await {
+            Ok(o) => *auth = Some(o),
+            Err(e) => tracing::warn!(server = %self.spec.name, error = %e, "OAuth not used"),
+        }
+    }
+
     /// Runs a ready session until it ends or the host stops.
     async fn serve(&self, session: Arc<Session>, stop: &CancellationToken) -> Ended {
         if let Err(e) = self.refresh_tools(&session).await {
@@ -541,5 +599,27 @@ impl Runner {
             s.revision += 1;
         });
         Ok(())
+    }
+}
+
+/// Stands in for the person while the host runs: a new login is never started behind the
+/// user's back; the server goes to `needs_auth` with the command that fixes it.
+struct NobodyToAsk {
+    server: String,
+}
+
+impl crate::oauth::Authorizer for NobodyToAsk {
+    fn authorize<'a>(
+        &'a self,
+        _url: &'a str,
+    ) -> futures::future::BoxFuture<
+        'a,
+        Result<crate::oauth::AuthorizationResponse, crate::oauth::OAuthError>,
+    > {
+        let why = format!(
+            "the stored sign-in no longer works; run `mcp-host auth login {}`",
+            self.server
+        );
+        Box::pin(async move { Err(crate::oauth::OAuthError::Authorization(why)) })
     }
 }

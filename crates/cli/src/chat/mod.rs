@@ -155,33 +155,15 @@ pub async fn run(host: &Host, args: ChatArgs) -> anyhow::Result<ExitCode> {
     result.map(|()| ExitCode::SUCCESS)
 }
 
-/// Opens a URL the person agreed to, in their browser when there is a desktop to show it
-/// on (`$BROWSER`, else `xdg-open`); otherwise, and for anything but http(s), says to open
-/// it by hand. Only http(s) URLs are ever passed to a program.
+/// Opens a URL the person agreed to, or says to open it by hand.
 fn open_url(url: &str, env: &std::collections::BTreeMap<String, String>) -> String {
-    let by_hand = format!("open this URL in your browser to continue: {url}");
     if !(url.starts_with("https://") || url.starts_with("http://")) {
-        return format!("not opened (not an http(s) URL); {by_hand}");
+        return format!("not opened (not an http(s) URL): {url}");
     }
-    let desktop = env.contains_key("DISPLAY") || env.contains_key("WAYLAND_DISPLAY");
-    let program = match env.get("BROWSER").filter(|b| !b.is_empty()) {
-        Some(b) => b.clone(),
-        None if desktop => "xdg-open".to_string(),
-        None => return by_hand,
-    };
-    let spawned = std::process::Command::new(&program)
-        .arg(url)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn();
-    match spawned {
-        Ok(mut child) => {
-            // Reaped in the background, so no zombie is left.
-            std::thread::spawn(move || child.wait());
-            format!("opened in your browser: {url}")
-        }
-        Err(_) => by_hand,
+    if crate::browser::open(url, env) {
+        format!("opened in your browser: {url}")
+    } else {
+        format!("open this URL in your browser to continue: {url}")
     }
 }
 

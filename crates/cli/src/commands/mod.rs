@@ -2,6 +2,7 @@
 //! the servers it needs, does its work (abandoned cleanly on SIGINT/SIGTERM), and stops every
 //! server it started before returning.
 
+pub(crate) mod auth;
 mod call;
 mod policy;
 mod run;
@@ -25,6 +26,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Call(args)) => call::run(&host, args).await,
         Some(Command::Policy(command)) => policy::run(&host, command).await,
         Some(Command::Run(args)) => run::run(&host, args).await,
+        Some(Command::Auth(command)) => auth::run(&host, command).await,
     }
 }
 

@@ -51,7 +51,13 @@ pub async fn run(host: &Host, args: ServersArgs) -> anyhow::Result<ExitCode> {
                     tools: st.tool_count,
                     prompts: m.offers(id).map_or(0, |o| o.prompts.items.len()),
                     resources: m.offers(id).map_or(0, |o| o.resources.items.len()),
-                    error: st.state.error().map(str::to_string),
+                    error: match &st.state {
+                        // Say what fixes it, not only what the server answered.
+                        mcp_host_core::ServerState::NeedsAuth { reason } => Some(format!(
+                            "sign in with `mcp-host auth login {id}` ({reason})"
+                        )),
+                        other => other.error().map(str::to_string),
+                    },
                     restarts: st.restarts,
                     stderr_tail: st.stderr_tail,
                 }

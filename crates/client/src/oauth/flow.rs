@@ -169,15 +169,15 @@ impl Shared {
         if self.loaded.swap(true, Ordering::SeqCst) {
             return;
         }
-        let stored = match self.store.load().await {
-            Ok(Some(c)) => c.token_response.is_some(),
-            Ok(None) => false,
+        let client_id = match self.store.load().await {
+            Ok(Some(c)) => c.token_response.as_ref().map(|_| c.client_id.clone()),
+            Ok(None) => None,
             Err(e) => {
                 tracing::warn!(server = %self.server_url, error = %e, "credential store unreadable");
-                false
+                None
             }
         };
-        if !stored {
+        if client_id.is_none() {
             return;
         }
         let mut manager = self.template.auth_manager.lock().await;
@@ -185,6 +185,18 @@ impl Shared {
             Ok(configured) => state.configured = configured,
             Err(e) => {
                 tracing::warn!(server = %self.server_url, error = %e, "stored credentials not usable")
+            }
+        }
+        // rmcp restores only the client id; a confidential client also needs its secret to
+        // refresh after a restart (the configured one, for the same client).
+        if state.configured
+            && let (Some(id), Some(secret)) = (&client_id, &self.settings.client_secret)
+            && self.settings.client_id.as_ref() == Some(id)
+        {
+            let config = OAuthClientConfig::new(id.clone(), self.settings.redirect_uri.clone())
+                .with_client_secret(secret.clone());
+            if let Err(e) = manager.configure_client(config) {
+                tracing::warn!(server = %self.server_url, error = %e, "client secret not applied");
             }
         }
     }

@@ -12,9 +12,11 @@
 mod client;
 mod flow;
 mod jwt;
+mod persist;
 pub mod store;
 
 pub(crate) use client::AuthorizingClient;
+pub use persist::{DEFAULT_LOCK_WAIT, FileCredentialStore, ISSUER_IN_FILE};
 pub use store::{CredentialStore, InMemoryCredentialStore, StoredCredentials};
 
 use futures::future::BoxFuture;
@@ -376,6 +378,19 @@ impl OAuth {
     /// How many authorization rounds have completed so far.
     pub fn rounds(&self) -> u64 {
         self.shared.generation()
+    }
+
+    /// A current access token for this server from the stored credentials, refreshed first
+    /// if it is about to expire. It never starts an authorization round: with no usable
+    /// credential (none stored, or the refresh token was rejected) it fails with
+    /// [`OAuthError::Authorization`] and the next request to the server asks for login.
+    pub async fn access_token(&self) -> Result<String, OAuthError> {
+        self.shared.load_stored().await;
+        self.shared
+            .template
+            .get_access_token()
+            .await
+            .map_err(|e| OAuthError::from(&e))
     }
 
     /// The HTTP client a Streamable HTTP transport uses to reach this server: `http`, with

@@ -1,0 +1,148 @@
+//! `mcp-host auth login|logout|status [SERVER]`: OAuth for remote servers. `login` signs in
+//! through the browser (or a pasted redirect) and stores the credential; later connections
+//! use it and refresh it without asking. Credentials are files under
+//! `$XDG_DATA_HOME/mcp-host/credentials` (0600), one per (issuer, resource).
+
+use crate::cli::AuthCommand;
+use crate::host::Host;
+use crate::login::{LOGIN_TIMEOUT, LoopbackAuthorizer};
+use anyhow::{Context, bail};
+use mcp_host_client::oauth::{AuthSettings, CredentialStore, FileCredentialStore, Grant, OAuth};
+use mcp_host_client::{ClientFeatures, Endpoint, EraChoice, Session};
+use mcp_host_config::{ServerReadiness, ServerSpec, Transport};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub async fn run(host: &Host, command: AuthCommand) -> anyhow::Result<ExitCode> {
+    match command {
+        AuthCommand::Login { server } => login(host, &server).await,
+        AuthCommand::Logout { server } => logout(host, &server).await,
+        AuthCommand::Status { server } => status(host, server.as_deref()).await,
+    }
+}
+
+/// The configured http servers (by name) with their URL and spec.
+fn http_servers<'h>(host: &'h Host, only: Option<&str>) -> Vec<(&'h str, &'h ServerSpec, &'h str)> {
+    host.config
+        .entries
+        .iter()
+        .filter(|e| only.is_none_or(|n| n == e.name))
+        .filter_map(|e| match &e.readiness {
+            ServerReadiness::Start(spec) => match &spec.transport {
+                Transport::Http { url, .. } => Some((e.name.as_str(), spec, url.as_str())),
+                Transport::Stdio { .. } => None,
+            },
+            _ => None,
+        })
+        .collect()
+}
+
+fn one<'h>(host: &'h Host, name: &str) -> anyhow::Result<(&'h ServerSpec, &'h str)> {
+    match http_servers(host, Some(name)).first() {
+        Some((_, spec, url)) => Ok((spec, url)),
+        None => {
+            if host.config.entries.iter().any(|e| e.name == name) {
+                bail!("`{name}` is not an enabled http server; OAuth is for remote servers")
+            }
+            bail!("no server named `{name}` is configured")
+        }
+    }
+}
+
+fn store_for(host: &Host, url: &str) -> anyhow::Result<FileCredentialStore> {
+    Ok(FileCredentialStore::new(host.credentials_dir(), url)?)
+}
+
+async fn login(host: &Host, name: &str) -> anyhow::Result<ExitCode> {
+    let (spec, url) = one(host, name)?;
+    let Transport::Http { headers, .. } = &spec.transport else {
+        bail!("`{name}` is not an http server")
+    };
+    let authorizer = Arc::new(LoopbackAuthorizer::bind((*host.env).clone()).await?);
+    let mut settings = AuthSettings::new(
+        authorizer.redirect_uri(),
+        Grant::AuthorizationCode(authorizer.clone()),
+    );
+    if let Some(o) = &spec.oauth {
+        settings.client_id.clone_from(&o.client_id);
+        settings.client_secret.clone_from(&o.client_secret);
+        settings
+            .client_metadata_url
+            .clone_from(&o.client_metadata_url);
+        if !o.scopes.is_empty() {
+            settings.scopes = Some(o.scopes.clone());
+        }
+        if o.client_credentials {
+            settings.grant = Grant::ClientSecret;
+        }
+    }
+    let store = store_for(host, url)?.with_client_secret(settings.client_secret.clone());
+    let oauth = OAuth::with_store(url, settings, Arc::new(store)).await?;
+    let endpoint = Endpoint::Http {
+        url: url.to_string(),
+        headers: headers.clone(),
+        client: mcp_host_client::http_client(Duration::from_secs(30))?,
+        auth: Some(oauth.clone()),
+    };
+    let session = Session::connect(
+        &endpoint,
+        EraChoice::Auto,
+        LOGIN_TIMEOUT + Duration::from_secs(60),
+        ClientFeatures::default(),
+    )
+    .await
+    .with_context(|| format!("cannot sign in to `{name}`"))?;
+    session.shutdown().await;
+    if oauth.rounds() == 0 {
+        println!("`{name}` did not ask for authorization; nothing was stored");
+    } else {
+        let scopes = oauth.granted_scopes().await;
+        println!(
+            "signed in to `{name}`{}; the credential is stored and refreshed as needed",
+            if scopes.is_empty() {
+                String::new()
+            } else {
+                format!(" (scopes: {})", scopes.join(" "))
+            }
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn logout(host: &Host, name: &str) -> anyhow::Result<ExitCode> {
+    let (_, url) = one(host, name)?;
+    store_for(host, url)?.clear().await?;
+    println!("signed out of `{name}`: its stored credential is gone");
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn status(host: &Host, only: Option<&str>) -> anyhow::Result<ExitCode> {
+    if let Some(name) = only {
+        one(host, name)?;
+    }
+    let servers = http_servers(host, only);
+    if servers.is_empty() {
+        println!("no http servers are configured");
+    }
+    for (name, _, url) in servers {
+        let line = match store_for(host, url)?.load().await {
+            Ok(Some(c)) => {
+                let scopes = if c.granted_scopes.is_empty() {
+                    String::new()
+                } else {
+                    format!(", scopes: {}", c.granted_scopes.join(" "))
+                };
+                let issuer = c
+                    .issuer
+                    .map(|i| format!(", issuer {i}"))
+                    .unwrap_or_default();
+                format!("signed in{issuer}{scopes}")
+            }
+            Ok(None) => format!("not signed in (mcp-host auth login {name})"),
+            Err(e) => format!("credential unreadable: {e}"),
+        };
+        println!("{name}: {line}");
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,421 @@
+//! Credentials that outlive the process: [`FileCredentialStore`] is rmcp's
+//! [`CredentialStore`] over `mcp_host_store::CredentialFiles` (one 0600 JSON file per
+//! credential in a 0700 directory, atomic writes, a cross-process refresh lock), for ONE
+//! server.
+//!
+//! **Keying.** A store is made for one resource: the server's canonical URL (parsed, fragment
+//! dropped, the same string the flow sends as RFC 8707 `resource`). The issuer is not known
+//! when the store is made (discovery has not run), so the file is keyed by
+//! ([`ISSUER_IN_FILE`], resource) and the issuer lives *inside* the file, in
+//! `StoredCredentials::issuer`, where rmcp checks it: `initialize_from_store` discards
+//! credentials whose issuer differs from the one discovery finds, and every refresh saves the
+//! current issuer again. Audience: the file also records the resource it was saved for, and
+//! [`CredentialStore::load`] refuses (returns `None` for) a file recorded for any other
+//! resource, so a token for server A is never handed to the manager of server B even if a
+//! file were copied or renamed.
+//!
+//! **Client secret.** `StoredCredentials` has no `client_secret` (rmcp gap). The file keeps
+//! the secret given with [`FileCredentialStore::with_client_secret`] (from `AuthSettings`),
+//! or the one already in the file for the same client id, beside the credentials, and
+//! [`FileCredentialStore::stored_client_secret`] reads it back after a restart.
+//!
+//! **Refresh coordination.** rmcp takes [`CredentialStore::acquire_refresh_guard`] before it
+//! loads the credential to refresh and holds it through the token request and the save; the
+//! guard here is the file's exclusive `flock`. That alone serialises refreshes but does not
+//! make them one: rmcp's `refresh_token` does not look at the expiry again once it holds the
+//! guard, so a second process that saw the expired token before the first one refreshed would
+//! refresh again (with the rotated refresh token). So `load` also coalesces: when the
+//! credential it read is due for refresh (rmcp's rule: fewer than `min(30 s, lifetime / 2)`
+//! seconds left) it waits for the refresh lock and reads again. If another process refreshed
+//! meanwhile, the fresh credential is returned and no refresh follows. If not, this store
+//! keeps the lock *reserved* and hands it to the guard rmcp asks for next, so there is no
+//! gap in which a second process could slip in; an unclaimed reservation is released after
+//! the lock wait. `load` and `save` never wait for a lock this store already holds (a live
+//! guard or a reservation), so rmcp's load → request → save under its guard cannot deadlock.
+//! A rotated refresh token is in the file (atomic rename, fsync) before the guard is
+//! released, hence before anyone can use it.
+//!
+//! **Rejection.** On `invalid_grant`, the credential is cleared only if the file still holds
+//! the refresh token that was rejected; a credential another process saved since stays.
+//!
+//! Nothing here logs a token or a secret.
+
+use super::OAuthError;
+use super::store::{CredentialRefreshGuard, CredentialStore, StoreError, StoredCredentials};
+use mcp_host_store::{CredentialError, CredentialFiles, CredentialKey, RefreshLock};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// The issuer half of the file key: the issuer is unknown before discovery, so it is kept
+/// inside the file (see the module header).
+pub const ISSUER_IN_FILE: &str = "";
+
+/// How long a refresh waits for another process's refresh to finish.
+pub const DEFAULT_LOCK_WAIT: Duration = Duration::from_secs(5);
+
+/// rmcp refreshes once fewer than `min(REFRESH_BUFFER_SECS, expires_in / 2)` seconds remain
+/// (`AuthorizationManager::REFRESH_BUFFER_SECS`, private); `load` uses the same rule.
+const REFRESH_BUFFER_SECS: u64 = 30;
+
+/// What the file holds.
+#[derive(Serialize, Deserialize)]
+struct CredentialFile {
+    /// The resource (canonical server URL) these credentials are for.
+    resource: String,
+    credentials: StoredCredentials,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    client_secret: Option<String>,
+}
+
+/// The refresh lock as this store holds it.
+#[derive(Default)]
+struct LockState {
+    /// Live guards handed to rmcp.
+    guards: u32,
+    /// Taken by `load` for a credential due for refresh, for the next guard.
+    reserved: Option<(RefreshLock, u64)>,
+    next_reservation: u64,
+}
+
+impl LockState {
+    fn holds(&self) -> bool {
+        self.guards > 0 || self.reserved.is_some()
+    }
+}
+
+fn lock_state(state: &Mutex<LockState>) -> MutexGuard<'_, LockState> {
+    state.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The guard rmcp holds across a refresh: the file lock, and this store's note of it.
+struct Guard {
+    _lock: RefreshLock,
+    state: Arc<Mutex<LockState>>,
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let mut state = lock_state(&self.state);
+        state.guards = state.guards.saturating_sub(1);
+    }
+}
+
+/// rmcp's [`CredentialStore`] in a private file, for one server. Make one per `OAuth`
+/// (it is the manager's store; clones share the lock bookkeeping and are the same store).
+#[derive(Clone)]
+pub struct FileCredentialStore {
+    files: CredentialFiles,
+    key: CredentialKey,
+    client_secret: Option<String>,
+    lock_wait: Duration,
+    state: Arc<Mutex<LockState>>,
+}
+
+impl std::fmt::Debug for FileCredentialStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FileCredentialStore")
+            .field("files", &self.files)
+            .field("resource", &self.key.resource)
+            .field(
+                "client_secret",
+                &self.client_secret.as_ref().map(|_| "REDACTED"),
+            )
+            .field("lock_wait", &self.lock_wait)
+            .finish_non_exhaustive()
+    }
+}
+
+fn store_error(e: CredentialError) -> StoreError {
+    StoreError::CredentialStoreError(e.to_string())
+}
+
+/// The server URL as a resource: parsed, without fragment (as the flow sends it).
+pub fn canonical_resource(server_url: &str) -> Result<String, OAuthError> {
+    let mut url = url::Url::parse(server_url)
+        .map_err(|e| OAuthError::Config(format!("server URL {server_url:?}: {e}")))?;
+    url.set_fragment(None);
+    Ok(url.to_string())
+}
+
+fn now_epoch_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or_default()
+}
+
+/// The refresh token in a credential, if any (compared, never logged).
+fn refresh_token_of(credentials: &StoredCredentials) -> Option<String> {
+    let token = serde_json::to_value(credentials.token_response.as_ref()?).ok()?;
+    token
+        .get("refresh_token")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+}
+
+/// Whether rmcp's `get_access_token` would refresh this credential now.
+fn due_for_refresh(credentials: &StoredCredentials) -> bool {
+    let Some(token) = credentials
+        .token_response
+        .as_ref()
+        .and_then(|t| serde_json::to_value(t).ok())
+    else {
+        return false;
+    };
+    let has_refresh = token.get("refresh_token").is_some_and(Value::is_string);
+    let (Some(expires_in), Some(received_at)) = (
+        token.get("expires_in").and_then(Value::as_u64),
+        credentials.token_received_at,
+    ) else {
+        return false;
+    };
+    let remaining = expires_in.saturating_sub(now_epoch_secs().saturating_sub(received_at));
+    let buffer = REFRESH_BUFFER_SECS.min(expires_in / 2);
+    has_refresh && remaining < buffer.max(1)
+}
+
+impl FileCredentialStore {
+    /// The credentials for the server at `server_url`, kept in `dir` (created 0700 on the
+    /// first write; the user's data directory, e.g. `$XDG_DATA_HOME/mcp-host/credentials`).
+    pub fn new(dir: impl Into<PathBuf>, server_url: &str) -> Result<Self, OAuthError> {
+        Ok(Self {
+            files: CredentialFiles::new(dir),
+            key: CredentialKey {
+                issuer: ISSUER_IN_FILE.to_string(),
+                resource: canonical_resource(server_url)?,
+            },
+            client_secret: None,
+            lock_wait: DEFAULT_LOCK_WAIT,
+            state: Arc::default(),
+        })
+    }
+
+    /// Keeps `secret` (the `client_secret` of `AuthSettings`) in the file with the
+    /// credentials, so that a confidential client can refresh after a restart.
+    pub fn with_client_secret(mut self, secret: Option<String>) -> Self {
+        self.client_secret = secret;
+        self
+    }
+
+    /// How long to wait for another process's refresh (default [`DEFAULT_LOCK_WAIT`]).
+    pub fn with_lock_wait(mut self, wait: Duration) -> Self {
+        self.lock_wait = wait;
+        self
+    }
+
+    /// The resource (canonical server URL) this store is for.
+    pub fn resource(&self) -> &str {
+        &self.key.resource
+    }
+
+    /// The key of this store's file in `CredentialFiles`.
+    pub fn credential_key(&self) -> CredentialKey {
+        self.key.clone()
+    }
+
+    /// The client secret kept with the credentials, if any.
+    pub fn stored_client_secret(&self) -> Result<Option<String>, OAuthError> {
+        self.read()
+            .map(|f| f.and_then(|f| f.client_secret))
+            .map_err(|e| OAuthError::Store(e.to_string()))
+    }
+
+    /// The file's content, if it is for this resource.
+    fn read(&self) -> Result<Option<CredentialFile>, StoreError> {
+        let Some(value) = self.files.load(&self.key).map_err(store_error)? else {
+            return Ok(None);
+        };
+        // No serde detail in the message: it could quote a token.
+        let file: CredentialFile = serde_json::from_value(value).map_err(|_| {
+            StoreError::CredentialStoreError(format!(
+                "the credential file for {} is not in the expected format",
+                self.key.resource
+            ))
+        })?;
+        if file.resource != self.key.resource {
+            tracing::warn!(
+                resource = %self.key.resource,
+                recorded = %file.resource,
+                "ignoring a credential file recorded for another resource"
+            );
+            return Ok(None);
+        }
+        Ok(Some(file))
+    }
+
+    /// Keeps `lock` for the next guard; released by itself after the lock wait if no
+    /// refresh claims it.
+    fn reserve(&self, lock: RefreshLock) {
+        let id = {
+            let mut state = lock_state(&self.state);
+            state.next_reservation += 1;
+            let id = state.next_reservation;
+            state.reserved = Some((lock, id));
+            id
+        };
+        let state = Arc::downgrade(&self.state);
+        let wait = self.lock_wait;
+        let release = async move {
+            tokio::time::sleep(wait).await;
+            if let Some(state) = state.upgrade() {
+                let mut state = lock_state(&state);
+                if state.reserved.as_ref().is_some_and(|(_, r)| *r == id) {
+                    state.reserved = None;
+                }
+            }
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) => {
+                handle.spawn(release);
+            }
+            // No runtime to time it: do not hold the lock at all.
+            Err(_) => lock_state(&self.state).reserved = None,
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl CredentialStore for FileCredentialStore {
+    async fn load(&self) -> Result<Option<StoredCredentials>, StoreError> {
+        let Some(file) = self.read()? else {
+            return Ok(None);
+        };
+        if !due_for_refresh(&file.credentials) || lock_state(&self.state).holds() {
+            return Ok(Some(file.credentials));
+        }
+        // Due for refresh: another process may be refreshing it right now. Wait for it and
+        // read again, so that its rotated token is used instead of refreshing a second time.
+        let lock = match self.files.lock_refresh(&self.key, self.lock_wait).await {
+            Ok(lock) => lock,
+            Err(e) => {
+                tracing::debug!(resource = %self.key.resource, error = %e, "refresh lock not taken on load");
+                return Ok(Some(file.credentials));
+            }
+        };
+        let again = self.read()?.map(|f| f.credentials);
+        if again.as_ref().is_some_and(due_for_refresh) && !lock_state(&self.state).holds() {
+            self.reserve(lock);
+        }
+        Ok(again)
+    }
+
+    async fn save(&self, credentials: StoredCredentials) -> Result<(), StoreError> {
+        let client_secret = match &self.client_secret {
+            Some(secret) => Some(secret.clone()),
+            // Keep a secret stored earlier for the same client (say, from registration).
+            None => self.read().ok().flatten().and_then(|f| {
+                (f.credentials.client_id == credentials.client_id)
+                    .then_some(f.client_secret)
+                    .flatten()
+            }),
+        };
+        let file = CredentialFile {
+            resource: self.key.resource.clone(),
+            credentials,
+            client_secret,
+        };
+        let value = serde_json::to_value(&file).map_err(|_| {
+            StoreError::CredentialStoreError("credentials could not be serialized".into())
+        })?;
+        self.files.save(&self.key, &value).map_err(store_error)
+    }
+
+    async fn clear(&self) -> Result<(), StoreError> {
+        self.files.clear(&self.key).map_err(store_error)
+    }
+
+    async fn on_refresh_token_rejected(
+        &self,
+        credentials: &StoredCredentials,
+    ) -> Result<(), StoreError> {
+        // rmcp calls this under our guard, so nobody replaces the file meanwhile.
+        let Some(rejected) = refresh_token_of(credentials) else {
+            return Ok(());
+        };
+        let still_current = self.read()?.is_some_and(|f| {
+            f.credentials.client_id == credentials.client_id
+                && refresh_token_of(&f.credentials).as_deref() == Some(rejected.as_str())
+        });
+        if still_current {
+            tracing::info!(resource = %self.key.resource, "refresh token rejected; clearing the stored credential");
+            self.clear().await
+        } else {
+            tracing::debug!(resource = %self.key.resource, "refresh token rejected, but the stored credential was replaced since; keeping it");
+            Ok(())
+        }
+    }
+
+    async fn acquire_refresh_guard(&self) -> Result<Option<CredentialRefreshGuard>, StoreError> {
+        let reserved = lock_state(&self.state).reserved.take();
+        let lock = match reserved {
+            Some((lock, _)) => lock,
+            None => self
+                .files
+                .lock_refresh(&self.key, self.lock_wait)
+                .await
+                .map_err(store_error)?,
+        };
+        lock_state(&self.state).guards += 1;
+        Ok(Some(CredentialRefreshGuard::new(Guard {
+            _lock: lock,
+            state: self.state.clone(),
+        })))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    fn credentials(access: &str, refresh: &str, received_at: u64) -> StoredCredentials {
+        let token = serde_json::from_value(serde_json::json!({
+            "access_token": access,
+            "token_type": "Bearer",
+            "expires_in": 3600,
+            "refresh_token": refresh,
+        }))
+        .unwrap();
+        StoredCredentials::new("client".into(), Some(token), vec![], Some(received_at))
+    }
+
+    #[test]
+    fn expiry_follows_rmcps_rule() {
+        let now = now_epoch_secs();
+        assert!(!due_for_refresh(&credentials("a", "r", now)));
+        assert!(due_for_refresh(&credentials("a", "r", now - 3590)));
+        assert!(due_for_refresh(&credentials("a", "r", now - 7200)));
+        assert_eq!(
+            refresh_token_of(&credentials("a", "r", now)).as_deref(),
+            Some("r")
+        );
+    }
+
+    #[tokio::test]
+    async fn a_due_credential_reserves_the_lock_for_the_refresh() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = FileCredentialStore::new(dir.path(), "http://h/mcp")
+            .unwrap()
+            .with_lock_wait(Duration::from_millis(200));
+        store
+            .save(credentials("a", "r", now_epoch_secs() - 7200))
+            .await
+            .unwrap();
+        store.load().await.unwrap().unwrap();
+        assert!(lock_state(&store.state).reserved.is_some());
+        // A second load by the same store does not wait for its own lock.
+        store.load().await.unwrap().unwrap();
+        let guard = store.acquire_refresh_guard().await.unwrap();
+        assert!(lock_state(&store.state).reserved.is_none());
+        assert_eq!(lock_state(&store.state).guards, 1);
+        drop(guard);
+        assert!(!lock_state(&store.state).holds());
+        // An unclaimed reservation is let go.
+        store.load().await.unwrap().unwrap();
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        assert!(!lock_state(&store.state).holds());
+    }
+}
