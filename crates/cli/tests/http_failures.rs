@@ -198,7 +198,15 @@ fn a_server_that_wants_a_login_says_how_and_auth_commands_report_it() {
     // OAuth is for remote servers only, and unknown names are named.
     let out = sb.run_with(&["auth", "login", "local"], &cfg);
     assert!(!out.status.success());
-    assert!(stderr(&out).contains("not an enabled http server"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("not an enabled http server"),
+        "{}",
+        stderr(&out)
+    );
     let out = sb.run_with(&["auth", "login", "nope"], &cfg);
-    assert!(stderr(&out).contains("no server named `nope`"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no server named `nope`"),
+        "{}",
+        stderr(&out)
+    );
 }
