@@ -225,6 +225,48 @@ async fn token_through_oauth(
     oauth.access_token().await
 }
 
+/// Set in the environment of the child processes the concurrent-refresh test starts.
+const CHILD_DIR: &str = "MCP_HOST_TEST_REFRESH_DIR";
+const CHILD_URL: &str = "MCP_HOST_TEST_REFRESH_URL";
+const CHILD_START: &str = "MCP_HOST_TEST_REFRESH_START_MS";
+
+/// Not a test on its own: the body of each child process of
+/// `two_processes_refresh_an_expired_token_once` (it returns at once without its
+/// environment). It waits for the agreed start instant, asks for a token, and prints it.
+#[test]
+fn refresh_child_process() {
+    let (Ok(dir), Ok(url), Ok(start)) = (
+        std::env::var(CHILD_DIR),
+        std::env::var(CHILD_URL),
+        std::env::var(CHILD_START),
+    ) else {
+        return;
+    };
+    let start: u64 = start.parse().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let token = runtime.block_on(async {
+        let oauth = OAuth::with_store(&url, settings(), Arc::new(store(Path::new(&dir), &url)))
+            .await
+            .unwrap();
+        // Both children start their request at the same instant, so they overlap; the
+        // assertion in the parent holds whatever the overlap, which only makes it bite.
+        let wait = start.saturating_sub(now_ms());
+        tokio::time::sleep(Duration::from_millis(wait)).await;
+        oauth.access_token().await.unwrap()
+    });
+    println!("TOKEN={token}");
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
 #[test]
 fn two_processes_refresh_an_expired_token_once() {
     let server = AuthServer::start(Duration::from_millis(300));
@@ -233,31 +275,37 @@ fn two_processes_refresh_an_expired_token_once() {
     let seed = store(dir.path(), &url);
     futures::executor::block_on(seed.save(expired(&server.base, "access-0", "refresh-0"))).unwrap();
 
-    // Each "process" is an OS thread with its own runtime, its own OAuth and its own store:
-    // every refresh lock it takes opens the lock file anew, and flock locks belong to open
-    // file descriptions, so the two contend exactly as two processes would.
-    let barrier = Arc::new(Barrier::new(2));
-    let processes: Vec<_> = (0..2)
+    // Two real processes (this test binary, running only `refresh_child_process`), each
+    // with its own OAuth state and its own credential store on the same directory.
+    let start = now_ms() + 1_500;
+    let children: Vec<_> = (0..2)
         .map(|_| {
-            let (barrier, dir, url) = (barrier.clone(), dir.path().to_path_buf(), url.clone());
-            std::thread::spawn(move || {
-                let runtime = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .unwrap();
-                runtime.block_on(async {
-                    let oauth = OAuth::with_store(&url, settings(), Arc::new(store(&dir, &url)))
-                        .await
-                        .unwrap();
-                    barrier.wait();
-                    oauth.access_token().await
-                })
-            })
+            std::process::Command::new(std::env::current_exe().unwrap())
+                .args([
+                    "--exact",
+                    "refresh_child_process",
+                    "--nocapture",
+                    "--test-threads=1",
+                ])
+                .env(CHILD_DIR, dir.path())
+                .env(CHILD_URL, &url)
+                .env(CHILD_START, start.to_string())
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
         })
         .collect();
-    let tokens: Vec<String> = processes
+    let tokens: Vec<String> = children
         .into_iter()
-        .map(|p| p.join().unwrap().unwrap())
+        .map(|c| {
+            let out = c.wait_with_output().unwrap();
+            assert!(out.status.success(), "a child failed");
+            String::from_utf8_lossy(&out.stdout)
+                .lines()
+                // libtest may print "test … " on the same line before the child's output.
+                .find_map(|l| l.split_once("TOKEN=").map(|(_, t)| t.trim().to_string()))
+                .expect("a child printed no token")
+        })
         .collect();
 
     assert_eq!(server.refresh_requests(), 1, "exactly one refresh request");
