@@ -491,17 +491,8 @@ impl Runner {
             }))
         };
         // The redirect URI only matters for a new login, which happens in `auth login`.
-        let mut settings = crate::oauth::AuthSettings::new("http://127.0.0.1/callback", grant);
-        if let Some(o) = oauth {
-            settings.client_id.clone_from(&o.client_id);
-            settings.client_secret.clone_from(&o.client_secret);
-            settings
-                .client_metadata_url
-                .clone_from(&o.client_metadata_url);
-            if !o.scopes.is_empty() {
-                settings.scopes = Some(o.scopes.clone());
-            }
-        }
+        let settings =
+            crate::oauth::AuthSettings::new("http://127.0.0.1/callback", grant).configured(oauth);
         let store = store.with_client_secret(settings.client_secret.clone());
         match crate::oauth::OAuth::with_store(url, settings, Arc::new(store)).await {
             Ok(o) => *auth = Some(o),

@@ -63,19 +63,10 @@ async fn login(host: &Host, name: &str) -> anyhow::Result<ExitCode> {
     let mut settings = AuthSettings::new(
         authorizer.redirect_uri(),
         Grant::AuthorizationCode(authorizer.clone()),
-    );
-    if let Some(o) = &spec.oauth {
-        settings.client_id.clone_from(&o.client_id);
-        settings.client_secret.clone_from(&o.client_secret);
-        settings
-            .client_metadata_url
-            .clone_from(&o.client_metadata_url);
-        if !o.scopes.is_empty() {
-            settings.scopes = Some(o.scopes.clone());
-        }
-        if o.client_credentials {
-            settings.grant = Grant::ClientSecret;
-        }
+    )
+    .configured(spec.oauth.as_deref());
+    if spec.oauth.as_ref().is_some_and(|o| o.client_credentials) {
+        settings.grant = Grant::ClientSecret;
     }
     let store = store_for(host, url)?.with_client_secret(settings.client_secret.clone());
     let oauth = OAuth::with_store(url, settings, Arc::new(store)).await?;

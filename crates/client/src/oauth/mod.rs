@@ -69,6 +69,22 @@ impl AuthSettings {
     }
 }
 
+impl AuthSettings {
+    /// The same settings with a server's `oauth` block from the config applied: its
+    /// pre-registered client, metadata document and scopes (the grant is the caller's).
+    pub fn configured(mut self, config: Option<&mcp_host_config::OAuthConfig>) -> Self {
+        if let Some(o) = config {
+            self.client_id.clone_from(&o.client_id);
+            self.client_secret.clone_from(&o.client_secret);
+            self.client_metadata_url.clone_from(&o.client_metadata_url);
+            if !o.scopes.is_empty() {
+                self.scopes = Some(o.scopes.clone());
+            }
+        }
+        self
+    }
+}
+
 impl std::fmt::Debug for AuthSettings {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AuthSettings")
