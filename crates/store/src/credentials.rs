@@ -77,7 +77,8 @@ impl CredentialFiles {
             .map_err(io_err(&self.dir))
     }
 
-    fn path(&self, key: &CredentialKey) -> PathBuf {
+    /// The file that holds `key`'s credential.
+    pub fn path(&self, key: &CredentialKey) -> PathBuf {
         self.dir.join(format!("{}.json", key.stem()))
     }
 

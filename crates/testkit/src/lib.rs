@@ -1,5 +1,8 @@
 //! Test helpers for mcp-host: locating the fake server binary that `cargo test --workspace`
-//! builds, and the data its tools return, so tests can check it.
+//! builds, the data its tools return (so tests can check it), and a local OAuth
+//! authorization server with the MCP servers it protects ([`oauth_server`]).
+
+pub mod oauth_server;
 
 use std::path::PathBuf;
 

@@ -1,0 +1,159 @@
+//! OAuth through the real `mcp-host` binary against a local authorization server and the
+//! MCP servers it protects (`mcp_host_testkit::oauth_server`): two host processes that find
+//! the same expired credential refresh it once between them, and a token never reaches a
+//! server it was not issued for, even on the same origin and authorization server.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a panic is the failure report.
+
+mod common;
+use common::*;
+use mcp_host_client::oauth::{CredentialStore, FileCredentialStore, StoredCredentials};
+use mcp_host_store::CredentialFiles;
+use mcp_host_testkit::oauth_server::LocalAuthServer;
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// Where `mcp-host` run in `sb` keeps its credentials.
+fn credentials_dir(sb: &Sandbox) -> PathBuf {
+    sb.path().join("data/mcp-host/credentials")
+}
+
+/// Stores, as `mcp-host auth login` would have, a credential for `server_url` whose access
+/// token expired an hour ago and whose refresh token is `refresh-0`.
+fn store_expired_credential(sb: &Sandbox, issuer: &str, server_url: &str) {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let token = serde_json::from_value(json!({
+        "access_token": "access-0",
+        "token_type": "Bearer",
+        "expires_in": 3600,
+        "refresh_token": "refresh-0",
+    }))
+    .unwrap();
+    let credential =
+        StoredCredentials::new("test-client".into(), Some(token), vec![], Some(now - 7200))
+            .with_issuer(Some(issuer.to_string()));
+    let store = FileCredentialStore::new(credentials_dir(sb), server_url).unwrap();
+    futures::executor::block_on(store.save(credential)).unwrap();
+}
+
+fn http_server(url: &str) -> Value {
+    json!({"type": "http", "url": url})
+}
+
+/// The refresh token now in the credential file of `server_url`.
+fn stored_refresh_token(sb: &Sandbox, server_url: &str) -> Option<String> {
+    let store = FileCredentialStore::new(credentials_dir(sb), server_url).unwrap();
+    let credential = futures::executor::block_on(store.load()).unwrap()?;
+    let token = serde_json::to_value(credential.token_response?).unwrap();
+    token["refresh_token"].as_str().map(str::to_string)
+}
+
+#[test]
+fn two_host_processes_refresh_one_expired_credential_once() {
+    // Each refresh takes a second at the authorization server, so the two processes, started
+    // together, both find the credential expired while the first refresh is in flight.
+    let server = LocalAuthServer::start(&["/mcp"], Duration::from_secs(1));
+    let url = server.url("/mcp");
+    let sb = Sandbox::new();
+    store_expired_credential(&sb, &server.base, &url);
+    let cfg = sb.config("c.json", json!({"protected": http_server(&url)}));
+
+    let children: Vec<_> = (0..2)
+        .map(|_| {
+            sb.command(sb.path())
+                .args(["servers", "--json", "--strict-mcp-config", "--mcp-config"])
+                .arg(&cfg)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "stderr: {}", stderr(&out));
+        let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+        let r = row(&rows, "protected");
+        assert_eq!(r["state"], "ready", "{r}");
+        assert_eq!(r["tools"], 1, "{r}");
+    }
+
+    let state = server.state();
+    assert_eq!(
+        state.refresh_requests,
+        [url.clone()],
+        "exactly one refresh request, for the server's resource"
+    );
+    // Both processes used the one refreshed token, and the expired one was never sent.
+    // (Requests without a token are discovery's unauthenticated probes.)
+    let tokens = server_tokens(&state.seen_at_resources, "/mcp");
+    let sent: Vec<&String> = tokens.iter().filter(|t| !t.is_empty()).collect();
+    assert!(sent.len() >= 2, "{tokens:?}");
+    assert!(sent.iter().all(|t| *t == "Bearer access-1"), "{tokens:?}");
+    drop(state);
+    // The rotated refresh token is what is on disk now.
+    assert_eq!(
+        stored_refresh_token(&sb, &url).as_deref(),
+        Some("refresh-1")
+    );
+}
+
+fn server_tokens(seen: &[(String, String)], path: &str) -> Vec<String> {
+    seen.iter()
+        .filter(|(p, _)| p == path)
+        .map(|(_, a)| a.clone())
+        .collect()
+}
+
+#[test]
+fn a_token_is_refused_to_a_server_of_another_audience() {
+    // Two MCP servers on one origin behind one authorization server: the person signed in to
+    // `/mcp` only.
+    let server = LocalAuthServer::start(&["/mcp", "/other"], Duration::from_millis(10));
+    let (mine, other) = (server.url("/mcp"), server.url("/other"));
+    let sb = Sandbox::new();
+    store_expired_credential(&sb, &server.base, &mine);
+    let cfg = sb.config(
+        "c.json",
+        json!({"mine": http_server(&mine), "other": http_server(&other)}),
+    );
+
+    let rows = sb.servers_json(&cfg);
+    assert_eq!(row(&rows, "mine")["state"], "ready", "{rows:?}");
+    let r = row(&rows, "other");
+    assert_eq!(r["state"], "needs_auth", "{r}");
+    assert!(
+        r["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("mcp-host auth login other"),
+        "the state names the command that fixes it: {r}"
+    );
+
+    // `/other` was asked, and answered 401, without any token: not the one issued for
+    // `/mcp`, and no refresh was made on its behalf.
+    let at_other = server.authorizations_at("/other");
+    assert!(!at_other.is_empty());
+    assert!(at_other.iter().all(String::is_empty), "{at_other:?}");
+    assert_eq!(server.state().refresh_requests, [mine.clone()]);
+
+    // A credential file copied under the other server's name is still refused to it: the
+    // file records the resource it was issued for.
+    let files = CredentialFiles::new(credentials_dir(&sb));
+    let file_of = |url: &str| {
+        files.path(
+            &FileCredentialStore::new(credentials_dir(&sb), url)
+                .unwrap()
+                .credential_key(),
+        )
+    };
+    std::fs::copy(file_of(&mine), file_of(&other)).unwrap();
+    let rows = sb.servers_json(&cfg);
+    assert_eq!(row(&rows, "other")["state"], "needs_auth", "{rows:?}");
+    let at_other = server.authorizations_at("/other");
+    assert!(at_other.iter().all(String::is_empty), "{at_other:?}");
+}

@@ -1,0 +1,292 @@
+//! A local OAuth authorization server and the MCP servers it protects, on one 127.0.0.1
+//! port, for tests of token refresh and audience: protected-resource metadata (RFC 9728) for
+//! each resource path, authorization-server metadata (RFC 8414), a token endpoint that does
+//! `refresh_token` only (slowly, so concurrent refreshes overlap, and rotating the refresh
+//! token each time), and at each resource path a minimal stateless Streamable HTTP MCP
+//! server with one tool, which accepts only an access token issued for *its* resource.
+//!
+//! Everything it saw is recorded, so a test can assert what went over the wire: how many
+//! refresh requests came, with which `resource`, and which bearer token reached which path.
+//! Threads and blocking sockets: it needs no runtime and works from any test.
+
+#![allow(clippy::expect_used)] // Test helper: a panic is the failure report.
+
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+/// What the server has issued and seen.
+#[derive(Debug, Default)]
+pub struct AuthServerState {
+    /// The refresh token it accepts now (rotated on every refresh).
+    pub current_refresh: String,
+    pub generation: u32,
+    /// Every refresh request, as the `resource` parameter it carried ("" when none).
+    pub refresh_requests: Vec<String>,
+    /// Answer `invalid_grant` to every refresh.
+    pub reject: bool,
+    /// Access token → the resource it was issued for.
+    pub issued: HashMap<String, String>,
+    /// (request path, `Authorization` header or "") for every request to a resource path.
+    pub seen_at_resources: Vec<(String, String)>,
+}
+
+/// The running server. It lives as long as the test process (its threads are detached).
+pub struct LocalAuthServer {
+    pub base: String,
+    resources: Vec<String>,
+    state: Arc<Mutex<AuthServerState>>,
+}
+
+fn locked(state: &Mutex<AuthServerState>) -> MutexGuard<'_, AuthServerState> {
+    state.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl LocalAuthServer {
+    /// Serves MCP at each of `resource_paths` (e.g. `["/mcp"]`); every refresh takes
+    /// `token_delay`. The refresh token it accepts first is `refresh-0`.
+    pub fn start(resource_paths: &[&str], token_delay: Duration) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+        let base = format!(
+            "http://{}",
+            listener
+                .local_addr()
+                .expect("a bound listener has an address")
+        );
+        let state = Arc::new(Mutex::new(AuthServerState {
+            current_refresh: "refresh-0".into(),
+            ..AuthServerState::default()
+        }));
+        let resources: Vec<String> = resource_paths.iter().map(|p| p.to_string()).collect();
+        let server = Self {
+            base: base.clone(),
+            resources: resources.clone(),
+            state: state.clone(),
+        };
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let (base, state, resources) = (base.clone(), state.clone(), resources.clone());
+                std::thread::spawn(move || {
+                    serve(stream, &base, &resources, &state, token_delay);
+                });
+            }
+        });
+        server
+    }
+
+    /// The URL of the MCP server at `path`.
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    pub fn state(&self) -> MutexGuard<'_, AuthServerState> {
+        locked(&self.state)
+    }
+
+    pub fn refresh_count(&self) -> usize {
+        self.state().refresh_requests.len()
+    }
+
+    /// The `Authorization` headers that reached `path`, in order ("" for none).
+    pub fn authorizations_at(&self, path: &str) -> Vec<String> {
+        self.state()
+            .seen_at_resources
+            .iter()
+            .filter(|(p, _)| p == path)
+            .map(|(_, a)| a.clone())
+            .collect()
+    }
+
+    pub fn resources(&self) -> &[String] {
+        &self.resources
+    }
+}
+
+struct Request {
+    method: String,
+    path: String,
+    headers: HashMap<String, String>,
+    body: Vec<u8>,
+}
+
+fn read_request(stream: &TcpStream) -> Option<Request> {
+    let mut reader = BufReader::new(stream.try_clone().ok()?);
+    let mut request_line = String::new();
+    reader.read_line(&mut request_line).ok()?;
+    let mut headers = HashMap::new();
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+            break;
+        }
+        if let Some((name, value)) = line.split_once(':') {
+            headers.insert(name.trim().to_ascii_lowercase(), value.trim().to_string());
+        }
+    }
+    let length = headers
+        .get("content-length")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body).ok()?;
+    let mut parts = request_line.split_whitespace();
+    Some(Request {
+        method: parts.next().unwrap_or_default().to_string(),
+        path: parts.next().unwrap_or_default().to_string(),
+        headers,
+        body,
+    })
+}
+
+fn respond(mut stream: TcpStream, status: &str, extra_headers: &str, body: &Value) {
+    let body = if body.is_null() {
+        String::new()
+    } else {
+        body.to_string()
+    };
+    // The client may have gone; the test's own assertions show that.
+    let _ = write!(
+        stream,
+        "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n{extra_headers}connection: close\r\n\r\n{body}",
+        body.len()
+    );
+}
+
+fn serve(
+    stream: TcpStream,
+    base: &str,
+    resources: &[String],
+    state: &Mutex<AuthServerState>,
+    token_delay: Duration,
+) {
+    let Some(request) = read_request(&stream) else {
+        return;
+    };
+    let path = request.path.as_str();
+    if let Some(resource) = path.strip_prefix("/.well-known/oauth-protected-resource")
+        && resources.iter().any(|r| r == resource)
+    {
+        return respond(
+            stream,
+            "200 OK",
+            "",
+            &json!({"resource": format!("{base}{resource}"), "authorization_servers": [base]}),
+        );
+    }
+    if resources.iter().any(|r| r == path) {
+        return serve_mcp(stream, &request, base, state);
+    }
+    match (request.method.as_str(), path) {
+        ("GET", "/.well-known/oauth-authorization-server") => respond(
+            stream,
+            "200 OK",
+            "",
+            &json!({
+                "issuer": base,
+                "authorization_endpoint": format!("{base}/authorize"),
+                "token_endpoint": format!("{base}/token"),
+                "response_types_supported": ["code"],
+                "grant_types_supported": ["authorization_code", "refresh_token"],
+                "code_challenge_methods_supported": ["S256"],
+                "token_endpoint_auth_methods_supported": ["none"],
+            }),
+        ),
+        ("POST", "/token") => token(stream, &request.body, state, token_delay),
+        _ => respond(stream, "404 Not Found", "", &json!({"error": "not_found"})),
+    }
+}
+
+fn token(stream: TcpStream, body: &[u8], state: &Mutex<AuthServerState>, delay: Duration) {
+    let form: HashMap<String, String> = url::form_urlencoded::parse(body).into_owned().collect();
+    let field = |k: &str| form.get(k).cloned().unwrap_or_default();
+    if field("grant_type") != "refresh_token" {
+        let error = json!({"error": "unsupported_grant_type"});
+        return respond(stream, "400 Bad Request", "", &error);
+    }
+    locked(state).refresh_requests.push(field("resource"));
+    // Slow, so that concurrent refreshes would overlap.
+    std::thread::sleep(delay);
+    let mut s = locked(state);
+    if s.reject || field("refresh_token") != s.current_refresh {
+        drop(s);
+        let error = json!({"error": "invalid_grant"});
+        return respond(stream, "400 Bad Request", "", &error);
+    }
+    s.generation += 1;
+    s.current_refresh = format!("refresh-{}", s.generation);
+    let access = format!("access-{}", s.generation);
+    s.issued.insert(access.clone(), field("resource"));
+    let answer = json!({
+        "access_token": access,
+        "token_type": "Bearer",
+        "expires_in": 3600,
+        "refresh_token": s.current_refresh,
+    });
+    drop(s);
+    respond(stream, "200 OK", "", &answer);
+}
+
+/// A stateless MCP server (JSON responses) with one tool, `whoami`, behind a bearer check:
+/// the token must have been issued for this very URL.
+fn serve_mcp(stream: TcpStream, request: &Request, base: &str, state: &Mutex<AuthServerState>) {
+    let authorization = request
+        .headers
+        .get("authorization")
+        .cloned()
+        .unwrap_or_default();
+    let resource = format!("{base}{}", request.path);
+    let mut s = locked(state);
+    s.seen_at_resources
+        .push((request.path.clone(), authorization.clone()));
+    let audience = authorization
+        .strip_prefix("Bearer ")
+        .and_then(|t| s.issued.get(t))
+        .cloned();
+    drop(s);
+    if audience.as_deref() != Some(resource.as_str()) {
+        let challenge = format!(
+            "www-authenticate: Bearer resource_metadata=\"{base}/.well-known/oauth-protected-resource{}\"\r\n",
+            request.path
+        );
+        let error = json!({"error": "invalid_token"});
+        return respond(stream, "401 Unauthorized", &challenge, &error);
+    }
+    if request.method != "POST" {
+        return respond(stream, "405 Method Not Allowed", "", &Value::Null);
+    }
+    let Ok(message) = serde_json::from_slice::<Value>(&request.body) else {
+        return respond(stream, "400 Bad Request", "", &Value::Null);
+    };
+    let Some(id) = message.get("id").cloned() else {
+        // A notification.
+        return respond(stream, "202 Accepted", "", &Value::Null);
+    };
+    let result = match message["method"].as_str().unwrap_or_default() {
+        "initialize" => json!({
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "protected", "version": "1.0.0"},
+        }),
+        "tools/list" => json!({"tools": [{
+            "name": "whoami",
+            "description": "Says which resource the token was for.",
+            "inputSchema": {"type": "object"},
+        }]}),
+        "tools/call" => json!({"content": [{"type": "text", "text": resource}]}),
+        "ping" => json!({}),
+        other => {
+            let error = json!({"jsonrpc": "2.0", "id": id,
+                "error": {"code": -32601, "message": format!("no method {other}")}});
+            return respond(stream, "200 OK", "", &error);
+        }
+    };
+    respond(
+        stream,
+        "200 OK",
+        "",
+        &json!({"jsonrpc": "2.0", "id": id, "result": result}),
+    );
+}
