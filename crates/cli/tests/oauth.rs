@@ -85,7 +85,7 @@ fn two_host_processes_refresh_one_expired_credential_once() {
     let state = server.state();
     assert_eq!(
         state.refresh_requests,
-        [url.clone()],
+        std::slice::from_ref(&url),
         "exactly one refresh request, for the server's resource"
     );
     // Both processes used the one refreshed token, and the expired one was never sent.
@@ -139,7 +139,7 @@ fn a_token_is_refused_to_a_server_of_another_audience() {
     let at_other = server.authorizations_at("/other");
     assert!(!at_other.is_empty());
     assert!(at_other.iter().all(String::is_empty), "{at_other:?}");
-    assert_eq!(server.state().refresh_requests, [mine.clone()]);
+    assert_eq!(server.state().refresh_requests, std::slice::from_ref(&mine));
 
     // A credential file copied under the other server's name is still refused to it: the
     // file records the resource it was issued for.
