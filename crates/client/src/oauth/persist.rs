@@ -35,6 +35,12 @@
 //! A rotated refresh token is in the file (atomic rename, fsync) before the guard is
 //! released, hence before anyone can use it.
 //!
+//! **Jitter.** rmcp decides to refresh from what `load` returns, by its fixed rule (fewer than
+//! `min(30 s, lifetime / 2)` seconds left). Each store draws a fraction once and hands rmcp a
+//! copy whose `token_received_at` is that fraction of `min(90 s, lifetime / 4)` earlier, so
+//! refreshes start early by a spread amount, before expiry, and the same copy drives the
+//! coalescing above.
+//!
 //! **Rejection.** On `invalid_grant`, the credential is cleared only if the file still holds
 //! the refresh token that was rejected; a credential another process saved since stays.
 //!
@@ -55,6 +61,12 @@ pub const ISSUER_IN_FILE: &str = "";
 
 /// How long a refresh waits for another process's refresh to finish.
 pub const DEFAULT_LOCK_WAIT: Duration = Duration::from_secs(5);
+
+/// A refresh starts up to this much earlier than rmcp's rule alone would start it, by an
+/// amount drawn once per store (and never more than a quarter of the token's lifetime), so
+/// that credentials issued together, or one credential shared by many hosts, do not all
+/// refresh in the same second.
+pub const MAX_REFRESH_JITTER: Duration = Duration::from_secs(90);
 
 /// rmcp refreshes once fewer than `min(REFRESH_BUFFER_SECS, expires_in / 2)` seconds remain
 /// (`AuthorizationManager::REFRESH_BUFFER_SECS`, private); `load` uses the same rule.
@@ -111,6 +123,8 @@ pub struct FileCredentialStore {
     key: CredentialKey,
     client_secret: Option<String>,
     lock_wait: Duration,
+    /// Where in `[0, MAX_REFRESH_JITTER)` this store's refreshes start early.
+    jitter_fraction: f64,
     state: Arc<Mutex<LockState>>,
 }
 
@@ -124,6 +138,7 @@ impl std::fmt::Debug for FileCredentialStore {
                 &self.client_secret.as_ref().map(|_| "REDACTED"),
             )
             .field("lock_wait", &self.lock_wait)
+            .field("jitter_fraction", &self.jitter_fraction)
             .finish_non_exhaustive()
     }
 }
@@ -156,20 +171,18 @@ fn refresh_token_of(credentials: &StoredCredentials) -> Option<String> {
         .map(str::to_string)
 }
 
+/// The token's lifetime in seconds, if it has one.
+fn lifetime_of(credentials: &StoredCredentials) -> Option<u64> {
+    let token = serde_json::to_value(credentials.token_response.as_ref()?).ok()?;
+    token.get("expires_in").and_then(Value::as_u64)
+}
+
 /// Whether rmcp's `get_access_token` would refresh this credential now.
 fn due_for_refresh(credentials: &StoredCredentials) -> bool {
-    let Some(token) = credentials
-        .token_response
-        .as_ref()
-        .and_then(|t| serde_json::to_value(t).ok())
+    let has_refresh = refresh_token_of(credentials).is_some();
+    let (Some(expires_in), Some(received_at)) =
+        (lifetime_of(credentials), credentials.token_received_at)
     else {
-        return false;
-    };
-    let has_refresh = token.get("refresh_token").is_some_and(Value::is_string);
-    let (Some(expires_in), Some(received_at)) = (
-        token.get("expires_in").and_then(Value::as_u64),
-        credentials.token_received_at,
-    ) else {
         return false;
     };
     let remaining = expires_in.saturating_sub(now_epoch_secs().saturating_sub(received_at));
@@ -189,6 +202,7 @@ impl FileCredentialStore {
             },
             client_secret: None,
             lock_wait: DEFAULT_LOCK_WAIT,
+            jitter_fraction: rand::random::<f64>(),
             state: Arc::default(),
         })
     }
@@ -204,6 +218,28 @@ impl FileCredentialStore {
     pub fn with_lock_wait(mut self, wait: Duration) -> Self {
         self.lock_wait = wait;
         self
+    }
+
+    /// Where in `[0, MAX_REFRESH_JITTER)` refreshes start early (0 to 1; random by default).
+    pub fn with_jitter_fraction(mut self, fraction: f64) -> Self {
+        self.jitter_fraction = fraction.clamp(0.0, 1.0);
+        self
+    }
+
+    /// The credential as rmcp is to see it: received earlier by this store's jitter, so that
+    /// rmcp's expiry rule (which it applies to what `load` returns) refreshes that much
+    /// sooner. Only the copy handed out is shifted: every save carries a fresh
+    /// `token_received_at`, so the shift never accumulates on disk.
+    fn jittered(&self, mut credentials: StoredCredentials) -> StoredCredentials {
+        if let (Some(lifetime), Some(received_at)) =
+            (lifetime_of(&credentials), credentials.token_received_at)
+        {
+            let window = MAX_REFRESH_JITTER.as_secs().min(lifetime / 4);
+            // Truncation is intended: whole seconds, within the window.
+            let shift = (self.jitter_fraction * window as f64) as u64;
+            credentials.token_received_at = Some(received_at.saturating_sub(shift));
+        }
+        credentials
     }
 
     /// The resource (canonical server URL) this store is for.
@@ -283,8 +319,9 @@ impl CredentialStore for FileCredentialStore {
         let Some(file) = self.read()? else {
             return Ok(None);
         };
-        if !due_for_refresh(&file.credentials) || lock_state(&self.state).holds() {
-            return Ok(Some(file.credentials));
+        let credentials = self.jittered(file.credentials);
+        if !due_for_refresh(&credentials) || lock_state(&self.state).holds() {
+            return Ok(Some(credentials));
         }
         // Due for refresh: another process may be refreshing it right now. Wait for it and
         // read again, so that its rotated token is used instead of refreshing a second time.
@@ -292,10 +329,10 @@ impl CredentialStore for FileCredentialStore {
             Ok(lock) => lock,
             Err(e) => {
                 tracing::debug!(resource = %self.key.resource, error = %e, "refresh lock not taken on load");
-                return Ok(Some(file.credentials));
+                return Ok(Some(credentials));
             }
         };
-        let again = self.read()?.map(|f| f.credentials);
+        let again = self.read()?.map(|f| self.jittered(f.credentials));
         if again.as_ref().is_some_and(due_for_refresh) && !lock_state(&self.state).holds() {
             self.reserve(lock);
         }
@@ -392,6 +429,36 @@ mod tests {
             refresh_token_of(&credentials("a", "r", now)).as_deref(),
             Some("r")
         );
+    }
+
+    #[tokio::test]
+    async fn refreshes_start_early_by_the_stores_jitter_within_a_quarter_of_the_lifetime() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = |fraction| {
+            FileCredentialStore::new(dir.path(), "http://h/mcp")
+                .unwrap()
+                .with_jitter_fraction(fraction)
+                .with_lock_wait(Duration::ZERO)
+        };
+        let now = now_epoch_secs();
+        // rmcp alone refreshes a one-hour token 30 s before expiry; 60 s before is not due.
+        let sixty_left = credentials("a", "r", now - 3540);
+        store(0.0).save(sixty_left.clone()).await.unwrap();
+        let seen = store(0.0).load().await.unwrap().unwrap();
+        assert!(!due_for_refresh(&seen));
+        // Full jitter (90 s) makes it due, and only the copy handed out is shifted.
+        let seen = store(1.0).load().await.unwrap().unwrap();
+        assert!(due_for_refresh(&seen));
+        assert_eq!(seen.token_received_at, Some(now - 3540 - 90));
+        let on_disk = store(0.0).read().unwrap().unwrap().credentials;
+        assert_eq!(on_disk.token_received_at, Some(now - 3540));
+        // A short-lived token is shifted by at most a quarter of its life.
+        let token = serde_json::from_value(serde_json::json!({
+            "access_token": "a", "token_type": "Bearer", "expires_in": 40, "refresh_token": "r",
+        }))
+        .unwrap();
+        let short = StoredCredentials::new("client".into(), Some(token), vec![], Some(now));
+        assert_eq!(store(1.0).jittered(short).token_received_at, Some(now - 10));
     }
 
     #[tokio::test]
