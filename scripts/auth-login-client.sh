@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
-# A conformance-suite client made of the real CLI, for the OAuth scenarios that a person
-# would go through: writes a config for the suite's server, signs in with
-# `mcp-host auth login` (the "browser" is scripts/headless-browser.py), then calls the
-# suite's tool with `mcp-host call`, which uses the stored credential. The suite passes the
-# server URL as the last argument.
+# A conformance-suite client made of the real CLI. The suite passes the server URL as the
+# last argument, the scenario in MCP_CONFORMANCE_SCENARIO and its credentials in
+# MCP_CONFORMANCE_CONTEXT (JSON).
+# - A person's sign-in (every scenario but the client_credentials ones): writes a config for
+#   the suite's server, signs in with `mcp-host auth login` (the "browser" is
+#   scripts/headless-browser.py), then calls the suite's tool with `mcp-host call`, which
+#   uses the stored credential.
+# - Machine to machine (auth/client-credentials-*): the config's `oauth` block carries the
+#   grant, the client id and the secret (`${VAR}` from the environment) or the private key
+#   file, as a user would write it; `mcp-host call` alone gets the token.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 HOST="${CARGO_TARGET_DIR:-$ROOT/target}/debug/mcp-host"
@@ -11,8 +16,33 @@ URL="${*: -1}"
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 export HOME="$WORK" XDG_DATA_HOME="$WORK/data" XDG_CONFIG_HOME="$WORK/config"
-printf '{"mcpServers": {"s": {"type": "http", "url": "%s"}}}\n' "$URL" >"$WORK/servers.json"
 CFG=(--strict-mcp-config --mcp-config "$WORK/servers.json")
-BROWSER="$ROOT/scripts/headless-browser.py" "$HOST" auth login s "${CFG[@]}" </dev/null
-"$HOST" auth status s "${CFG[@]}" | grep -q "signed in"
+case "${MCP_CONFORMANCE_SCENARIO:-}" in
+  auth/client-credentials-*)
+    # The secret goes through the environment, never into the file.
+    export MCP_TEST_CLIENT_SECRET
+    MCP_TEST_CLIENT_SECRET="$(python3 -c 'import json,os; print(json.loads(os.environ["MCP_CONFORMANCE_CONTEXT"]).get("client_secret", ""))')"
+    python3 - "$URL" "$WORK" <<'PY'
+import json, os, sys
+url, work = sys.argv[1], sys.argv[2]
+ctx = json.loads(os.environ["MCP_CONFORMANCE_CONTEXT"])
+oauth = {"grant": "client_credentials", "clientId": ctx["client_id"]}
+if "private_key_pem" in ctx:
+    key = os.path.join(work, "client-key.pem")
+    with open(os.open(key, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
+        f.write(ctx["private_key_pem"])
+    oauth["privateKeyFile"] = key
+    oauth["signingAlgorithm"] = ctx.get("signing_algorithm", "ES256")
+else:
+    oauth["clientSecret"] = "${MCP_TEST_CLIENT_SECRET}"
+with open(os.path.join(work, "servers.json"), "w") as f:
+    json.dump({"mcpServers": {"s": {"type": "http", "url": url, "oauth": oauth}}}, f)
+PY
+    ;;
+  *)
+    printf '{"mcpServers": {"s": {"type": "http", "url": "%s"}}}\n' "$URL" >"$WORK/servers.json"
+    BROWSER="$ROOT/scripts/headless-browser.py" "$HOST" auth login s "${CFG[@]}" </dev/null
+    "$HOST" auth status s "${CFG[@]}" | grep -q "signed in"
+    ;;
+esac
 "$HOST" call s test-tool --args '{}' "${CFG[@]}"

@@ -9,7 +9,8 @@
 #
 # A scenario written `cli:NAME` runs NAME with the real CLI as the client instead
 # (scripts/auth-login-client.sh: `mcp-host auth login` through a stand-in browser, then
-# `mcp-host call` with the stored credential).
+# `mcp-host call` with the stored credential; for client_credentials, the grant, secret or
+# private key file in the config's `oauth` block, then `mcp-host call`).
 #
 # Not in DEFAULT: auth/cross-app-access-complete-flow (SEP-990 token exchange at an identity
 # provider, then a JWT-bearer grant; not implemented yet).
@@ -36,6 +37,7 @@ DEFAULT=(
   auth/resource-mismatch auth/offline-access-scope auth/offline-access-not-supported
   auth/client-credentials-basic auth/client-credentials-jwt
   cli:auth/metadata-default cli:auth/scope-from-www-authenticate
+  cli:auth/client-credentials-basic cli:auth/client-credentials-jwt
 )
 SCENARIOS=("$@")
 [ ${#SCENARIOS[@]} -gt 0 ] || SCENARIOS=("${DEFAULT[@]}")

@@ -483,16 +483,20 @@ impl Runner {
         if !stored && !machine {
             return;
         }
-        let grant = if machine {
-            crate::oauth::Grant::ClientSecret
-        } else {
-            crate::oauth::Grant::AuthorizationCode(Arc::new(NobodyToAsk {
-                server: self.spec.name.clone(),
-            }))
+        // The redirect URI only matters for a new login, which happens in `auth login`; a
+        // machine grant from the config replaces the person's.
+        let person = crate::oauth::Grant::AuthorizationCode(Arc::new(NobodyToAsk {
+            server: self.spec.name.clone(),
+        }));
+        let settings = match crate::oauth::AuthSettings::new("http://127.0.0.1/callback", person)
+            .configured(oauth)
+        {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(server = %self.spec.name, error = %e, "OAuth not used");
+                return;
+            }
         };
-        // The redirect URI only matters for a new login, which happens in `auth login`.
-        let settings =
-            crate::oauth::AuthSettings::new("http://127.0.0.1/callback", grant).configured(oauth);
         let store = store.with_client_secret(settings.client_secret.clone());
         match crate::oauth::OAuth::with_store(url, settings, Arc::new(store)).await {
             Ok(o) => *auth = Some(o),

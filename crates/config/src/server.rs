@@ -102,7 +102,17 @@ pub struct RawOAuth {
     /// `authorization_code` (default: a person logs in) or `client_credentials`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grant: Option<String>,
+    /// `client_credentials` with `private_key_jwt`: a PKCS#8 PEM file holding the key that
+    /// signs the client assertion (`${VAR}` allowed), instead of a client secret.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub private_key_file: Option<String>,
+    /// The assertion's algorithm: `ES256` (default), `ES384` or `RS256`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signing_algorithm: Option<String>,
 }
+
+/// The algorithms `oauth.signingAlgorithm` accepts.
+pub const SIGNING_ALGORITHMS: [&str; 3] = ["ES256", "ES384", "RS256"];
 
 /// OAuth settings with variables expanded.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -113,6 +123,11 @@ pub struct OAuthConfig {
     pub scopes: Vec<String>,
     /// Machine-to-machine: `client_credentials` instead of a person's login.
     pub client_credentials: bool,
+    /// With `client_credentials`: authenticate with an assertion signed by the key in this
+    /// file (`private_key_jwt`) rather than with the client secret.
+    pub private_key_file: Option<PathBuf>,
+    /// One of [`SIGNING_ALGORITHMS`].
+    pub signing_algorithm: String,
 }
 
 /// Options for one tool of a server.
@@ -256,7 +271,48 @@ impl RawServer {
                 "a client metadata document must be an https URL",
             ));
         }
+        let private_key_file = (raw.private_key_file.as_deref())
+            .map(|f| exp("oauth.privateKeyFile", f).map(PathBuf::from))
+            .transpose()?;
+        if let Some(file) = &private_key_file {
+            if !file.is_absolute() {
+                return Err(SpecError::new(
+                    "oauth.privateKeyFile",
+                    "the private key file must be an absolute path",
+                ));
+            }
+            if !client_credentials {
+                return Err(SpecError::new(
+                    "oauth.privateKeyFile",
+                    "a private key signs client_credentials requests; set `grant` to client_credentials",
+                ));
+            }
+            if raw.client_secret.is_some() {
+                return Err(SpecError::new(
+                    "oauth.privateKeyFile",
+                    "give either `clientSecret` or `privateKeyFile`, not both",
+                ));
+            }
+        }
+        let signing_algorithm = raw.signing_algorithm.as_deref().unwrap_or("ES256");
+        if !SIGNING_ALGORITHMS.contains(&signing_algorithm) {
+            return Err(SpecError::new(
+                "oauth.signingAlgorithm",
+                format!(
+                    "unsupported algorithm `{signing_algorithm}` (expected one of {})",
+                    SIGNING_ALGORITHMS.join(", ")
+                ),
+            ));
+        }
+        if raw.signing_algorithm.is_some() && private_key_file.is_none() {
+            return Err(SpecError::new(
+                "oauth.signingAlgorithm",
+                "a signing algorithm needs `privateKeyFile`",
+            ));
+        }
         Ok(Some(Box::new(OAuthConfig {
+            private_key_file,
+            signing_algorithm: signing_algorithm.to_string(),
             client_id: raw.client_id.clone(),
             client_secret: (raw.client_secret.as_deref())
                 .map(|s| exp("oauth.clientSecret", s))
@@ -395,6 +451,32 @@ mod tests {
         assert_eq!(
             bad(r#"{"url":"https://a/mcp","oauth":{"grant":"password"}}"#).key,
             "oauth.grant"
+        );
+        assert_eq!(
+            bad(r#"{"url":"https://a/mcp","oauth":{"clientId":"c","privateKeyFile":"/k.pem"}}"#)
+                .key,
+            "oauth.privateKeyFile"
+        );
+        assert_eq!(
+            bad(r#"{"url":"https://a/mcp","oauth":{"grant":"client_credentials","clientId":"c","clientSecret":"s","privateKeyFile":"/k.pem"}}"#).key,
+            "oauth.privateKeyFile"
+        );
+        assert_eq!(
+            bad(r#"{"url":"https://a/mcp","oauth":{"grant":"client_credentials","clientId":"c","privateKeyFile":"k.pem"}}"#).message,
+            "the private key file must be an absolute path"
+        );
+        assert_eq!(
+            bad(r#"{"url":"https://a/mcp","oauth":{"grant":"client_credentials","clientId":"c","privateKeyFile":"/k.pem","signingAlgorithm":"HS256"}}"#).key,
+            "oauth.signingAlgorithm"
+        );
+        let jwt = raw(r#"{"url":"https://a/mcp","oauth":{"grant":"client_credentials","clientId":"c","privateKeyFile":"/keys/${TOKEN}.pem","signingAlgorithm":"RS256"}}"#)
+            .to_spec("r", Scope::User, &env)
+            .unwrap()
+            .oauth
+            .unwrap();
+        assert_eq!(
+            (jwt.private_key_file.as_deref(), jwt.signing_algorithm.as_str()),
+            (Some(std::path::Path::new("/keys/s3cret.pem")), "RS256")
         );
         assert_eq!(
             bad(r#"{"url":"https://a/mcp","oauth":{"grant":"client_credentials"}}"#).key,

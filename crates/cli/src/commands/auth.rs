@@ -60,14 +60,11 @@ async fn login(host: &Host, name: &str) -> anyhow::Result<ExitCode> {
         bail!("`{name}` is not an http server")
     };
     let authorizer = Arc::new(LoopbackAuthorizer::bind((*host.env).clone()).await?);
-    let mut settings = AuthSettings::new(
+    let settings = AuthSettings::new(
         authorizer.redirect_uri(),
         Grant::AuthorizationCode(authorizer.clone()),
     )
-    .configured(spec.oauth.as_deref());
-    if spec.oauth.as_ref().is_some_and(|o| o.client_credentials) {
-        settings.grant = Grant::ClientSecret;
-    }
+    .configured(spec.oauth.as_deref())?;
     let store = store_for(host, url)?.with_client_secret(settings.client_secret.clone());
     let oauth = OAuth::with_store(url, settings, Arc::new(store)).await?;
     let endpoint = Endpoint::Http {

@@ -71,17 +71,34 @@ impl AuthSettings {
 
 impl AuthSettings {
     /// The same settings with a server's `oauth` block from the config applied: its
-    /// pre-registered client, metadata document and scopes (the grant is the caller's).
-    pub fn configured(mut self, config: Option<&mcp_host_config::OAuthConfig>) -> Self {
-        if let Some(o) = config {
-            self.client_id.clone_from(&o.client_id);
-            self.client_secret.clone_from(&o.client_secret);
-            self.client_metadata_url.clone_from(&o.client_metadata_url);
-            if !o.scopes.is_empty() {
-                self.scopes = Some(o.scopes.clone());
-            }
+    /// pre-registered client, metadata document and scopes, and for `client_credentials` the
+    /// machine grant (the private key is read here, so a missing or unreadable key file is
+    /// an error naming it). Otherwise the grant stays the caller's.
+    pub fn configured(
+        mut self,
+        config: Option<&mcp_host_config::OAuthConfig>,
+    ) -> Result<Self, OAuthError> {
+        let Some(o) = config else {
+            return Ok(self);
+        };
+        self.client_id.clone_from(&o.client_id);
+        self.client_secret.clone_from(&o.client_secret);
+        self.client_metadata_url.clone_from(&o.client_metadata_url);
+        if !o.scopes.is_empty() {
+            self.scopes = Some(o.scopes.clone());
         }
-        self
+        if o.client_credentials {
+            self.grant = match &o.private_key_file {
+                None => Grant::ClientSecret,
+                Some(file) => Grant::PrivateKeyJwt {
+                    private_key_pem: std::fs::read_to_string(file).map_err(|e| {
+                        OAuthError::Config(format!("private key file {}: {e}", file.display()))
+                    })?,
+                    algorithm: o.signing_algorithm.parse()?,
+                },
+            };
+        }
+        Ok(self)
     }
 }
 
