@@ -475,7 +475,10 @@ mod tests {
             .oauth
             .unwrap();
         assert_eq!(
-            (jwt.private_key_file.as_deref(), jwt.signing_algorithm.as_str()),
+            (
+                jwt.private_key_file.as_deref(),
+                jwt.signing_algorithm.as_str()
+            ),
             (Some(std::path::Path::new("/keys/s3cret.pem")), "RS256")
         );
         assert_eq!(
