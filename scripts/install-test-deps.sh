@@ -59,10 +59,15 @@ if stamp_ok "$DEPS/.pip" "$want" && [ -x "$DEPS/venv/bin/mcp-server-time" ]; the
   echo "$want" > "$DEPS/.pip"
 fi
 
-# The terminal UI's end-to-end test drives the host through tmux.
-if command -v tmux >/dev/null; then log "tmux present"; else
-  log "tmux missing: installing it with apt-get"
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux >/dev/null
+# Debian packages: tmux drives the terminal UI's end-to-end test; dbus, gnome-keyring and
+# libsecret-tools give scripts/keyring-test.sh a real Secret Service (OS keyring).
+missing=()
+for pair in tmux:tmux dbus-run-session:dbus gnome-keyring-daemon:gnome-keyring secret-tool:libsecret-tools; do
+  command -v "${pair%%:*}" >/dev/null || missing+=("${pair#*:}")
+done
+if [ ${#missing[@]} -eq 0 ]; then log "Debian packages present"; else
+  log "installing with apt-get: ${missing[*]}"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
 mkdir -p "$DEPS/work/fsroot"

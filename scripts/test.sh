@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: installs the real MCP servers and the conformance suite (cached),
 # then runs the Rust tests, the interop test against real servers, the terminal UI driven
-# through tmux, and the conformance scenarios. Works on a fresh machine with the Rust
+# through tmux, the credential tests against a real OS keyring (gnome-keyring in a private
+# D-Bus session), and the conformance scenarios. Works on a fresh machine with the Rust
 # toolchain, Node 20, Python 3 and git.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -10,4 +11,5 @@ cargo build --workspace --bins --locked   # the host's tests spawn mcp-host and 
 cargo test --workspace --locked
 scripts/interop.sh
 scripts/tui-e2e.sh
+scripts/keyring-test.sh
 scripts/conformance.sh

@@ -49,7 +49,7 @@ async fn start(names: &[&str]) -> (Manager, Catalogue) {
         http_client: mcp_host_client::http_client(Duration::from_secs(2)).unwrap(),
         health_interval: Duration::from_secs(30),
         ask_person: None,
-        credentials_dir: None,
+        credentials: None,
     };
     let m = Manager::start(names.iter().map(|n| setup(n)).collect(), options);
     let mut servers = Vec::new();

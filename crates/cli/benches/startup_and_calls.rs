@@ -47,7 +47,7 @@ fn options() -> ManagerOptions {
         http_client: mcp_host_client::http_client(Duration::from_secs(2)).unwrap(),
         health_interval: Duration::from_secs(30),
         ask_person: None,
-        credentials_dir: None,
+        credentials: None,
     }
 }
 

@@ -8,6 +8,7 @@ use mcp_host_client::{
 };
 use mcp_host_config::{ConfigPaths, LoadOptions, LoadedConfig, ServerReadiness, TrustLedger};
 use mcp_host_core::{ServerId, ServerState};
+use mcp_host_store::{CredentialVault, VaultChoice};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -21,6 +22,9 @@ pub struct Host {
     pub env: Arc<BTreeMap<String, String>>,
     pub paths: ConfigPaths,
     pub config: LoadedConfig,
+    /// OAuth credentials: the OS keyring, else 0600 files in the data dir
+    /// (`MCP_HOST_CREDENTIAL_STORE=auto|keyring|file`). Probed on first use.
+    pub credentials: CredentialVault,
 }
 
 impl Host {
@@ -44,22 +48,25 @@ impl Host {
                 eprintln!("error: server `{}`: {p}", e.name);
             }
         }
+        let choice: VaultChoice = env
+            .get("MCP_HOST_CREDENTIAL_STORE")
+            .map(|v| v.parse())
+            .transpose()
+            .map_err(|e: String| anyhow::anyhow!("MCP_HOST_CREDENTIAL_STORE: {e}"))?
+            .unwrap_or_default();
+        let credentials = CredentialVault::choosing(paths.data_dir.join("credentials"), choice);
         Ok(Self {
             interrupted,
             env: Arc::new(env),
             paths,
             config,
+            credentials,
         })
     }
 
     /// The SQLite store of remembered answers.
     pub async fn store(&self) -> anyhow::Result<mcp_host_store::Store> {
         Ok(mcp_host_store::Store::open(&self.paths.data_dir.join("store.sqlite")).await?)
-    }
-
-    /// Where OAuth credentials are kept (0600 files, one per issuer and resource).
-    pub fn credentials_dir(&self) -> PathBuf {
-        self.paths.data_dir.join("credentials")
     }
 
     pub fn ledger(&self) -> anyhow::Result<TrustLedger> {
@@ -96,7 +103,7 @@ impl Host {
             http_client: mcp_host_client::http_client(Duration::from_secs(10))?,
             health_interval: Duration::from_secs(30),
             ask_person,
-            credentials_dir: Some(self.credentials_dir()),
+            credentials: Some(self.credentials.clone()),
         };
         let setups = self
             .config

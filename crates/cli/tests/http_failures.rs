@@ -189,9 +189,18 @@ fn a_server_that_wants_a_login_says_how_and_auth_commands_report_it() {
     );
     let status = sb.run_with(&["auth", "status"], &cfg);
     assert!(status.status.success(), "{}", stderr(&status));
+    let text = stdout(&status);
+    let lines: Vec<&str> = text.lines().collect();
+    // No session bus in the sandbox: files, and the reason why not the keyring.
+    assert!(
+        lines[0].starts_with(
+            "credentials: private files (0600); OS keyring (Secret Service) unavailable: connect:"
+        ),
+        "{text}"
+    );
     assert_eq!(
-        stdout(&status).trim(),
-        "remote: not signed in (mcp-host auth login remote)"
+        lines[1..],
+        ["remote: not signed in (mcp-host auth login remote)"]
     );
     let out = sb.run_with(&["auth", "logout", "remote"], &cfg);
     assert!(out.status.success(), "{}", stderr(&out));

@@ -7,8 +7,8 @@
 
 mod common;
 use common::*;
-use mcp_host_client::oauth::{CredentialStore, FileCredentialStore, StoredCredentials};
-use mcp_host_store::CredentialFiles;
+use mcp_host_client::oauth::{CredentialStore, StoredCredentials, VaultCredentialStore};
+use mcp_host_store::{CredentialVault, VaultChoice};
 use mcp_host_testkit::oauth_server::LocalAuthServer;
 use serde_json::{Value, json};
 use std::path::PathBuf;
@@ -19,9 +19,20 @@ fn credentials_dir(sb: &Sandbox) -> PathBuf {
     sb.path().join("data/mcp-host/credentials")
 }
 
+/// The vault `mcp-host` in `sb` uses: files, or with `keyring` the OS keyring (this process
+/// must then be in the keyring test's D-Bus session).
+fn vault(sb: &Sandbox, keyring: bool) -> CredentialVault {
+    let choice = if keyring {
+        VaultChoice::Keyring
+    } else {
+        VaultChoice::Files
+    };
+    CredentialVault::choosing(credentials_dir(sb), choice)
+}
+
 /// Stores, as `mcp-host auth login` would have, a credential for `server_url` whose access
 /// token expired an hour ago and whose refresh token is `refresh-0`.
-fn store_expired_credential(sb: &Sandbox, issuer: &str, server_url: &str) {
+fn store_expired_credential(vault: CredentialVault, issuer: &str, server_url: &str) {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap()
@@ -36,7 +47,7 @@ fn store_expired_credential(sb: &Sandbox, issuer: &str, server_url: &str) {
     let credential =
         StoredCredentials::new("test-client".into(), Some(token), vec![], Some(now - 7200))
             .with_issuer(Some(issuer.to_string()));
-    let store = FileCredentialStore::new(credentials_dir(sb), server_url).unwrap();
+    let store = VaultCredentialStore::new(vault, server_url).unwrap();
     futures::executor::block_on(store.save(credential)).unwrap();
 }
 
@@ -44,9 +55,9 @@ fn http_server(url: &str) -> Value {
     json!({"type": "http", "url": url})
 }
 
-/// The refresh token now in the credential file of `server_url`.
-fn stored_refresh_token(sb: &Sandbox, server_url: &str) -> Option<String> {
-    let store = FileCredentialStore::new(credentials_dir(sb), server_url).unwrap();
+/// The refresh token now stored for `server_url`.
+fn stored_refresh_token(vault: CredentialVault, server_url: &str) -> Option<String> {
+    let store = VaultCredentialStore::new(vault, server_url).unwrap();
     let credential = futures::executor::block_on(store.load()).unwrap()?;
     let token = serde_json::to_value(credential.token_response?).unwrap();
     token["refresh_token"].as_str().map(str::to_string)
@@ -54,12 +65,54 @@ fn stored_refresh_token(sb: &Sandbox, server_url: &str) -> Option<String> {
 
 #[test]
 fn two_host_processes_refresh_one_expired_credential_once() {
+    let sb = Sandbox::new();
+    two_processes_refresh_once(&sb, false, &[]);
+}
+
+#[test]
+#[ignore = "needs a Secret Service: scripts/keyring-test.sh"]
+fn two_host_processes_refresh_one_credential_in_the_os_keyring_once() {
+    let bus = std::env::var("DBUS_SESSION_BUS_ADDRESS").expect("run in a D-Bus session");
+    let sb = Sandbox::new();
+    let env = [
+        ("MCP_HOST_CREDENTIAL_STORE", "keyring"),
+        ("DBUS_SESSION_BUS_ADDRESS", bus.as_str()),
+    ];
+    let url = two_processes_refresh_once(&sb, true, &env);
+    // The credential never touched the disk; `auth status` says where it is.
+    let file = CredentialVault::new(credentials_dir(&sb)).path(
+        &VaultCredentialStore::new(vault(&sb, false), &url)
+            .unwrap()
+            .credential_key(),
+    );
+    assert!(!file.exists(), "{}", file.display());
+    let cfg = sb.config("c.json", json!({"protected": http_server(&url)}));
+    let status = sb.run_with_env(&["auth", "status"], &cfg, &env);
+    assert_eq!(
+        stdout(&status).lines().collect::<Vec<_>>()[..2],
+        [
+            "credentials: OS keyring (Secret Service)",
+            &format!(
+                "protected: signed in, issuer {}",
+                url.trim_end_matches("/mcp")
+            ),
+        ],
+        "{}",
+        stderr(&status)
+    );
+    let out = sb.run_with_env(&["auth", "logout", "protected"], &cfg, &env);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stored_refresh_token(vault(&sb, true), &url), None);
+}
+
+/// Two `mcp-host servers` started together (with `env`) find the credential expired; the
+/// authorization server sees one refresh. Returns the server's URL.
+fn two_processes_refresh_once(sb: &Sandbox, keyring: bool, env: &[(&str, &str)]) -> String {
     // Each refresh takes a second at the authorization server, so the two processes, started
     // together, both find the credential expired while the first refresh is in flight.
     let server = LocalAuthServer::start(&["/mcp"], Duration::from_secs(1));
     let url = server.url("/mcp");
-    let sb = Sandbox::new();
-    store_expired_credential(&sb, &server.base, &url);
+    store_expired_credential(vault(sb, keyring), &server.base, &url);
     let cfg = sb.config("c.json", json!({"protected": http_server(&url)}));
 
     let children: Vec<_> = (0..2)
@@ -67,6 +120,7 @@ fn two_host_processes_refresh_one_expired_credential_once() {
             sb.command(sb.path())
                 .args(["servers", "--json", "--strict-mcp-config", "--mcp-config"])
                 .arg(&cfg)
+                .envs(env.iter().copied())
                 .stdout(std::process::Stdio::piped())
                 .stderr(std::process::Stdio::piped())
                 .spawn()
@@ -95,11 +149,12 @@ fn two_host_processes_refresh_one_expired_credential_once() {
     assert!(sent.len() >= 2, "{tokens:?}");
     assert!(sent.iter().all(|t| *t == "Bearer access-1"), "{tokens:?}");
     drop(state);
-    // The rotated refresh token is what is on disk now.
+    // The rotated refresh token is what is stored now.
     assert_eq!(
-        stored_refresh_token(&sb, &url).as_deref(),
+        stored_refresh_token(vault(sb, keyring), &url).as_deref(),
         Some("refresh-1")
     );
+    url
 }
 
 fn server_tokens(seen: &[(String, String)], path: &str) -> Vec<String> {
@@ -116,7 +171,7 @@ fn a_token_is_refused_to_a_server_of_another_audience() {
     let server = LocalAuthServer::start(&["/mcp", "/other"], Duration::from_millis(10));
     let (mine, other) = (server.url("/mcp"), server.url("/other"));
     let sb = Sandbox::new();
-    store_expired_credential(&sb, &server.base, &mine);
+    store_expired_credential(vault(&sb, false), &server.base, &mine);
     let cfg = sb.config(
         "c.json",
         json!({"mine": http_server(&mine), "other": http_server(&other)}),
@@ -143,10 +198,10 @@ fn a_token_is_refused_to_a_server_of_another_audience() {
 
     // A credential file copied under the other server's name is still refused to it: the
     // file records the resource it was issued for.
-    let files = CredentialFiles::new(credentials_dir(&sb));
+    let files = CredentialVault::new(credentials_dir(&sb));
     let file_of = |url: &str| {
         files.path(
-            &FileCredentialStore::new(credentials_dir(&sb), url)
+            &VaultCredentialStore::new(CredentialVault::new(credentials_dir(&sb)), url)
                 .unwrap()
                 .credential_key(),
         )

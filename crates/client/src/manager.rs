@@ -33,7 +33,7 @@ pub struct ManagerOptions {
     pub ask_person: Option<tokio::sync::mpsc::UnboundedSender<ElicitationAsk>>,
     /// Where OAuth credentials are stored (`mcp-host auth login` puts them there); `None`
     /// connects remote servers without OAuth.
-    pub credentials_dir: Option<std::path::PathBuf>,
+    pub credentials: Option<mcp_host_store::CredentialVault>,
 }
 
 /// How long a liveness check may take before the server counts as gone.
@@ -461,7 +461,7 @@ impl Runner {
     /// `needs_auth`; nothing is registered with an authorization server behind the user's
     /// back.
     async fn attach_oauth(&mut self) {
-        let Some(dir) = self.opts.credentials_dir.clone() else {
+        let Some(vault) = self.opts.credentials.clone() else {
             return;
         };
         let Endpoint::Http { url, auth, .. } = &mut self.endpoint else {
@@ -469,7 +469,7 @@ impl Runner {
         };
         let oauth = self.spec.oauth.as_deref();
         let machine = oauth.is_some_and(|o| o.client_credentials);
-        let store = match crate::oauth::FileCredentialStore::new(dir, url) {
+        let store = match crate::oauth::VaultCredentialStore::new(vault, url) {
             Ok(s) => s,
             Err(e) => {
                 tracing::warn!(server = %self.spec.name, error = %e, "no credential store");

@@ -5,10 +5,10 @@
 
 use futures::future::BoxFuture;
 use mcp_host_client::oauth::{
-    AuthSettings, AuthorizationResponse, Authorizer, CredentialStore, FileCredentialStore, Grant,
-    OAuth, OAuthError, StoredCredentials,
+    AuthSettings, AuthorizationResponse, Authorizer, CredentialStore, Grant, OAuth, OAuthError,
+    StoredCredentials, VaultCredentialStore,
 };
-use mcp_host_store::CredentialFiles;
+use mcp_host_store::CredentialVault;
 use mcp_host_testkit::oauth_server::LocalAuthServer;
 use serde_json::{Value, json};
 use std::os::unix::fs::PermissionsExt;
@@ -57,18 +57,18 @@ fn expired(issuer: &str, access: &str, refresh: &str) -> StoredCredentials {
         .with_issuer(Some(issuer.to_string()))
 }
 
-fn store(dir: &Path, server_url: &str) -> FileCredentialStore {
-    FileCredentialStore::new(dir, server_url).unwrap()
+fn store(dir: &Path, server_url: &str) -> VaultCredentialStore {
+    VaultCredentialStore::new(CredentialVault::new(dir), server_url).unwrap()
 }
 
 /// The file's JSON, read past the store.
-fn file_json(dir: &Path, store: &FileCredentialStore) -> Option<Value> {
-    CredentialFiles::new(dir)
+fn file_json(dir: &Path, store: &VaultCredentialStore) -> Option<Value> {
+    CredentialVault::new(dir)
         .load(&store.credential_key())
         .unwrap()
 }
 
-fn stored_refresh_token(dir: &Path, store: &FileCredentialStore) -> Option<String> {
+fn stored_refresh_token(dir: &Path, store: &VaultCredentialStore) -> Option<String> {
     file_json(dir, store)?["credentials"]["token_response"]["refresh_token"]
         .as_str()
         .map(str::to_string)
@@ -76,7 +76,7 @@ fn stored_refresh_token(dir: &Path, store: &FileCredentialStore) -> Option<Strin
 
 async fn token_through_oauth(
     server_url: &str,
-    store: FileCredentialStore,
+    store: VaultCredentialStore,
 ) -> Result<String, OAuthError> {
     let oauth = OAuth::with_store(server_url, settings(), Arc::new(store))
         .await
@@ -116,7 +116,7 @@ async fn a_rotated_refresh_token_is_on_disk_and_is_what_the_next_refresh_uses() 
     // rotated token from the file (the server no longer accepts refresh-0).
     let mut value = file_json(dir.path(), &first).unwrap();
     value["credentials"]["token_received_at"] = json!(now() - 7200);
-    CredentialFiles::new(dir.path())
+    CredentialVault::new(dir.path())
         .save(&first.credential_key(), &value)
         .unwrap();
     let restarted = store(dir.path(), &url);
@@ -160,7 +160,7 @@ async fn a_credential_is_only_loaded_for_its_own_resource() {
 
     // Even A's file under B's name is not B's credential: the file records its resource.
     let a_content = file_json(&creds_dir, &a).unwrap();
-    CredentialFiles::new(&creds_dir)
+    CredentialVault::new(&creds_dir)
         .save(&b.credential_key(), &a_content)
         .unwrap();
     assert!(b.load().await.unwrap().is_none());

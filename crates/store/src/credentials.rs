@@ -1,17 +1,26 @@
-//! OAuth credentials on disk, for when no OS keyring is available: one file per
-//! (authorization-server issuer, resource), readable by the user alone (0600, in a 0700
-//! directory), written atomically (a temporary file, fsync, rename), so a crash never leaves
-//! half a token. A refresh is serialised across processes by an exclusive `flock` on a lock
-//! file beside the credential: whoever holds it reads the current credential, refreshes,
-//! and writes the rotated one before releasing it, so a second process waiting for the lock
-//! finds the new token and does not refresh again. The content is opaque JSON to this
-//! module; it never logs it.
+//! Where OAuth credentials persist: [`CredentialVault`], one credential per (authorization
+//! server issuer, resource) key. The contents go to the OS keyring when one is reachable and
+//! unlocked ([`crate::OsKeyring`], probed once, on first use, so commands that never touch a
+//! credential never pay for D-Bus), else to one file per key, readable by the user alone
+//! (0600, in a 0700 directory), written atomically (a temporary file, fsync, rename), so a
+//! crash never leaves half a token. [`VaultChoice`] can force either.
+//!
+//! A refresh is serialised across processes by an exclusive `flock` on a lock file in the
+//! same directory, whichever holds the contents: whoever holds it reads the current
+//! credential, refreshes, and writes the rotated one before releasing it, so a second
+//! process waiting for the lock finds the new token and does not refresh again.
+//!
+//! With the keyring in use, a file left from a time without one is still read (and removed
+//! when the keyring takes the next save), so moving to a desktop session loses no sign-in.
+//! The content is opaque JSON to this module; it never logs it.
 
+use crate::keyring::OsKeyring;
 use sha2::{Digest, Sha256};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 #[derive(Debug, thiserror::Error)]
@@ -25,6 +34,68 @@ pub enum CredentialError {
     Corrupt { path: String, detail: String },
     #[error("another process held the refresh lock for {0:?}")]
     LockTimeout(Duration),
+    #[error("OS keyring, credential for {resource}: {detail}")]
+    Keyring { resource: String, detail: String },
+    #[error("{0} (MCP_HOST_CREDENTIAL_STORE=keyring)")]
+    KeyringRequired(String),
+}
+
+/// Where credential contents may go.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum VaultChoice {
+    /// The OS keyring when it works, else private files.
+    #[default]
+    Auto,
+    /// The OS keyring or nothing: every operation fails when it is unavailable.
+    Keyring,
+    /// Private files only.
+    Files,
+}
+
+impl std::str::FromStr for VaultChoice {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "auto" | "" => Ok(Self::Auto),
+            "keyring" => Ok(Self::Keyring),
+            "file" | "files" => Ok(Self::Files),
+            other => Err(format!(
+                "unknown credential store `{other}` (expected auto, keyring or file)"
+            )),
+        }
+    }
+}
+
+/// How a vault protects what it holds, for telling the person.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Protection {
+    OsKeyring,
+    /// Private files; `why` says why not the keyring (None when files were chosen).
+    PrivateFiles {
+        why: Option<String>,
+    },
+}
+
+impl std::fmt::Display for Protection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::OsKeyring => f.write_str("OS keyring (Secret Service)"),
+            Self::PrivateFiles { why: None } => f.write_str("private files (0600)"),
+            Self::PrivateFiles { why: Some(why) } => write!(f, "private files (0600); {why}"),
+        }
+    }
+}
+
+/// What the first use of a vault found.
+#[derive(Debug)]
+enum Backend {
+    Keyring(OsKeyring),
+    Files {
+        why: Option<String>,
+    },
+    /// The keyring was required and is not there.
+    Unavailable(String),
 }
 
 /// Which credential: the issuer that granted it and the resource (server) it is for.
@@ -35,17 +106,20 @@ pub struct CredentialKey {
 }
 
 impl CredentialKey {
-    /// The file stem: a hash, so neither URL appears in a file name.
-    fn stem(&self) -> String {
+    /// The file stem and keyring account: a hash, so neither URL appears in a name.
+    pub(crate) fn stem(&self) -> String {
         let digest = Sha256::digest(format!("{}\n{}", self.issuer, self.resource).as_bytes());
         crate::hex(&digest[..16])
     }
 }
 
-/// The directory of credential files.
+/// The credential store of one user: the keyring or files for contents, and a directory
+/// for files and refresh locks. Clones share the one probe of the keyring.
 #[derive(Clone, Debug)]
-pub struct CredentialFiles {
+pub struct CredentialVault {
     dir: PathBuf,
+    choice: VaultChoice,
+    backend: Arc<OnceLock<Backend>>,
 }
 
 /// Held while a refresh is in progress; dropping it lets the next process in.
@@ -61,9 +135,81 @@ fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> CredentialError + '_ {
     }
 }
 
-impl CredentialFiles {
+impl CredentialVault {
+    /// Files in `dir` only (no keyring).
     pub fn new(dir: impl Into<PathBuf>) -> Self {
-        Self { dir: dir.into() }
+        Self::choosing(dir, VaultChoice::Files)
+    }
+
+    /// Contents where `choice` says; `dir` holds the files and the refresh locks.
+    pub fn choosing(dir: impl Into<PathBuf>, choice: VaultChoice) -> Self {
+        Self {
+            dir: dir.into(),
+            choice,
+            backend: Arc::default(),
+        }
+    }
+
+    fn backend(&self) -> &Backend {
+        self.backend.get_or_init(|| match self.choice {
+            VaultChoice::Files => Backend::Files { why: None },
+            VaultChoice::Auto => match OsKeyring::probe() {
+                Ok(k) => Backend::Keyring(k),
+                Err(e) => Backend::Files {
+                    why: Some(e.to_string()),
+                },
+            },
+            VaultChoice::Keyring => match OsKeyring::probe() {
+                Ok(k) => Backend::Keyring(k),
+                Err(e) => Backend::Unavailable(e.to_string()),
+            },
+        })
+    }
+
+    /// Where the contents go (probing the keyring if not done yet).
+    pub fn protection(&self) -> Result<Protection, CredentialError> {
+        match self.backend() {
+            Backend::Keyring(_) => Ok(Protection::OsKeyring),
+            Backend::Files { why } => Ok(Protection::PrivateFiles { why: why.clone() }),
+            Backend::Unavailable(why) => Err(CredentialError::KeyringRequired(why.clone())),
+        }
+    }
+
+    /// The stored credential, if any.
+    pub fn load(&self, key: &CredentialKey) -> Result<Option<serde_json::Value>, CredentialError> {
+        match self.backend() {
+            Backend::Keyring(k) => match k.load(key)? {
+                Some(v) => Ok(Some(v)),
+                None => self.load_file(key),
+            },
+            Backend::Files { .. } => self.load_file(key),
+            Backend::Unavailable(why) => Err(CredentialError::KeyringRequired(why.clone())),
+        }
+    }
+
+    /// Replaces the stored credential.
+    pub fn save(
+        &self,
+        key: &CredentialKey,
+        value: &serde_json::Value,
+    ) -> Result<(), CredentialError> {
+        match self.backend() {
+            Backend::Keyring(k) => {
+                k.save(key, value)?;
+                // The keyring has it now; a file copy from before would only go stale.
+                self.clear_file(key)
+            }
+            Backend::Files { .. } => self.save_file(key, value),
+            Backend::Unavailable(why) => Err(CredentialError::KeyringRequired(why.clone())),
+        }
+    }
+
+    /// Forgets the credential (logout), wherever it is. Absent already is fine.
+    pub fn clear(&self, key: &CredentialKey) -> Result<(), CredentialError> {
+        if let Backend::Keyring(k) = self.backend() {
+            k.clear(key)?;
+        }
+        self.clear_file(key)
     }
 
     fn ensure_dir(&self) -> Result<(), CredentialError> {
@@ -77,13 +223,12 @@ impl CredentialFiles {
             .map_err(io_err(&self.dir))
     }
 
-    /// The file that holds `key`'s credential.
+    /// The file that holds `key`'s credential when files hold the contents.
     pub fn path(&self, key: &CredentialKey) -> PathBuf {
         self.dir.join(format!("{}.json", key.stem()))
     }
 
-    /// The stored credential, if any.
-    pub fn load(&self, key: &CredentialKey) -> Result<Option<serde_json::Value>, CredentialError> {
+    fn load_file(&self, key: &CredentialKey) -> Result<Option<serde_json::Value>, CredentialError> {
         let path = self.path(key);
         let text = match std::fs::read_to_string(&path) {
             Ok(t) => t,
@@ -98,8 +243,8 @@ impl CredentialFiles {
             })
     }
 
-    /// Replaces the stored credential, atomically, readable by the user alone.
-    pub fn save(
+    /// Replaces the file, atomically, readable by the user alone.
+    fn save_file(
         &self,
         key: &CredentialKey,
         value: &serde_json::Value,
@@ -128,8 +273,7 @@ impl CredentialFiles {
         })
     }
 
-    /// Forgets the credential (logout). Absent already is fine.
-    pub fn clear(&self, key: &CredentialKey) -> Result<(), CredentialError> {
+    fn clear_file(&self, key: &CredentialKey) -> Result<(), CredentialError> {
         let path = self.path(key);
         match std::fs::remove_file(&path) {
             Ok(()) => Ok(()),
@@ -185,7 +329,7 @@ mod tests {
     #[test]
     fn credentials_round_trip_in_private_files_and_can_be_cleared() {
         let dir = tempfile::tempdir().unwrap();
-        let files = CredentialFiles::new(dir.path().join("creds"));
+        let files = CredentialVault::new(dir.path().join("creds"));
         assert!(files.load(&key()).unwrap().is_none());
         let value = json!({"access_token": "a1", "refresh_token": "r1", "client_secret": "s"});
         files.save(&key(), &value).unwrap();
@@ -216,7 +360,7 @@ mod tests {
     #[tokio::test]
     async fn the_refresh_lock_is_exclusive_and_released_on_drop() {
         let dir = tempfile::tempdir().unwrap();
-        let files = CredentialFiles::new(dir.path());
+        let files = CredentialVault::new(dir.path());
         let held = files
             .lock_refresh(&key(), Duration::from_secs(1))
             .await

@@ -12,11 +12,15 @@
 
 mod conversations;
 mod credentials;
+mod keyring;
 mod results;
 mod tool_calls;
 
 pub use conversations::{ConversationId, ConversationSummary};
-pub use credentials::{CredentialError, CredentialFiles, CredentialKey, RefreshLock};
+pub use credentials::{
+    CredentialError, CredentialKey, CredentialVault, Protection, RefreshLock, VaultChoice,
+};
+pub use keyring::{KeyringUnavailable, OsKeyring};
 pub use results::result_handle;
 pub use tool_calls::ToolCallRow;
 

@@ -1,13 +1,14 @@
 //! `mcp-host auth login|logout|status [SERVER]`: OAuth for remote servers. `login` signs in
 //! through the browser (or a pasted redirect) and stores the credential; later connections
-//! use it and refresh it without asking. Credentials are files under
-//! `$XDG_DATA_HOME/mcp-host/credentials` (0600), one per (issuer, resource).
+//! use it and refresh it without asking. Credentials go to the OS keyring (Secret Service)
+//! when it works, else to 0600 files under `$XDG_DATA_HOME/mcp-host/credentials`; `status`
+//! says which.
 
 use crate::cli::AuthCommand;
 use crate::host::Host;
 use crate::login::{LOGIN_TIMEOUT, LoopbackAuthorizer};
 use anyhow::{Context, bail};
-use mcp_host_client::oauth::{AuthSettings, CredentialStore, FileCredentialStore, Grant, OAuth};
+use mcp_host_client::oauth::{AuthSettings, CredentialStore, Grant, OAuth, VaultCredentialStore};
 use mcp_host_client::{ClientFeatures, Endpoint, EraChoice, Session};
 use mcp_host_config::{ServerReadiness, ServerSpec, Transport};
 use std::process::ExitCode;
@@ -50,8 +51,8 @@ fn one<'h>(host: &'h Host, name: &str) -> anyhow::Result<(&'h ServerSpec, &'h st
     }
 }
 
-fn store_for(host: &Host, url: &str) -> anyhow::Result<FileCredentialStore> {
-    Ok(FileCredentialStore::new(host.credentials_dir(), url)?)
+fn store_for(host: &Host, url: &str) -> anyhow::Result<VaultCredentialStore> {
+    Ok(VaultCredentialStore::new(host.credentials.clone(), url)?)
 }
 
 async fn login(host: &Host, name: &str) -> anyhow::Result<ExitCode> {
@@ -112,6 +113,11 @@ async fn status(host: &Host, only: Option<&str>) -> anyhow::Result<ExitCode> {
     let servers = http_servers(host, only);
     if servers.is_empty() {
         println!("no http servers are configured");
+        return Ok(ExitCode::SUCCESS);
+    }
+    match host.credentials.protection() {
+        Ok(p) => println!("credentials: {p}"),
+        Err(e) => println!("credentials: {e}"),
     }
     for (name, _, url) in servers {
         let line = match store_for(host, url)?.load().await {

@@ -16,7 +16,7 @@ mod persist;
 pub mod store;
 
 pub(crate) use client::AuthorizingClient;
-pub use persist::{DEFAULT_LOCK_WAIT, FileCredentialStore, ISSUER_IN_FILE};
+pub use persist::{DEFAULT_LOCK_WAIT, ISSUER_IN_FILE, VaultCredentialStore};
 pub use store::{CredentialStore, InMemoryCredentialStore, StoredCredentials};
 
 use futures::future::BoxFuture;

@@ -1,7 +1,7 @@
-//! Credentials that outlive the process: [`FileCredentialStore`] is rmcp's
-//! [`CredentialStore`] over `mcp_host_store::CredentialFiles` (one 0600 JSON file per
-//! credential in a 0700 directory, atomic writes, a cross-process refresh lock), for ONE
-//! server.
+//! Credentials that outlive the process: [`VaultCredentialStore`] is rmcp's
+//! [`CredentialStore`] over `mcp_host_store::CredentialVault` (the OS keyring, else one 0600
+//! JSON file per credential in a 0700 directory; a cross-process refresh lock either way),
+//! for ONE server. "The file" below is the vault's item for the credential, wherever it is.
 //!
 //! **Keying.** A store is made for one resource: the server's canonical URL (parsed, fragment
 //! dropped, the same string the flow sends as RFC 8707 `resource`). The issuer is not known
@@ -15,9 +15,9 @@
 //! file were copied or renamed.
 //!
 //! **Client secret.** `StoredCredentials` has no `client_secret` (rmcp gap). The file keeps
-//! the secret given with [`FileCredentialStore::with_client_secret`] (from `AuthSettings`),
+//! the secret given with [`VaultCredentialStore::with_client_secret`] (from `AuthSettings`),
 //! or the one already in the file for the same client id, beside the credentials, and
-//! [`FileCredentialStore::stored_client_secret`] reads it back after a restart.
+//! [`VaultCredentialStore::stored_client_secret`] reads it back after a restart.
 //!
 //! **Refresh coordination.** rmcp takes [`CredentialStore::acquire_refresh_guard`] before it
 //! loads the credential to refresh and holds it through the token request and the save; the
@@ -48,10 +48,9 @@
 
 use super::OAuthError;
 use super::store::{CredentialRefreshGuard, CredentialStore, StoreError, StoredCredentials};
-use mcp_host_store::{CredentialError, CredentialFiles, CredentialKey, RefreshLock};
+use mcp_host_store::{CredentialError, CredentialKey, CredentialVault, RefreshLock};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -118,8 +117,8 @@ impl Drop for Guard {
 /// rmcp's [`CredentialStore`] in a private file, for one server. Make one per `OAuth`
 /// (it is the manager's store; clones share the lock bookkeeping and are the same store).
 #[derive(Clone)]
-pub struct FileCredentialStore {
-    files: CredentialFiles,
+pub struct VaultCredentialStore {
+    vault: CredentialVault,
     key: CredentialKey,
     client_secret: Option<String>,
     lock_wait: Duration,
@@ -128,10 +127,10 @@ pub struct FileCredentialStore {
     state: Arc<Mutex<LockState>>,
 }
 
-impl std::fmt::Debug for FileCredentialStore {
+impl std::fmt::Debug for VaultCredentialStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("FileCredentialStore")
-            .field("files", &self.files)
+        f.debug_struct("VaultCredentialStore")
+            .field("vault", &self.vault)
             .field("resource", &self.key.resource)
             .field(
                 "client_secret",
@@ -190,12 +189,12 @@ fn due_for_refresh(credentials: &StoredCredentials) -> bool {
     has_refresh && remaining < buffer.max(1)
 }
 
-impl FileCredentialStore {
-    /// The credentials for the server at `server_url`, kept in `dir` (created 0700 on the
-    /// first write; the user's data directory, e.g. `$XDG_DATA_HOME/mcp-host/credentials`).
-    pub fn new(dir: impl Into<PathBuf>, server_url: &str) -> Result<Self, OAuthError> {
+impl VaultCredentialStore {
+    /// The credentials for the server at `server_url`, kept in `vault` (the user's, e.g.
+    /// over `$XDG_DATA_HOME/mcp-host/credentials`; clones of one vault share its keyring).
+    pub fn new(vault: CredentialVault, server_url: &str) -> Result<Self, OAuthError> {
         Ok(Self {
-            files: CredentialFiles::new(dir),
+            vault,
             key: CredentialKey {
                 issuer: ISSUER_IN_FILE.to_string(),
                 resource: canonical_resource(server_url)?,
@@ -247,7 +246,7 @@ impl FileCredentialStore {
         &self.key.resource
     }
 
-    /// The key of this store's file in `CredentialFiles`.
+    /// The key of this store's file in `CredentialVault`.
     pub fn credential_key(&self) -> CredentialKey {
         self.key.clone()
     }
@@ -261,7 +260,7 @@ impl FileCredentialStore {
 
     /// The file's content, if it is for this resource.
     fn read(&self) -> Result<Option<CredentialFile>, StoreError> {
-        let Some(value) = self.files.load(&self.key).map_err(store_error)? else {
+        let Some(value) = self.vault.load(&self.key).map_err(store_error)? else {
             return Ok(None);
         };
         // No serde detail in the message: it could quote a token.
@@ -314,7 +313,7 @@ impl FileCredentialStore {
 }
 
 #[async_trait::async_trait]
-impl CredentialStore for FileCredentialStore {
+impl CredentialStore for VaultCredentialStore {
     async fn load(&self) -> Result<Option<StoredCredentials>, StoreError> {
         let Some(file) = self.read()? else {
             return Ok(None);
@@ -325,7 +324,7 @@ impl CredentialStore for FileCredentialStore {
         }
         // Due for refresh: another process may be refreshing it right now. Wait for it and
         // read again, so that its rotated token is used instead of refreshing a second time.
-        let lock = match self.files.lock_refresh(&self.key, self.lock_wait).await {
+        let lock = match self.vault.lock_refresh(&self.key, self.lock_wait).await {
             Ok(lock) => lock,
             Err(e) => {
                 tracing::debug!(resource = %self.key.resource, error = %e, "refresh lock not taken on load");
@@ -357,11 +356,11 @@ impl CredentialStore for FileCredentialStore {
         let value = serde_json::to_value(&file).map_err(|_| {
             StoreError::CredentialStoreError("credentials could not be serialized".into())
         })?;
-        self.files.save(&self.key, &value).map_err(store_error)
+        self.vault.save(&self.key, &value).map_err(store_error)
     }
 
     async fn clear(&self) -> Result<(), StoreError> {
-        self.files.clear(&self.key).map_err(store_error)
+        self.vault.clear(&self.key).map_err(store_error)
     }
 
     async fn on_refresh_token_rejected(
@@ -390,7 +389,7 @@ impl CredentialStore for FileCredentialStore {
         let lock = match reserved {
             Some((lock, _)) => lock,
             None => self
-                .files
+                .vault
                 .lock_refresh(&self.key, self.lock_wait)
                 .await
                 .map_err(store_error)?,
@@ -435,7 +434,7 @@ mod tests {
     async fn refreshes_start_early_by_the_stores_jitter_within_a_quarter_of_the_lifetime() {
         let dir = tempfile::tempdir().unwrap();
         let store = |fraction| {
-            FileCredentialStore::new(dir.path(), "http://h/mcp")
+            VaultCredentialStore::new(CredentialVault::new(dir.path()), "http://h/mcp")
                 .unwrap()
                 .with_jitter_fraction(fraction)
                 .with_lock_wait(Duration::ZERO)
@@ -464,7 +463,7 @@ mod tests {
     #[tokio::test]
     async fn a_due_credential_reserves_the_lock_for_the_refresh() {
         let dir = tempfile::tempdir().unwrap();
-        let store = FileCredentialStore::new(dir.path(), "http://h/mcp")
+        let store = VaultCredentialStore::new(CredentialVault::new(dir.path()), "http://h/mcp")
             .unwrap()
             .with_lock_wait(Duration::from_millis(200));
         store
