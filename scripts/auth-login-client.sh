@@ -6,9 +6,11 @@
 #   the suite's server, signs in with `mcp-host auth login` (the "browser" is
 #   scripts/headless-browser.py), then calls the suite's tool with `mcp-host call`, which
 #   uses the stored credential.
-# - Machine to machine (auth/client-credentials-*): the config's `oauth` block carries the
-#   grant, the client id and the secret (`${VAR}` from the environment) or the private key
-#   file, as a user would write it; `mcp-host call` alone gets the token.
+# - Machine to machine (auth/client-credentials-*, and SEP-990's
+#   auth/cross-app-access-*): the config's `oauth` block carries the grant, the client id and
+#   the secret (`${VAR}` from the environment), the private key file, or the identity
+#   provider with an ID token file, as a user would write it; `mcp-host call` alone gets
+#   the token.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 HOST="${CARGO_TARGET_DIR:-$ROOT/target}/debug/mcp-host"
@@ -18,7 +20,7 @@ trap 'rm -rf "$WORK"' EXIT
 export HOME="$WORK" XDG_DATA_HOME="$WORK/data" XDG_CONFIG_HOME="$WORK/config"
 CFG=(--strict-mcp-config --mcp-config "$WORK/servers.json")
 case "${MCP_CONFORMANCE_SCENARIO:-}" in
-  auth/client-credentials-*)
+  auth/client-credentials-*|auth/cross-app-access-*)
     # The secret goes through the environment, never into the file.
     export MCP_TEST_CLIENT_SECRET
     MCP_TEST_CLIENT_SECRET="$(python3 -c 'import json,os; print(json.loads(os.environ["MCP_CONFORMANCE_CONTEXT"]).get("client_secret", ""))')"
@@ -26,12 +28,22 @@ case "${MCP_CONFORMANCE_SCENARIO:-}" in
 import json, os, sys
 url, work = sys.argv[1], sys.argv[2]
 ctx = json.loads(os.environ["MCP_CONFORMANCE_CONTEXT"])
+def private_file(name, text):
+    path = os.path.join(work, name)
+    with open(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
+        f.write(text)
+    return path
 oauth = {"grant": "client_credentials", "clientId": ctx["client_id"]}
-if "private_key_pem" in ctx:
-    key = os.path.join(work, "client-key.pem")
-    with open(os.open(key, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
-        f.write(ctx["private_key_pem"])
-    oauth["privateKeyFile"] = key
+if "idp_id_token" in ctx:
+    oauth["grant"] = "identity_assertion"
+    oauth["clientSecret"] = "${MCP_TEST_CLIENT_SECRET}"
+    oauth["identityProvider"] = {
+        "tokenEndpoint": ctx["idp_token_endpoint"],
+        "clientId": ctx["idp_client_id"],
+        "idTokenFile": private_file("id-token", ctx["idp_id_token"]),
+    }
+elif "private_key_pem" in ctx:
+    oauth["privateKeyFile"] = private_file("client-key.pem", ctx["private_key_pem"])
     oauth["signingAlgorithm"] = ctx.get("signing_algorithm", "ES256")
 else:
     oauth["clientSecret"] = "${MCP_TEST_CLIENT_SECRET}"

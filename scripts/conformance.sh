@@ -12,8 +12,6 @@
 # `mcp-host call` with the stored credential; for client_credentials, the grant, secret or
 # private key file in the config's `oauth` block, then `mcp-host call`).
 #
-# Not in DEFAULT: auth/cross-app-access-complete-flow (SEP-990 token exchange at an identity
-# provider, then a JWT-bearer grant; not implemented yet).
 # auth/scope-retry-limit and auth/resource-mismatch pass with the driver exiting non-zero:
 # refusing is the expected outcome there, and the suite allows it.
 set -uo pipefail
@@ -36,8 +34,10 @@ DEFAULT=(
   auth/2025-03-26-oauth-metadata-backcompat auth/2025-03-26-oauth-endpoint-fallback
   auth/resource-mismatch auth/offline-access-scope auth/offline-access-not-supported
   auth/client-credentials-basic auth/client-credentials-jwt
+  auth/cross-app-access-complete-flow
   cli:auth/metadata-default cli:auth/scope-from-www-authenticate
   cli:auth/client-credentials-basic cli:auth/client-credentials-jwt
+  cli:auth/cross-app-access-complete-flow
 )
 SCENARIOS=("$@")
 [ ${#SCENARIOS[@]} -gt 0 ] || SCENARIOS=("${DEFAULT[@]}")

@@ -468,7 +468,7 @@ impl Runner {
             return;
         };
         let oauth = self.spec.oauth.as_deref();
-        let machine = oauth.is_some_and(|o| o.client_credentials);
+        let machine = oauth.is_some_and(|o| o.is_machine());
         let store = match crate::oauth::VaultCredentialStore::new(vault, url) {
             Ok(s) => s,
             Err(e) => {

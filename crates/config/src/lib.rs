@@ -7,6 +7,7 @@
 mod expand;
 mod file;
 mod load;
+mod oauth;
 mod permissions;
 mod server;
 mod trust;
@@ -14,10 +15,12 @@ mod trust;
 pub use expand::{ExpandError, expand};
 pub use file::{ConfigFile, ConfigProblem, Located, parse_config_text};
 pub use load::{ConfigPaths, LoadOptions, LoadedConfig, ServerEntry, ServerReadiness, load};
+pub use oauth::{
+    IdToken, IdentityProviderConfig, OAuthConfig, OAuthGrant, RawIdentityProvider, RawOAuth,
+    SIGNING_ALGORITHMS,
+};
 pub use permissions::{
     HookCommand, HookMatcher, RawCondition, RawHooks, RawPermissions, RawRule, TaintExempt,
 };
-pub use server::{
-    OAuthConfig, RawOAuth, RawServer, RawToolOptions, Scope, ServerSpec, Transport, definition_hash,
-};
+pub use server::{RawServer, RawToolOptions, Scope, ServerSpec, Transport, definition_hash};
 pub use trust::{TrustAnswer, TrustError, TrustLedger};

@@ -2,6 +2,7 @@
 //! expanded (`ServerSpec`), which is what the connection layer consumes.
 
 use crate::expand::{ExpandError, expand};
+use crate::oauth::{OAuthConfig, RawOAuth};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -85,51 +86,6 @@ pub struct RawServer {
     pub oauth: Option<RawOAuth>,
 }
 
-/// The `oauth` block of an http server, as written (`${VAR}` allowed in `clientSecret`).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct RawOAuth {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub client_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub client_secret: Option<String>,
-    /// HTTPS URL of this client's metadata document (used as `client_id` when the
-    /// authorization server supports it).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub client_metadata_url: Option<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub scopes: Vec<String>,
-    /// `authorization_code` (default: a person logs in) or `client_credentials`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub grant: Option<String>,
-    /// `client_credentials` with `private_key_jwt`: a PKCS#8 PEM file holding the key that
-    /// signs the client assertion (`${VAR}` allowed), instead of a client secret.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub private_key_file: Option<String>,
-    /// The assertion's algorithm: `ES256` (default), `ES384` or `RS256`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub signing_algorithm: Option<String>,
-}
-
-/// The algorithms `oauth.signingAlgorithm` accepts.
-pub const SIGNING_ALGORITHMS: [&str; 3] = ["ES256", "ES384", "RS256"];
-
-/// OAuth settings with variables expanded.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct OAuthConfig {
-    pub client_id: Option<String>,
-    pub client_secret: Option<String>,
-    pub client_metadata_url: Option<String>,
-    pub scopes: Vec<String>,
-    /// Machine-to-machine: `client_credentials` instead of a person's login.
-    pub client_credentials: bool,
-    /// With `client_credentials`: authenticate with an assertion signed by the key in this
-    /// file (`private_key_jwt`) rather than with the client secret.
-    pub private_key_file: Option<PathBuf>,
-    /// One of [`SIGNING_ALGORITHMS`].
-    pub signing_algorithm: String,
-}
-
 /// Options for one tool of a server.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -199,7 +155,7 @@ pub struct SpecError {
 }
 
 impl SpecError {
-    fn new(key: &str, message: impl Into<String>) -> Self {
+    pub(crate) fn new(key: &str, message: impl Into<String>) -> Self {
         Self {
             key: key.to_string(),
             message: message.into(),
@@ -245,82 +201,7 @@ impl RawServer {
                 "OAuth is for http servers; a stdio server gets its secrets through `env`",
             ));
         }
-        let client_credentials = match raw.grant.as_deref() {
-            None | Some("authorization_code") => false,
-            Some("client_credentials") => true,
-            Some(other) => {
-                return Err(SpecError::new(
-                    "oauth.grant",
-                    format!(
-                        "unknown grant `{other}` (expected authorization_code or client_credentials)"
-                    ),
-                ));
-            }
-        };
-        if client_credentials && raw.client_id.is_none() {
-            return Err(SpecError::new(
-                "oauth.clientId",
-                "client_credentials needs a pre-registered clientId",
-            ));
-        }
-        if let Some(url) = &raw.client_metadata_url
-            && !url.starts_with("https://")
-        {
-            return Err(SpecError::new(
-                "oauth.clientMetadataUrl",
-                "a client metadata document must be an https URL",
-            ));
-        }
-        let private_key_file = (raw.private_key_file.as_deref())
-            .map(|f| exp("oauth.privateKeyFile", f).map(PathBuf::from))
-            .transpose()?;
-        if let Some(file) = &private_key_file {
-            if !file.is_absolute() {
-                return Err(SpecError::new(
-                    "oauth.privateKeyFile",
-                    "the private key file must be an absolute path",
-                ));
-            }
-            if !client_credentials {
-                return Err(SpecError::new(
-                    "oauth.privateKeyFile",
-                    "a private key signs client_credentials requests; set `grant` to client_credentials",
-                ));
-            }
-            if raw.client_secret.is_some() {
-                return Err(SpecError::new(
-                    "oauth.privateKeyFile",
-                    "give either `clientSecret` or `privateKeyFile`, not both",
-                ));
-            }
-        }
-        let signing_algorithm = raw.signing_algorithm.as_deref().unwrap_or("ES256");
-        if !SIGNING_ALGORITHMS.contains(&signing_algorithm) {
-            return Err(SpecError::new(
-                "oauth.signingAlgorithm",
-                format!(
-                    "unsupported algorithm `{signing_algorithm}` (expected one of {})",
-                    SIGNING_ALGORITHMS.join(", ")
-                ),
-            ));
-        }
-        if raw.signing_algorithm.is_some() && private_key_file.is_none() {
-            return Err(SpecError::new(
-                "oauth.signingAlgorithm",
-                "a signing algorithm needs `privateKeyFile`",
-            ));
-        }
-        Ok(Some(Box::new(OAuthConfig {
-            private_key_file,
-            signing_algorithm: signing_algorithm.to_string(),
-            client_id: raw.client_id.clone(),
-            client_secret: (raw.client_secret.as_deref())
-                .map(|s| exp("oauth.clientSecret", s))
-                .transpose()?,
-            client_metadata_url: raw.client_metadata_url.clone(),
-            scopes: raw.scopes.clone(),
-            client_credentials,
-        })))
+        crate::oauth::oauth_config(raw, exp).map(|c| Some(Box::new(c)))
     }
 
     pub fn to_spec(
@@ -433,19 +314,21 @@ mod tests {
 
     #[test]
     fn oauth_blocks_expand_secrets_and_are_checked() {
+        use crate::oauth::{IdToken, IdentityProviderConfig, OAuthGrant};
         let s = raw(r#"{"url":"https://mcp.example/mcp","oauth":{"clientId":"c1","clientSecret":"${TOKEN}","scopes":["read"]}}"#)
             .to_spec("r", Scope::User, &env)
             .unwrap();
         let o = s.oauth.unwrap();
         assert_eq!(o.client_secret.as_deref(), Some("s3cret"));
         assert_eq!(
+            (o.client_id.as_deref(), o.scopes.as_slice(), &o.grant),
             (
-                o.client_id.as_deref(),
-                o.scopes.as_slice(),
-                o.client_credentials
-            ),
-            (Some("c1"), &["read".to_string()][..], false)
+                Some("c1"),
+                &["read".to_string()][..],
+                &OAuthGrant::AuthorizationCode
+            )
         );
+        assert!(!o.is_machine());
         let bad = |json: &str| raw(json).to_spec("r", Scope::User, &env).unwrap_err();
         assert_eq!(bad(r#"{"command":"x","oauth":{}}"#).key, "oauth");
         assert_eq!(
@@ -463,7 +346,7 @@ mod tests {
         );
         assert_eq!(
             bad(r#"{"url":"https://a/mcp","oauth":{"grant":"client_credentials","clientId":"c","privateKeyFile":"k.pem"}}"#).message,
-            "the private key file must be an absolute path"
+            "the file must be an absolute path"
         );
         assert_eq!(
             bad(r#"{"url":"https://a/mcp","oauth":{"grant":"client_credentials","clientId":"c","privateKeyFile":"/k.pem","signingAlgorithm":"HS256"}}"#).key,
@@ -475,12 +358,58 @@ mod tests {
             .oauth
             .unwrap();
         assert_eq!(
-            (
-                jwt.private_key_file.as_deref(),
-                jwt.signing_algorithm.as_str()
-            ),
-            (Some(std::path::Path::new("/keys/s3cret.pem")), "RS256")
+            jwt.grant,
+            OAuthGrant::PrivateKeyJwt {
+                key_file: "/keys/s3cret.pem".into(),
+                algorithm: "RS256".into()
+            }
         );
+        assert!(jwt.is_machine());
+        // SEP-990: the identity provider block, its token from the environment or a file.
+        let idp = raw(r#"{"url":"https://a/mcp","oauth":{"grant":"identity_assertion","clientId":"c","clientSecret":"${TOKEN}",
+            "identityProvider":{"tokenEndpoint":"https://idp/token","clientId":"i","idToken":"${TOKEN}"}}}"#)
+            .to_spec("r", Scope::User, &env)
+            .unwrap()
+            .oauth
+            .unwrap();
+        assert_eq!(
+            idp.grant,
+            OAuthGrant::IdentityAssertion(IdentityProviderConfig {
+                token_endpoint: "https://idp/token".into(),
+                client_id: "i".into(),
+                client_secret: None,
+                id_token: IdToken::Value("s3cret".into()),
+            })
+        );
+        for (json, key) in [
+            (
+                r#"{"grant":"identity_assertion","clientId":"c"}"#,
+                "oauth.identityProvider",
+            ),
+            (
+                r#"{"clientId":"c","identityProvider":{}}"#,
+                "oauth.identityProvider",
+            ),
+            (
+                r#"{"grant":"identity_assertion","clientId":"c","identityProvider":{"clientId":"i","idToken":"t"}}"#,
+                "oauth.identityProvider.tokenEndpoint",
+            ),
+            (
+                r#"{"grant":"identity_assertion","clientId":"c","identityProvider":{"tokenEndpoint":"https://i/t","clientId":"i"}}"#,
+                "oauth.identityProvider",
+            ),
+            (
+                r#"{"grant":"identity_assertion","clientId":"c","identityProvider":{"tokenEndpoint":"https://i/t","clientId":"i","idTokenFile":"rel"}}"#,
+                "oauth.identityProvider.idTokenFile",
+            ),
+            (
+                r#"{"grant":"identity_assertion","identityProvider":{"tokenEndpoint":"https://i/t","clientId":"i","idToken":"t"}}"#,
+                "oauth.clientId",
+            ),
+        ] {
+            let server = format!(r#"{{"url":"https://a/mcp","oauth":{json}}}"#);
+            assert_eq!(bad(&server).key, key, "{json}");
+        }
         assert_eq!(
             bad(r#"{"url":"https://a/mcp","oauth":{"grant":"client_credentials"}}"#).key,
             "oauth.clientId"

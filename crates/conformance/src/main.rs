@@ -6,6 +6,7 @@
 mod headless;
 
 use anyhow::{Context, bail};
+use mcp_host_client::oauth::{IdTokenSource, IdentityProvider};
 use mcp_host_client::{AuthSettings, ClientFeatures, Endpoint, EraChoice, Grant, OAuth, Session};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
@@ -69,6 +70,12 @@ async fn oauth(url: &str, scenario: &str) -> anyhow::Result<OAuth> {
                 .parse()?,
         },
         "auth/client-credentials-basic" => Grant::ClientSecret,
+        "auth/cross-app-access-complete-flow" => Grant::IdentityAssertion(IdentityProvider {
+            token_endpoint: field("idp_token_endpoint").context("no idp_token_endpoint")?,
+            client_id: field("idp_client_id").context("no idp_client_id")?,
+            client_secret: None,
+            id_token: IdTokenSource::Value(field("idp_id_token").context("no idp_id_token")?),
+        }),
         _ => Grant::AuthorizationCode(Arc::new(headless::Authorizer::new()?)),
     };
     let mut settings = AuthSettings::new(REDIRECT_URI, grant);

@@ -3,22 +3,22 @@
 //! check, resource match), client identity (pre-registered, else a metadata document when
 //! the server supports it, else dynamic registration, once per authorization server), scope
 //! choice, the authorization-code round with PKCE and `resource`, the step-up on 403, and
-//! the client-credentials grants. One round runs at a time per server.
+//! the machine grants (client credentials, and SEP-990's identity assertion in
+//! `enterprise.rs`). One round runs at a time per server.
 
-use super::store::{CredentialStore, Shared as SharedStore, StoredCredentials};
+use super::enterprise::Exchange;
+use super::store::{CredentialStore, Shared as SharedStore};
+use super::token::{MAX_TOKEN_RESPONSE, TokenRequest, listed, save_token};
 use super::{AuthSettings, Authorizer, Grant, JwtAlgorithm, OAuthError, jwt};
 use rmcp::transport::auth::{
     AuthClient, AuthError, AuthorizationManager, AuthorizationMetadata, ClientCredentialsConfig,
-    OAuthClientConfig, OAuthTokenResponse,
+    OAuthClientConfig,
 };
 use serde_json::Value;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 use tokio::sync::Mutex;
-
-/// Largest token response accepted from an authorization server.
-const MAX_TOKEN_RESPONSE: usize = 1024 * 1024;
 
 /// What the server said when it refused a request.
 pub(crate) enum Challenge<'a> {
@@ -224,7 +224,7 @@ impl Shared {
                 self.step_up(&mut state, authorizer.as_ref(), header, scope)
                     .await?
             }
-            (_, Challenge::Unauthorized(header)) => self.client_credentials(header).await?,
+            (_, Challenge::Unauthorized(header)) => self.machine_grant(header).await?,
             // A machine client gets what it was given; it does not negotiate for more.
             (_, Challenge::InsufficientScope { .. }) => Next::GiveUp,
         };
@@ -410,8 +410,8 @@ impl Shared {
         Ok(Next::Retry)
     }
 
-    /// 401 for a machine client: a `client_credentials` token.
-    async fn client_credentials(&self, challenge: &str) -> Result<Next, AuthError> {
+    /// 401 for a machine client: a `client_credentials` or identity-assertion token.
+    async fn machine_grant(&self, challenge: &str) -> Result<Next, AuthError> {
         let mut manager = self.template.auth_manager.lock().await;
         let metadata = self.discover(&manager, challenge).await?;
         manager.set_metadata(metadata.clone());
@@ -426,7 +426,7 @@ impl Shared {
         };
         let (Some(client_id), secret) = (&self.settings.client_id, &self.settings.client_secret)
         else {
-            return Err(config_error("client_credentials needs a client id").into());
+            return Err(config_error("a machine grant needs a client id").into());
         };
         match &self.settings.grant {
             Grant::ClientSecret => {
@@ -451,6 +451,22 @@ impl Shared {
                 self.jwt_exchange(&metadata, client_id, private_key_pem, *algorithm, &scopes)
                     .await?;
             }
+            Grant::IdentityAssertion(idp) => {
+                manager.configure_client_id(client_id)?;
+                drop(manager);
+                Exchange {
+                    http: &self.token_http,
+                    resource: &self.resource,
+                    metadata: &metadata,
+                    idp,
+                    client_id,
+                    client_secret: secret.as_deref(),
+                    scopes: &scopes,
+                    store: &self.store,
+                }
+                .run()
+                .await?;
+            }
             Grant::AuthorizationCode(_) => return Ok(Next::GiveUp),
         }
         Ok(Next::Retry)
@@ -465,20 +481,18 @@ impl Shared {
         algorithm: JwtAlgorithm,
         scopes: &[String],
     ) -> Result<(), AuthError> {
-        let cc_error = |m: String| AuthError::ClientCredentialsError(m);
-        let listed = |field: &str, value: &str| {
-            metadata
-                .additional_fields
-                .get(field)
-                .and_then(Value::as_array)
-                .is_none_or(|a| a.iter().any(|v| v.as_str() == Some(value)))
-        };
-        if !listed("token_endpoint_auth_methods_supported", "private_key_jwt") {
+        let cc_error = AuthError::ClientCredentialsError;
+        if !listed(
+            metadata,
+            "token_endpoint_auth_methods_supported",
+            "private_key_jwt",
+        ) {
             return Err(cc_error(
                 "the authorization server does not accept private_key_jwt".into(),
             ));
         }
         if !listed(
+            metadata,
             "token_endpoint_auth_signing_alg_values_supported",
             algorithm.as_str(),
         ) {
@@ -491,77 +505,31 @@ impl Shared {
             .issuer
             .as_deref()
             .ok_or_else(|| cc_error("the authorization server metadata names no issuer".into()))?;
-        let token_url = reqwest::Url::parse(&metadata.token_endpoint)?;
-        if !secure_token_endpoint(&self.resource, &token_url) {
-            return Err(cc_error(format!(
-                "refusing to send credentials to {token_url}: HTTPS is required"
-            )));
-        }
         let assertion = jwt::client_assertion(client_id, audience, private_key_pem, algorithm)
             .map_err(AuthError::from)?;
-        let body = {
-            let mut form = url::form_urlencoded::Serializer::new(String::new());
-            form.append_pair("grant_type", "client_credentials");
-            form.append_pair(
+        let mut form = vec![
+            ("grant_type", "client_credentials".to_string()),
+            (
                 "client_assertion_type",
-                "urn:ietf:params:oauth:client-assertion-type:jwt-bearer",
-            );
-            form.append_pair("client_assertion", &assertion);
-            if !scopes.is_empty() {
-                form.append_pair("scope", &scopes.join(" "));
-            }
-            form.append_pair("resource", &self.resource);
-            form.finish()
-        };
-        let response = self
-            .token_http
-            .post(token_url)
-            .header(
-                reqwest::header::CONTENT_TYPE,
-                "application/x-www-form-urlencoded",
-            )
-            .header(reqwest::header::ACCEPT, "application/json")
-            .body(body)
-            .send()
-            .await?;
-        let status = response.status();
-        if response
-            .content_length()
-            .is_some_and(|n| n > MAX_TOKEN_RESPONSE as u64)
-        {
-            return Err(cc_error("token response too large".into()));
+                "urn:ietf:params:oauth:client-assertion-type:jwt-bearer".to_string(),
+            ),
+            ("client_assertion", assertion),
+        ];
+        if !scopes.is_empty() {
+            form.push(("scope", scopes.join(" ")));
         }
-        let body = response.bytes().await?;
-        if body.len() > MAX_TOKEN_RESPONSE {
-            return Err(cc_error("token response too large".into()));
+        form.push(("resource", self.resource.clone()));
+        let json = TokenRequest {
+            http: &self.token_http,
+            resource: &self.resource,
+            endpoint: &metadata.token_endpoint,
+            basic: None,
+            form,
+            error: cc_error,
         }
-        let json: Value = serde_json::from_slice(&body)
-            .map_err(|e| cc_error(format!("token response is not JSON ({status}): {e}")))?;
-        if !status.is_success() {
-            let field = |k: &str| json.get(k).and_then(Value::as_str).unwrap_or_default();
-            return Err(cc_error(
-                format!(
-                    "{status}: {} {}",
-                    field("error"),
-                    field("error_description")
-                )
-                .trim_end()
-                .to_string(),
-            ));
-        }
-        let granted = match json.get("scope").and_then(Value::as_str) {
-            Some(s) => s.split_whitespace().map(str::to_string).collect(),
-            None => scopes.to_vec(),
-        };
-        let token: OAuthTokenResponse = serde_json::from_value(json)
-            .map_err(|e| cc_error(format!("unusable token response: {e}")))?;
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or_default();
-        let stored = StoredCredentials::new(client_id.to_string(), Some(token), granted, Some(now))
-            .with_issuer(metadata.issuer.clone());
-        self.store.save(stored).await
+        .send()
+        .await?;
+        save_token(&self.store, metadata, client_id, json, scopes, cc_error).await
     }
 }
 
@@ -602,20 +570,6 @@ fn same_origin(a: &reqwest::Url, b: &reqwest::Url) -> bool {
         && a.port_or_known_default() == b.port_or_known_default()
 }
 
-/// Credentials go only over HTTPS, or over plain HTTP between loopback addresses.
-fn secure_token_endpoint(resource: &str, token_url: &reqwest::Url) -> bool {
-    let loopback = |u: &reqwest::Url| match u.host() {
-        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
-        Some(url::Host::Ipv4(a)) => a.is_loopback(),
-        Some(url::Host::Ipv6(a)) => a.is_loopback(),
-        None => false,
-    };
-    token_url.scheme() == "https"
-        || (token_url.scheme() == "http"
-            && loopback(token_url)
-            && reqwest::Url::parse(resource).is_ok_and(|r| loopback(&r)))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -644,26 +598,5 @@ mod tests {
             &u("http://localhost:2/")
         ));
         assert!(!same_origin(&u("https://h/"), &u("http://h/")));
-    }
-
-    #[test]
-    fn credentials_need_tls_off_loopback() {
-        let u = |s: &str| reqwest::Url::parse(s).unwrap();
-        assert!(secure_token_endpoint(
-            "http://localhost:1/mcp",
-            &u("http://127.0.0.1:2/token")
-        ));
-        assert!(!secure_token_endpoint(
-            "https://x.example/mcp",
-            &u("http://127.0.0.1/token")
-        ));
-        assert!(!secure_token_endpoint(
-            "http://localhost/mcp",
-            &u("http://as.example/token")
-        ));
-        assert!(secure_token_endpoint(
-            "https://x.example/mcp",
-            &u("https://as.example/token")
-        ));
     }
 }

@@ -10,12 +10,15 @@
 //! At most [`MAX_AUTHORIZATION_ROUNDS`] authorization rounds are spent on any one request.
 
 mod client;
+mod enterprise;
 mod flow;
 mod jwt;
 mod persist;
 pub mod store;
+mod token;
 
 pub(crate) use client::AuthorizingClient;
+pub use enterprise::IdentityProvider;
 pub use persist::{DEFAULT_LOCK_WAIT, ISSUER_IN_FILE, VaultCredentialStore};
 pub use store::{CredentialStore, InMemoryCredentialStore, StoredCredentials};
 
@@ -71,9 +74,9 @@ impl AuthSettings {
 
 impl AuthSettings {
     /// The same settings with a server's `oauth` block from the config applied: its
-    /// pre-registered client, metadata document and scopes, and for `client_credentials` the
-    /// machine grant (the private key is read here, so a missing or unreadable key file is
-    /// an error naming it). Otherwise the grant stays the caller's.
+    /// pre-registered client, metadata document and scopes, and a machine grant
+    /// (`client_credentials`, SEP-990 identity assertion) in place of the caller's. A private
+    /// key is read here, so a missing or unreadable key file is an error naming it.
     pub fn configured(
         mut self,
         config: Option<&mcp_host_config::OAuthConfig>,
@@ -87,16 +90,33 @@ impl AuthSettings {
         if !o.scopes.is_empty() {
             self.scopes = Some(o.scopes.clone());
         }
-        if o.client_credentials {
-            self.grant = match &o.private_key_file {
-                None => Grant::ClientSecret,
-                Some(file) => Grant::PrivateKeyJwt {
-                    private_key_pem: std::fs::read_to_string(file).map_err(|e| {
-                        OAuthError::Config(format!("private key file {}: {e}", file.display()))
+        use mcp_host_config::{IdToken, OAuthGrant};
+        match &o.grant {
+            // The caller's grant: a person's sign-in.
+            OAuthGrant::AuthorizationCode => {}
+            OAuthGrant::ClientSecret => self.grant = Grant::ClientSecret,
+            OAuthGrant::PrivateKeyJwt {
+                key_file,
+                algorithm,
+            } => {
+                self.grant = Grant::PrivateKeyJwt {
+                    private_key_pem: std::fs::read_to_string(key_file).map_err(|e| {
+                        OAuthError::Config(format!("private key file {}: {e}", key_file.display()))
                     })?,
-                    algorithm: o.signing_algorithm.parse()?,
-                },
-            };
+                    algorithm: algorithm.parse()?,
+                }
+            }
+            OAuthGrant::IdentityAssertion(idp) => {
+                self.grant = Grant::IdentityAssertion(IdentityProvider {
+                    token_endpoint: idp.token_endpoint.clone(),
+                    client_id: idp.client_id.clone(),
+                    client_secret: idp.client_secret.clone(),
+                    id_token: match &idp.id_token {
+                        IdToken::Value(t) => IdTokenSource::Value(t.clone()),
+                        IdToken::File(f) => IdTokenSource::File(f.clone()),
+                    },
+                })
+            }
         }
         Ok(self)
     }
@@ -132,6 +152,26 @@ pub enum Grant {
         private_key_pem: String,
         algorithm: JwtAlgorithm,
     },
+    /// Enterprise-managed (SEP-990): an ID token from the identity provider, exchanged there
+    /// for an ID-JAG, presented in a JWT-bearer grant as `client_id`/`client_secret`.
+    IdentityAssertion(IdentityProvider),
+}
+
+/// Where an ID token for [`Grant::IdentityAssertion`] comes from.
+#[derive(Clone)]
+pub enum IdTokenSource {
+    Value(String),
+    /// Read at every exchange (a token its issuer keeps fresh on disk).
+    File(std::path::PathBuf),
+}
+
+impl std::fmt::Debug for IdTokenSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Value(_) => f.write_str("Value(REDACTED)"),
+            Self::File(path) => write!(f, "File({})", path.display()),
+        }
+    }
 }
 
 impl std::fmt::Debug for Grant {
@@ -140,6 +180,7 @@ impl std::fmt::Debug for Grant {
             Self::AuthorizationCode(_) => f.write_str("AuthorizationCode"),
             Self::ClientSecret => f.write_str("ClientSecret"),
             Self::PrivateKeyJwt { algorithm, .. } => write!(f, "PrivateKeyJwt({algorithm:?})"),
+            Self::IdentityAssertion(idp) => write!(f, "IdentityAssertion({idp:?})"),
         }
     }
 }

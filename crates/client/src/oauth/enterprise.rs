@@ -1,0 +1,286 @@
+//! Enterprise-managed authorization (SEP-990, the Identity Assertion Authorization Grant):
+//! no person signs in to the MCP server's authorization server. The host holds an ID token
+//! from the enterprise's identity provider (an SSO sign-in or a workload identity), trades
+//! it at the IdP for an ID-JAG, a short-lived assertion addressed to the authorization
+//! server and naming this resource (RFC 8693 token exchange), then presents that to the
+//! authorization server in a JWT-bearer grant (RFC 7523), authenticated as its pre-registered
+//! client. The IdP decides whether the user may use the server at all; revoking them there
+//! cuts access off at the next exchange.
+
+use super::store::CredentialStore;
+use super::token::{TokenRequest, listed, save_token};
+use super::{IdTokenSource, OAuthError};
+use rmcp::transport::auth::{AuthError, AuthorizationMetadata};
+use serde_json::Value;
+
+pub(crate) const TOKEN_EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
+pub(crate) const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
+const ID_TOKEN_TYPE: &str = "urn:ietf:params:oauth:token-type:id_token";
+const ID_JAG_TYPE: &str = "urn:ietf:params:oauth:token-type:id-jag";
+
+/// Where the ID token comes from and who the host is to the IdP.
+#[derive(Clone)]
+pub struct IdentityProvider {
+    /// The IdP's token endpoint (the exchange goes there).
+    pub token_endpoint: String,
+    /// The host's client at the IdP.
+    pub client_id: String,
+    /// Its secret, for a confidential IdP client (`client_secret_basic`).
+    pub client_secret: Option<String>,
+    pub id_token: IdTokenSource,
+}
+
+impl std::fmt::Debug for IdentityProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IdentityProvider")
+            .field("token_endpoint", &self.token_endpoint)
+            .field("client_id", &self.client_id)
+            .field(
+                "client_secret",
+                &self.client_secret.as_ref().map(|_| "REDACTED"),
+            )
+            .field("id_token", &self.id_token)
+            .finish()
+    }
+}
+
+fn failed(message: String) -> AuthError {
+    AuthError::TokenExchangeFailed(message)
+}
+
+/// What the exchange needs from the flow.
+pub(crate) struct Exchange<'a> {
+    pub(crate) http: &'a reqwest::Client,
+    pub(crate) resource: &'a str,
+    pub(crate) metadata: &'a AuthorizationMetadata,
+    pub(crate) idp: &'a IdentityProvider,
+    /// The host's pre-registered client at the authorization server.
+    pub(crate) client_id: &'a str,
+    pub(crate) client_secret: Option<&'a str>,
+    pub(crate) scopes: &'a [String],
+    pub(crate) store: &'a dyn CredentialStore,
+}
+
+impl Exchange<'_> {
+    /// Both legs; the access token is saved in the store.
+    pub(crate) async fn run(self) -> Result<(), AuthError> {
+        if !listed(self.metadata, "grant_types_supported", JWT_BEARER) {
+            return Err(failed(
+                "the authorization server does not accept JWT-bearer grants (SEP-990)".into(),
+            ));
+        }
+        let issuer =
+            self.metadata.issuer.as_deref().ok_or_else(|| {
+                failed("the authorization server metadata names no issuer".into())
+            })?;
+        let assertion = self.id_jag(issuer).await?;
+        let mut form = vec![
+            ("grant_type", JWT_BEARER.to_string()),
+            ("assertion", assertion),
+            ("resource", self.resource.to_string()),
+        ];
+        if !self.scopes.is_empty() {
+            form.push(("scope", self.scopes.join(" ")));
+        }
+        let json = TokenRequest {
+            http: self.http,
+            resource: self.resource,
+            endpoint: &self.metadata.token_endpoint,
+            basic: self.client_secret.map(|s| (self.client_id, s)),
+            form: if self.client_secret.is_some() {
+                form
+            } else {
+                // A public client names itself in the form.
+                [form, vec![("client_id", self.client_id.to_string())]].concat()
+            },
+            error: failed,
+        }
+        .send()
+        .await?;
+        save_token(
+            self.store,
+            self.metadata,
+            self.client_id,
+            json,
+            self.scopes,
+            failed,
+        )
+        .await
+    }
+
+    /// The RFC 8693 leg at the IdP: the ID token for an ID-JAG addressed to `audience`.
+    async fn id_jag(&self, audience: &str) -> Result<String, AuthError> {
+        let idp = self.idp;
+        let id_token = idp.id_token.read().map_err(AuthError::from)?;
+        let mut form = vec![
+            ("grant_type", TOKEN_EXCHANGE.to_string()),
+            ("requested_token_type", ID_JAG_TYPE.to_string()),
+            ("audience", audience.to_string()),
+            ("resource", self.resource.to_string()),
+            ("subject_token", id_token),
+            ("subject_token_type", ID_TOKEN_TYPE.to_string()),
+        ];
+        if !self.scopes.is_empty() {
+            form.push(("scope", self.scopes.join(" ")));
+        }
+        if idp.client_secret.is_none() {
+            form.push(("client_id", idp.client_id.clone()));
+        }
+        let json = TokenRequest {
+            http: self.http,
+            resource: self.resource,
+            endpoint: &idp.token_endpoint,
+            basic: (idp.client_secret.as_deref()).map(|s| (idp.client_id.as_str(), s)),
+            form,
+            error: failed,
+        }
+        .send()
+        .await?;
+        let issued = json.get("issued_token_type").and_then(Value::as_str);
+        if issued != Some(ID_JAG_TYPE) {
+            return Err(failed(format!(
+                "the identity provider issued {} instead of an ID-JAG",
+                issued.unwrap_or("an untyped token")
+            )));
+        }
+        json.get("access_token")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .ok_or_else(|| failed("the identity provider's answer holds no token".into()))
+    }
+}
+
+impl IdTokenSource {
+    /// The ID token now: a file is read at every exchange, so a token that its issuer
+    /// rotates on disk (a projected workload identity) is always the current one.
+    pub(crate) fn read(&self) -> Result<String, OAuthError> {
+        match self {
+            Self::Value(token) => Ok(token.clone()),
+            Self::File(path) => std::fs::read_to_string(path)
+                .map(|t| t.trim().to_string())
+                .map_err(|e| OAuthError::Config(format!("ID token file {}: {e}", path.display()))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use crate::oauth::InMemoryCredentialStore;
+    use std::io::{Read, Write};
+
+    /// A token endpoint on 127.0.0.1 that answers every request with `answer` and reports
+    /// each request's body.
+    fn token_endpoint(answer: Value) -> (String, std::sync::mpsc::Receiver<String>) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/token", listener.local_addr().unwrap());
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for mut s in listener.incoming().flatten() {
+                let mut buf = vec![0; 65536];
+                let n = s.read(&mut buf).unwrap();
+                let request = String::from_utf8_lossy(&buf[..n]).to_string();
+                let body = request.split("\r\n\r\n").nth(1).unwrap_or_default();
+                tx.send(body.to_string()).unwrap();
+                let answer = answer.to_string();
+                let _ = write!(
+                    s,
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{answer}",
+                    answer.len()
+                );
+            }
+        });
+        (url, rx)
+    }
+
+    fn idp(token_endpoint: &str) -> IdentityProvider {
+        IdentityProvider {
+            token_endpoint: token_endpoint.into(),
+            client_id: "host-at-idp".into(),
+            client_secret: None,
+            id_token: IdTokenSource::Value("the-id-token".into()),
+        }
+    }
+
+    fn metadata(token_endpoint: &str) -> AuthorizationMetadata {
+        let mut m = AuthorizationMetadata::default();
+        m.issuer = Some("http://127.0.0.1:9/as".into());
+        m.token_endpoint = token_endpoint.into();
+        m
+    }
+
+    async fn run(
+        idp: &IdentityProvider,
+        metadata: &AuthorizationMetadata,
+        resource: &str,
+    ) -> Result<(), AuthError> {
+        let store = InMemoryCredentialStore::new();
+        Exchange {
+            http: &crate::http_client(std::time::Duration::from_secs(5)).unwrap(),
+            resource,
+            metadata,
+            idp,
+            client_id: "host-at-as",
+            client_secret: Some("s"),
+            scopes: &[],
+            store: &store,
+        }
+        .run()
+        .await
+    }
+
+    #[tokio::test]
+    async fn the_id_token_is_exchanged_for_an_id_jag_addressed_to_the_authorization_server() {
+        let (idp_url, idp_seen) = token_endpoint(serde_json::json!({
+            "access_token": "not-an-id-jag", "issued_token_type": "urn:ietf:params:oauth:token-type:access_token",
+            "token_type": "Bearer"}));
+        let err = run(
+            &idp(&idp_url),
+            &metadata("http://127.0.0.1:9/token"),
+            "http://127.0.0.1:8/mcp",
+        )
+        .await
+        .unwrap_err();
+        // A token of another type is not passed on as an assertion.
+        assert!(err.to_string().contains("instead of an ID-JAG"), "{err}");
+        let form: std::collections::HashMap<String, String> =
+            url::form_urlencoded::parse(idp_seen.recv().unwrap().as_bytes())
+                .into_owned()
+                .collect();
+        assert_eq!(form["grant_type"], TOKEN_EXCHANGE);
+        assert_eq!(form["requested_token_type"], ID_JAG_TYPE);
+        assert_eq!(form["subject_token_type"], ID_TOKEN_TYPE);
+        assert_eq!(form["subject_token"], "the-id-token");
+        assert_eq!(form["audience"], "http://127.0.0.1:9/as");
+        assert_eq!(form["resource"], "http://127.0.0.1:8/mcp");
+        assert_eq!(form["client_id"], "host-at-idp");
+    }
+
+    #[tokio::test]
+    async fn the_id_token_goes_only_to_an_https_identity_provider() {
+        // Plain HTTP off loopback: refused before anything is sent.
+        let err = run(
+            &idp("http://idp.example/token"),
+            &metadata("https://as.example/token"),
+            "https://mcp.example/mcp",
+        )
+        .await
+        .unwrap_err();
+        assert!(err.to_string().contains("HTTPS is required"), "{err}");
+        // An authorization server that does not take JWT-bearer grants is not tried.
+        let mut m = metadata("https://as.example/token");
+        m.additional_fields.insert(
+            "grant_types_supported".into(),
+            serde_json::json!(["authorization_code"]),
+        );
+        let err = run(
+            &idp("https://idp.example/token"),
+            &m,
+            "https://mcp.example/mcp",
+        )
+        .await
+        .unwrap_err();
+        assert!(err.to_string().contains("JWT-bearer"), "{err}");
+    }
+}

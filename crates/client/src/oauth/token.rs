@@ -1,0 +1,164 @@
+//! The token-endpoint requests this crate makes itself (rmcp makes the others): the
+//! `private_key_jwt` client-credentials exchange and both legs of SEP-990's identity
+//! assertion grant. One form POST with a size-capped JSON answer, only over HTTPS (or
+//! between loopback addresses), with OAuth error answers turned into messages that name the
+//! endpoint's complaint but never echo a token; and the token saved as rmcp saves its own.
+
+use super::store::{CredentialStore, StoredCredentials};
+use rmcp::transport::auth::{AuthError, AuthorizationMetadata, OAuthTokenResponse};
+use serde_json::Value;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Largest token response accepted from an authorization server or identity provider.
+pub(crate) const MAX_TOKEN_RESPONSE: usize = 1024 * 1024;
+
+/// One POST to a token endpoint.
+pub(crate) struct TokenRequest<'a> {
+    pub(crate) http: &'a reqwest::Client,
+    /// Any server URL the request is made on behalf of: the loopback exemption from HTTPS
+    /// holds only when that server is on loopback too.
+    pub(crate) resource: &'a str,
+    pub(crate) endpoint: &'a str,
+    /// `client_secret_basic` credentials, if the client authenticates that way.
+    pub(crate) basic: Option<(&'a str, &'a str)>,
+    pub(crate) form: Vec<(&'static str, String)>,
+    /// Turns a message into the caller's error kind.
+    pub(crate) error: fn(String) -> AuthError,
+}
+
+impl TokenRequest<'_> {
+    /// Sends the form; the JSON answer of a 2xx, else an error with the endpoint's `error`
+    /// and `error_description`.
+    pub(crate) async fn send(self) -> Result<Value, AuthError> {
+        let fail = self.error;
+        let url = reqwest::Url::parse(self.endpoint)?;
+        if !secure_token_endpoint(self.resource, &url) {
+            return Err(fail(format!(
+                "refusing to send credentials to {url}: HTTPS is required"
+            )));
+        }
+        let body = {
+            let mut form = url::form_urlencoded::Serializer::new(String::new());
+            for (k, v) in &self.form {
+                form.append_pair(k, v);
+            }
+            form.finish()
+        };
+        let mut request = self
+            .http
+            .post(url)
+            .header(
+                reqwest::header::CONTENT_TYPE,
+                "application/x-www-form-urlencoded",
+            )
+            .header(reqwest::header::ACCEPT, "application/json")
+            .body(body);
+        if let Some((id, secret)) = self.basic {
+            // RFC 6749 §2.3.1: both parts form-urlencoded before base64.
+            let enc =
+                |s: &str| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
+            request = request.basic_auth(enc(id), Some(enc(secret)));
+        }
+        let response = request.send().await?;
+        let status = response.status();
+        if response
+            .content_length()
+            .is_some_and(|n| n > MAX_TOKEN_RESPONSE as u64)
+        {
+            return Err(fail("token response too large".into()));
+        }
+        let body = response.bytes().await?;
+        if body.len() > MAX_TOKEN_RESPONSE {
+            return Err(fail("token response too large".into()));
+        }
+        let json: Value = serde_json::from_slice(&body)
+            .map_err(|e| fail(format!("token response is not JSON ({status}): {e}")))?;
+        if !status.is_success() {
+            let field = |k: &str| json.get(k).and_then(Value::as_str).unwrap_or_default();
+            return Err(fail(
+                format!(
+                    "{status}: {} {}",
+                    field("error"),
+                    field("error_description")
+                )
+                .trim_end()
+                .to_string(),
+            ));
+        }
+        Ok(json)
+    }
+}
+
+/// Saves an access-token answer for `client_id` as rmcp saves its own, so rmcp uses it (and
+/// refreshes it, when it carries a refresh token). Scopes: the answer's, else those asked.
+pub(crate) async fn save_token(
+    store: &dyn CredentialStore,
+    metadata: &AuthorizationMetadata,
+    client_id: &str,
+    json: Value,
+    asked: &[String],
+    error: fn(String) -> AuthError,
+) -> Result<(), AuthError> {
+    let granted = match json.get("scope").and_then(Value::as_str) {
+        Some(s) => s.split_whitespace().map(str::to_string).collect(),
+        None => asked.to_vec(),
+    };
+    let token: OAuthTokenResponse =
+        serde_json::from_value(json).map_err(|e| error(format!("unusable token response: {e}")))?;
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or_default();
+    let stored = StoredCredentials::new(client_id.to_string(), Some(token), granted, Some(now))
+        .with_issuer(metadata.issuer.clone());
+    store.save(stored).await
+}
+
+/// Credentials go only over HTTPS, or over plain HTTP between loopback addresses.
+pub(crate) fn secure_token_endpoint(resource: &str, token_url: &reqwest::Url) -> bool {
+    let loopback = |u: &reqwest::Url| match u.host() {
+        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(a)) => a.is_loopback(),
+        Some(url::Host::Ipv6(a)) => a.is_loopback(),
+        None => false,
+    };
+    token_url.scheme() == "https"
+        || (token_url.scheme() == "http"
+            && loopback(token_url)
+            && reqwest::Url::parse(resource).is_ok_and(|r| loopback(&r)))
+}
+
+/// Whether the metadata's list `field` allows `value` (an absent list allows anything).
+pub(crate) fn listed(metadata: &AuthorizationMetadata, field: &str, value: &str) -> bool {
+    metadata
+        .additional_fields
+        .get(field)
+        .and_then(Value::as_array)
+        .is_none_or(|a| a.iter().any(|v| v.as_str() == Some(value)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn credentials_need_tls_off_loopback() {
+        let u = |s: &str| reqwest::Url::parse(s).unwrap();
+        assert!(secure_token_endpoint(
+            "http://localhost:1/mcp",
+            &u("http://127.0.0.1:2/token")
+        ));
+        assert!(!secure_token_endpoint(
+            "https://x.example/mcp",
+            &u("http://127.0.0.1/token")
+        ));
+        assert!(!secure_token_endpoint(
+            "http://localhost/mcp",
+            &u("http://as.example/token")
+        ));
+        assert!(secure_token_endpoint(
+            "https://x.example/mcp",
+            &u("https://as.example/token")
+        ));
+    }
+}
