@@ -7,10 +7,11 @@
 #   scripts/headless-browser.py), then calls the suite's tool with `mcp-host call`, which
 #   uses the stored credential.
 # - Machine to machine (auth/client-credentials-*, and SEP-990's
-#   auth/cross-app-access-*): the config's `oauth` block carries the grant, the client id and
-#   the secret (`${VAR}` from the environment), the private key file, or the identity
-#   provider with an ID token file, as a user would write it; `mcp-host call` alone gets
-#   the token.
+#   auth/cross-app-access-*): the config's `oauth` block carries the grant and the client
+#   id, with the private key file, or the identity provider with an ID token file and the
+#   secret as `${VAR}` from the environment; the plain client secret is kept in the
+#   credential store with `mcp-host auth set-secret` instead. `mcp-host call` alone then
+#   gets the token.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 HOST="${CARGO_TARGET_DIR:-$ROOT/target}/debug/mcp-host"
@@ -45,11 +46,12 @@ if "idp_id_token" in ctx:
 elif "private_key_pem" in ctx:
     oauth["privateKeyFile"] = private_file("client-key.pem", ctx["private_key_pem"])
     oauth["signingAlgorithm"] = ctx.get("signing_algorithm", "ES256")
-else:
-    oauth["clientSecret"] = "${MCP_TEST_CLIENT_SECRET}"
 with open(os.path.join(work, "servers.json"), "w") as f:
     json.dump({"mcpServers": {"s": {"type": "http", "url": url, "oauth": oauth}}}, f)
 PY
+    if ! grep -q '"privateKeyFile"\|"identityProvider"' "$WORK/servers.json"; then
+      printf '%s\n' "$MCP_TEST_CLIENT_SECRET" | "$HOST" auth set-secret s "${CFG[@]}"
+    fi
     ;;
   *)
     printf '{"mcpServers": {"s": {"type": "http", "url": "%s"}}}\n' "$URL" >"$WORK/servers.json"

@@ -58,6 +58,10 @@ pub enum AuthCommand {
     Logout { server: String },
     /// Which http servers have a stored credential.
     Status { server: Option<String> },
+    /// Keep the client secret of a server's pre-registered client (`oauth.clientId`) in the
+    /// credential store (the OS keyring when there is one), read from standard input, so the
+    /// config needs no `clientSecret`.
+    SetSecret { server: String },
 }
 
 #[derive(Debug, Subcommand)]

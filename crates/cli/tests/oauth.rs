@@ -212,3 +212,76 @@ fn a_token_is_refused_to_a_server_of_another_audience() {
     let at_other = server.authorizations_at("/other");
     assert!(at_other.iter().all(String::is_empty), "{at_other:?}");
 }
+
+#[test]
+fn a_client_secret_is_kept_in_the_credential_store_not_the_config() {
+    use std::io::Write;
+    let sb = Sandbox::new();
+    let url = "https://mcp.example/mcp";
+    let cfg = sb.config(
+        "c.json",
+        json!({
+            "bare": http_server("https://bare.example/mcp"),
+            "s": {"type": "http", "url": url, "oauth": {"clientId": "my-app"}},
+        }),
+    );
+    let set_secret = |server: &str, stdin: &str| {
+        let mut child = sb
+            .command(sb.path())
+            .args([
+                "auth",
+                "set-secret",
+                server,
+                "--strict-mcp-config",
+                "--mcp-config",
+            ])
+            .arg(&cfg)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stdin.as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    };
+    let out = set_secret("bare", "x\n");
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("no pre-registered client"),
+        "{}",
+        stderr(&out)
+    );
+    let out = set_secret("s", "\n");
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("no secret was given"),
+        "{}",
+        stderr(&out)
+    );
+
+    let out = set_secret("s", "t0p-secret\n");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).starts_with("kept the client secret for `s` in private files (0600)"),
+        "{}",
+        stdout(&out)
+    );
+    let store = VaultCredentialStore::new(vault(&sb, false), url).unwrap();
+    assert_eq!(
+        store.stored_client_secret_for("my-app").unwrap().as_deref(),
+        Some("t0p-secret")
+    );
+    let status = sb.run_with(&["auth", "status", "s"], &cfg);
+    assert!(
+        stdout(&status).contains("s: not signed in, client secret kept (mcp-host auth login s)"),
+        "{}",
+        stdout(&status)
+    );
+    // The secret is in no output and no log line.
+    assert!(!stdout(&out).contains("t0p") && !stderr(&out).contains("t0p"));
+}

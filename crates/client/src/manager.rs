@@ -490,6 +490,7 @@ impl Runner {
         }));
         let settings = match crate::oauth::AuthSettings::new("http://127.0.0.1/callback", person)
             .configured(oauth)
+            .and_then(|s| s.with_stored_secret(&store))
         {
             Ok(s) => s,
             Err(e) => {

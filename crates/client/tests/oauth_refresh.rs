@@ -189,6 +189,48 @@ async fn a_rejected_refresh_token_is_forgotten_and_login_is_required() {
     assert_eq!(server.refresh_count(), 1);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_secret_in_the_store_outlives_logins_and_rejected_refreshes() {
+    let server = LocalAuthServer::start(&["/mcp"], Duration::from_millis(10));
+    server.state().reject = true;
+    let dir = tempfile::tempdir().unwrap();
+    let url = server.url("/mcp");
+    let s = store(dir.path(), &url);
+    // `mcp-host auth set-secret`: a secret alone, for the configured client.
+    s.store_client_secret(CLIENT_ID, "s3cret").await.unwrap();
+    assert_eq!(
+        s.stored_client_secret_for(CLIENT_ID).unwrap().as_deref(),
+        Some("s3cret")
+    );
+    assert_eq!(s.stored_client_secret_for("another-client").unwrap(), None);
+    // It is what settings without a configured secret use.
+    let mut configured = settings();
+    configured.client_id = Some(CLIENT_ID.into());
+    let configured = configured.with_stored_secret(&s).unwrap();
+    assert_eq!(configured.client_secret.as_deref(), Some("s3cret"));
+    // A login saves tokens beside it; setting the secret again keeps the tokens.
+    s.save(expired(&server.base, "access-0", "refresh-0"))
+        .await
+        .unwrap();
+    s.store_client_secret(CLIENT_ID, "rotated-secret")
+        .await
+        .unwrap();
+    assert_eq!(
+        stored_refresh_token(dir.path(), &s).as_deref(),
+        Some("refresh-0")
+    );
+    // A rejected refresh forgets the tokens, not the client's own secret.
+    token_through_oauth(&url, s.clone()).await.unwrap_err();
+    assert_eq!(server.refresh_count(), 1);
+    let left = file_json(dir.path(), &s).unwrap();
+    assert_eq!(left["credentials"]["token_response"], Value::Null);
+    assert_eq!(left["client_secret"], "rotated-secret");
+    assert_eq!(
+        s.stored_client_secret_for(CLIENT_ID).unwrap().as_deref(),
+        Some("rotated-secret")
+    );
+}
+
 #[tokio::test]
 async fn a_rejection_does_not_clear_a_credential_saved_since() {
     let dir = tempfile::tempdir().unwrap();

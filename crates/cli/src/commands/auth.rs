@@ -20,6 +20,7 @@ pub async fn run(host: &Host, command: AuthCommand) -> anyhow::Result<ExitCode> 
         AuthCommand::Login { server } => login(host, &server).await,
         AuthCommand::Logout { server } => logout(host, &server).await,
         AuthCommand::Status { server } => status(host, server.as_deref()).await,
+        AuthCommand::SetSecret { server } => set_secret(host, &server).await,
     }
 }
 
@@ -66,7 +67,9 @@ async fn login(host: &Host, name: &str) -> anyhow::Result<ExitCode> {
         Grant::AuthorizationCode(authorizer.clone()),
     )
     .configured(spec.oauth.as_deref())?;
-    let store = store_for(host, url)?.with_client_secret(settings.client_secret.clone());
+    let store = store_for(host, url)?;
+    let settings = settings.with_stored_secret(&store)?;
+    let store = store.with_client_secret(settings.client_secret.clone());
     let oauth = OAuth::with_store(url, settings, Arc::new(store)).await?;
     let endpoint = Endpoint::Http {
         url: url.to_string(),
@@ -99,6 +102,51 @@ async fn login(host: &Host, name: &str) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+async fn set_secret(host: &Host, name: &str) -> anyhow::Result<ExitCode> {
+    let (spec, url) = one(host, name)?;
+    let Some(client_id) = spec.oauth.as_ref().and_then(|o| o.client_id.as_deref()) else {
+        bail!("`{name}` has no pre-registered client: set `oauth.clientId` in its config first")
+    };
+    let secret = read_secret(&format!("client secret of `{client_id}` for `{name}`: "))?;
+    store_for(host, url)?
+        .store_client_secret(client_id, &secret)
+        .await?;
+    let place = host
+        .credentials
+        .protection()
+        .map(|p| p.to_string())
+        .unwrap_or_else(|e| e.to_string());
+    println!("kept the client secret for `{name}` in {place}");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One secret from standard input: typed without echo at a terminal, else the first line.
+fn read_secret(prompt: &str) -> anyhow::Result<String> {
+    use nix::sys::termios::{LocalFlags, SetArg, tcgetattr, tcsetattr};
+    use std::io::{BufRead, IsTerminal, Write};
+    let stdin = std::io::stdin();
+    let mut line = String::new();
+    if stdin.is_terminal() {
+        eprint!("{prompt}");
+        std::io::stderr().flush()?;
+        let saved = tcgetattr(&stdin)?;
+        let mut quiet = saved.clone();
+        quiet.local_flags.remove(LocalFlags::ECHO);
+        tcsetattr(&stdin, SetArg::TCSANOW, &quiet)?;
+        let read = stdin.lock().read_line(&mut line);
+        tcsetattr(&stdin, SetArg::TCSANOW, &saved)?;
+        eprintln!();
+        read?;
+    } else {
+        stdin.lock().read_line(&mut line)?;
+    }
+    let secret = line.trim_end_matches(['\r', '\n']).to_string();
+    if secret.is_empty() {
+        bail!("no secret was given on standard input");
+    }
+    Ok(secret)
+}
+
 async fn logout(host: &Host, name: &str) -> anyhow::Result<ExitCode> {
     let (_, url) = one(host, name)?;
     store_for(host, url)?.clear().await?;
@@ -121,6 +169,9 @@ async fn status(host: &Host, only: Option<&str>) -> anyhow::Result<ExitCode> {
     }
     for (name, _, url) in servers {
         let line = match store_for(host, url)?.load().await {
+            Ok(Some(c)) if c.token_response.is_none() => {
+                format!("not signed in, client secret kept (mcp-host auth login {name})")
+            }
             Ok(Some(c)) => {
                 let scopes = if c.granted_scopes.is_empty() {
                     String::new()

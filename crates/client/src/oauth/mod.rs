@@ -122,6 +122,19 @@ impl AuthSettings {
     }
 }
 
+impl AuthSettings {
+    /// A pre-registered client without a secret in the config takes the one kept in the
+    /// credential store (`mcp-host auth set-secret`), if it is for the same client.
+    pub fn with_stored_secret(mut self, store: &VaultCredentialStore) -> Result<Self, OAuthError> {
+        if self.client_secret.is_none()
+            && let Some(id) = &self.client_id
+        {
+            self.client_secret = store.stored_client_secret_for(id)?;
+        }
+        Ok(self)
+    }
+}
+
 impl std::fmt::Debug for AuthSettings {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AuthSettings")

@@ -258,6 +258,50 @@ impl VaultCredentialStore {
             .map_err(|e| OAuthError::Store(e.to_string()))
     }
 
+    /// The secret kept for the client `client_id` (none for a secret of another client).
+    pub fn stored_client_secret_for(&self, client_id: &str) -> Result<Option<String>, OAuthError> {
+        self.read()
+            .map(|f| {
+                f.filter(|f| f.credentials.client_id == client_id)
+                    .and_then(|f| f.client_secret)
+            })
+            .map_err(|e| OAuthError::Store(e.to_string()))
+    }
+
+    /// Keeps `secret` as the client secret of the pre-registered client `client_id` (the
+    /// secret then needs no place in the config): beside a credential of that client, which
+    /// stays, or alone, replacing a credential of any other client.
+    pub async fn store_client_secret(
+        &self,
+        client_id: &str,
+        secret: &str,
+    ) -> Result<(), OAuthError> {
+        let credentials = self
+            .read()
+            .map_err(|e| OAuthError::Store(e.to_string()))?
+            .map(|f| f.credentials)
+            .filter(|c| c.client_id == client_id)
+            .unwrap_or_else(|| StoredCredentials::new(client_id.to_string(), None, vec![], None));
+        self.write(credentials, Some(secret.to_string()))
+            .map_err(|e| OAuthError::Store(e.to_string()))
+    }
+
+    fn write(
+        &self,
+        credentials: StoredCredentials,
+        client_secret: Option<String>,
+    ) -> Result<(), StoreError> {
+        let file = CredentialFile {
+            resource: self.key.resource.clone(),
+            credentials,
+            client_secret,
+        };
+        let value = serde_json::to_value(&file).map_err(|_| {
+            StoreError::CredentialStoreError("credentials could not be serialized".into())
+        })?;
+        self.vault.save(&self.key, &value).map_err(store_error)
+    }
+
     /// The file's content, if it is for this resource.
     fn read(&self) -> Result<Option<CredentialFile>, StoreError> {
         let Some(value) = self.vault.load(&self.key).map_err(store_error)? else {
@@ -348,15 +392,7 @@ impl CredentialStore for VaultCredentialStore {
                     .flatten()
             }),
         };
-        let file = CredentialFile {
-            resource: self.key.resource.clone(),
-            credentials,
-            client_secret,
-        };
-        let value = serde_json::to_value(&file).map_err(|_| {
-            StoreError::CredentialStoreError("credentials could not be serialized".into())
-        })?;
-        self.vault.save(&self.key, &value).map_err(store_error)
+        self.write(credentials, client_secret)
     }
 
     async fn clear(&self) -> Result<(), StoreError> {
@@ -371,13 +407,21 @@ impl CredentialStore for VaultCredentialStore {
         let Some(rejected) = refresh_token_of(credentials) else {
             return Ok(());
         };
-        let still_current = self.read()?.is_some_and(|f| {
+        let current = self.read()?.filter(|f| {
             f.credentials.client_id == credentials.client_id
                 && refresh_token_of(&f.credentials).as_deref() == Some(rejected.as_str())
         });
-        if still_current {
+        if let Some(file) = current {
             tracing::info!(resource = %self.key.resource, "refresh token rejected; clearing the stored credential");
-            self.clear().await
+            match file.client_secret {
+                // The client's own secret is not what was rejected: keep it for the next login.
+                Some(secret) => {
+                    let client =
+                        StoredCredentials::new(credentials.client_id.clone(), None, vec![], None);
+                    self.write(client, Some(secret))
+                }
+                None => self.clear().await,
+            }
         } else {
             tracing::debug!(resource = %self.key.resource, "refresh token rejected, but the stored credential was replaced since; keeping it");
             Ok(())
