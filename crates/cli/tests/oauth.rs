@@ -33,6 +33,11 @@ fn vault(sb: &Sandbox, keyring: bool) -> CredentialVault {
 /// Stores, as `mcp-host auth login` would have, a credential for `server_url` whose access
 /// token expired an hour ago and whose refresh token is `refresh-0`.
 fn store_expired_credential(vault: CredentialVault, issuer: &str, server_url: &str) {
+    store_credential(vault, issuer, server_url, 7200);
+}
+
+/// The same, received `age` seconds ago (one-hour tokens).
+fn store_credential(vault: CredentialVault, issuer: &str, server_url: &str, age: u64) {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap()
@@ -45,7 +50,7 @@ fn store_expired_credential(vault: CredentialVault, issuer: &str, server_url: &s
     }))
     .unwrap();
     let credential =
-        StoredCredentials::new("test-client".into(), Some(token), vec![], Some(now - 7200))
+        StoredCredentials::new("test-client".into(), Some(token), vec![], Some(now - age))
             .with_issuer(Some(issuer.to_string()));
     let store = VaultCredentialStore::new(vault, server_url).unwrap();
     futures::executor::block_on(store.save(credential)).unwrap();
@@ -195,6 +200,11 @@ fn a_token_is_refused_to_a_server_of_another_audience() {
     assert!(!at_other.is_empty());
     assert!(at_other.iter().all(String::is_empty), "{at_other:?}");
     assert_eq!(server.state().refresh_requests, std::slice::from_ref(&mine));
+    assert_eq!(
+        server.state().registrations,
+        0,
+        "no registration behind the user's back"
+    );
 
     // A credential file copied under the other server's name is still refused to it: the
     // file records the resource it was issued for.
@@ -284,4 +294,52 @@ fn a_client_secret_is_kept_in_the_credential_store_not_the_config() {
     );
     // The secret is in no output and no log line.
     assert!(!stdout(&out).contains("t0p") && !stderr(&out).contains("t0p"));
+}
+
+/// A server that withdraws the token in the middle of a session: the host refreshes once
+/// and goes on; when the refresh is refused too, it stops and names the command that fixes it.
+#[test]
+fn a_token_revoked_mid_session_is_refreshed_once_then_login_is_asked_for() {
+    for refresh_refused in [false, true] {
+        let server = LocalAuthServer::start(&["/mcp"], Duration::from_millis(10));
+        let url = server.url("/mcp");
+        let sb = Sandbox::new();
+        // A live token: the session starts without any refresh.
+        store_credential(vault(&sb, false), &server.base, &url, 60);
+        {
+            let mut s = server.state();
+            s.issued.insert("access-0".into(), url.clone());
+            s.revoke_at_first_call = true;
+            s.reject = refresh_refused;
+        }
+        let cfg = sb.config("c.json", json!({"protected": http_server(&url)}));
+        let out = sb.run_with(&["call", "protected", "whoami", "--args", "{}"], &cfg);
+        assert_eq!(
+            server.refresh_count(),
+            1,
+            "one refresh, refused: {refresh_refused}"
+        );
+        let tokens = server.authorizations_at("/mcp");
+        if refresh_refused {
+            assert!(!out.status.success());
+            assert!(
+                stderr(&out).contains("mcp-host auth login protected"),
+                "{}",
+                stderr(&out)
+            );
+            assert!(!tokens.iter().any(|t| t == "Bearer access-1"), "{tokens:?}");
+            // Nobody was there to sign in, so nothing was registered on their behalf.
+            assert_eq!(server.state().registrations, 0);
+        } else {
+            assert!(out.status.success(), "{}", stderr(&out));
+            assert!(stdout(&out).contains(&url), "{}", stdout(&out));
+            // The revoked token was used up to the call, the new one for the retried call.
+            assert_eq!(
+                tokens.last().map(String::as_str),
+                Some("Bearer access-1"),
+                "{tokens:?}"
+            );
+            assert!(tokens.iter().any(|t| t == "Bearer access-0"), "{tokens:?}");
+        }
+    }
 }

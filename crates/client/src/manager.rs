@@ -604,6 +604,15 @@ struct NobodyToAsk {
     server: String,
 }
 
+impl NobodyToAsk {
+    fn why(&self) -> String {
+        format!(
+            "the stored sign-in no longer works; run `mcp-host auth login {}`",
+            self.server
+        )
+    }
+}
+
 impl crate::oauth::Authorizer for NobodyToAsk {
     fn authorize<'a>(
         &'a self,
@@ -612,10 +621,11 @@ impl crate::oauth::Authorizer for NobodyToAsk {
         'a,
         Result<crate::oauth::AuthorizationResponse, crate::oauth::OAuthError>,
     > {
-        let why = format!(
-            "the stored sign-in no longer works; run `mcp-host auth login {}`",
-            self.server
-        );
+        let why = self.why();
         Box::pin(async move { Err(crate::oauth::OAuthError::Authorization(why)) })
+    }
+
+    fn unavailable(&self) -> Option<String> {
+        Some(self.why())
     }
 }

@@ -2,7 +2,7 @@
 //! port, for tests of token refresh and audience: protected-resource metadata (RFC 9728) for
 //! each resource path, authorization-server metadata (RFC 8414), a token endpoint that does
 //! `refresh_token` only (slowly, so concurrent refreshes overlap, and rotating the refresh
-//! token each time), and at each resource path a minimal stateless Streamable HTTP MCP
+//! token each time), a registration endpoint that counts registrations, and at each resource path a minimal stateless Streamable HTTP MCP
 //! server with one tool, which accepts only an access token issued for *its* resource.
 //!
 //! Everything it saw is recorded, so a test can assert what went over the wire: how many
@@ -32,6 +32,11 @@ pub struct AuthServerState {
     pub issued: HashMap<String, String>,
     /// (request path, `Authorization` header or "") for every request to a resource path.
     pub seen_at_resources: Vec<(String, String)>,
+    /// Revoke the token that comes with the first `tools/call` (answering it 401), as a
+    /// server does when a token is withdrawn mid-session.
+    pub revoke_at_first_call: bool,
+    /// Dynamic client registrations asked for.
+    pub registrations: usize,
 }
 
 /// The running server. It lives as long as the test process (its threads are detached).
@@ -188,6 +193,7 @@ fn serve(
                 "issuer": base,
                 "authorization_endpoint": format!("{base}/authorize"),
                 "token_endpoint": format!("{base}/token"),
+                "registration_endpoint": format!("{base}/register"),
                 "response_types_supported": ["code"],
                 "grant_types_supported": ["authorization_code", "refresh_token"],
                 "code_challenge_methods_supported": ["S256"],
@@ -195,6 +201,12 @@ fn serve(
             }),
         ),
         ("POST", "/token") => token(stream, &request.body, state, token_delay),
+        ("POST", "/register") => {
+            locked(state).registrations += 1;
+            let client =
+                json!({"client_id": "registered", "redirect_uris": ["http://127.0.0.1/callback"]});
+            respond(stream, "201 Created", "", &client)
+        }
         _ => respond(stream, "404 Not Found", "", &json!({"error": "not_found"})),
     }
 }
@@ -246,11 +258,11 @@ fn serve_mcp(stream: TcpStream, request: &Request, base: &str, state: &Mutex<Aut
         .and_then(|t| s.issued.get(t))
         .cloned();
     drop(s);
+    let challenge = format!(
+        "www-authenticate: Bearer resource_metadata=\"{base}/.well-known/oauth-protected-resource{}\"\r\n",
+        request.path
+    );
     if audience.as_deref() != Some(resource.as_str()) {
-        let challenge = format!(
-            "www-authenticate: Bearer resource_metadata=\"{base}/.well-known/oauth-protected-resource{}\"\r\n",
-            request.path
-        );
         let error = json!({"error": "invalid_token"});
         return respond(stream, "401 Unauthorized", &challenge, &error);
     }
@@ -260,6 +272,18 @@ fn serve_mcp(stream: TcpStream, request: &Request, base: &str, state: &Mutex<Aut
     let Ok(message) = serde_json::from_slice::<Value>(&request.body) else {
         return respond(stream, "400 Bad Request", "", &Value::Null);
     };
+    if message["method"] == "tools/call" {
+        let mut s = locked(state);
+        if s.revoke_at_first_call {
+            s.revoke_at_first_call = false;
+            if let Some(token) = authorization.strip_prefix("Bearer ") {
+                s.issued.remove(token);
+            }
+            drop(s);
+            let error = json!({"error": "invalid_token", "error_description": "revoked"});
+            return respond(stream, "401 Unauthorized", &challenge, &error);
+        }
+    }
     let Some(id) = message.get("id").cloned() else {
         // A notification.
         return respond(stream, "202 Accepted", "", &Value::Null);

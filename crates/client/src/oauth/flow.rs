@@ -212,6 +212,11 @@ impl Shared {
             // Another request completed a round while this one waited.
             return Ok(Next::Retry);
         }
+        if let Grant::AuthorizationCode(authorizer) = &self.settings.grant
+            && let Some(why) = authorizer.unavailable()
+        {
+            return Err(OAuthError::Authorization(why).into());
+        }
         let next = match (&self.settings.grant, challenge) {
             (Grant::AuthorizationCode(authorizer), Challenge::Unauthorized(header)) => {
                 self.authorize(&mut state, authorizer.as_ref(), header)

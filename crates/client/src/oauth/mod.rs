@@ -239,6 +239,13 @@ pub trait Authorizer: Send + Sync {
         &'a self,
         url: &'a str,
     ) -> BoxFuture<'a, Result<AuthorizationResponse, OAuthError>>;
+
+    /// Why nobody can approve anything now (a background connection), if so. A round then
+    /// stops before it registers a client or builds a request: nothing is done at the
+    /// authorization server that a person would not see through.
+    fn unavailable(&self) -> Option<String> {
+        None
+    }
 }
 
 /// What arrives at the redirect URI after an approval.
