@@ -1,8 +1,15 @@
 #!/usr/bin/env bash
-# Connection-layer benchmarks (release build): start-to-ready for 1/10/50 fake servers and
-# 2,000 sequential tools/call round trips over stdio. Prints markdown tables.
+# Benchmarks (release build), printed as markdown tables: start-to-ready for 1/10/50 fake
+# servers and 2,000 sequential tools/call round trips over stdio; the agent loop's overhead;
+# the credential vault and a token refresh (inside a private gnome-keyring session when
+# scripts/keyring-test.sh's tools are installed, so the OS keyring is measured too).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 cargo build --release --locked -p mcp-host-testkit -p mcp-host
 cargo bench --locked -p mcp-host --bench startup_and_calls
 cargo bench --locked -p mcp-host --bench engine_turn
+if command -v gnome-keyring-daemon >/dev/null; then
+  scripts/with-keyring.sh cargo bench --locked -p mcp-host-client --bench credentials
+else
+  cargo bench --locked -p mcp-host-client --bench credentials
+fi

@@ -41,6 +41,14 @@
 //! refreshes start early by a spread amount, before expiry, and the same copy drives the
 //! coalescing above.
 //!
+//! **Reads.** rmcp asks the store for the credential before every request. A credential this
+//! store read or wrote and that is not due for refresh is handed out again from memory, so a
+//! busy session does not make a D-Bus call (keyring) or a file read per request. Whatever is
+//! due, and anything under a refresh guard, is read from the vault, so the coalescing and the
+//! rotation above always see the latest. (A `logout` in another process therefore takes
+//! effect in a running session at its next refresh; the tokens themselves stay valid at the
+//! server until then anyway.)
+//!
 //! **Rejection.** On `invalid_grant`, the credential is cleared only if the file still holds
 //! the refresh token that was rejected; a credential another process saved since stays.
 //!
@@ -125,6 +133,8 @@ pub struct VaultCredentialStore {
     /// Where in `[0, MAX_REFRESH_JITTER)` this store's refreshes start early.
     jitter_fraction: f64,
     state: Arc<Mutex<LockState>>,
+    /// The credential as this store last read or wrote it (see "Reads" in the header).
+    last: Arc<Mutex<Option<StoredCredentials>>>,
 }
 
 impl std::fmt::Debug for VaultCredentialStore {
@@ -203,6 +213,7 @@ impl VaultCredentialStore {
             lock_wait: DEFAULT_LOCK_WAIT,
             jitter_fraction: rand::random::<f64>(),
             state: Arc::default(),
+            last: Arc::default(),
         })
     }
 
@@ -299,7 +310,28 @@ impl VaultCredentialStore {
         let value = serde_json::to_value(&file).map_err(|_| {
             StoreError::CredentialStoreError("credentials could not be serialized".into())
         })?;
-        self.vault.save(&self.key, &value).map_err(store_error)
+        self.vault.save(&self.key, &value).map_err(store_error)?;
+        self.remember(Some(&file.credentials));
+        Ok(())
+    }
+
+    fn remember(&self, credentials: Option<&StoredCredentials>) {
+        *self.last.lock().unwrap_or_else(PoisonError::into_inner) = credentials.cloned();
+    }
+
+    /// The remembered credential, if it is still good to hand out without reading the
+    /// vault: not due for refresh, and no refresh of this store under way.
+    fn remembered(&self) -> Option<StoredCredentials> {
+        if lock_state(&self.state).holds() {
+            return None;
+        }
+        let last = self
+            .last
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()?;
+        let jittered = self.jittered(last);
+        (!due_for_refresh(&jittered)).then_some(jittered)
     }
 
     /// The file's content, if it is for this resource.
@@ -359,9 +391,14 @@ impl VaultCredentialStore {
 #[async_trait::async_trait]
 impl CredentialStore for VaultCredentialStore {
     async fn load(&self) -> Result<Option<StoredCredentials>, StoreError> {
+        if let Some(credentials) = self.remembered() {
+            return Ok(Some(credentials));
+        }
         let Some(file) = self.read()? else {
+            self.remember(None);
             return Ok(None);
         };
+        self.remember(Some(&file.credentials));
         let credentials = self.jittered(file.credentials);
         if !due_for_refresh(&credentials) || lock_state(&self.state).holds() {
             return Ok(Some(credentials));
@@ -375,7 +412,9 @@ impl CredentialStore for VaultCredentialStore {
                 return Ok(Some(credentials));
             }
         };
-        let again = self.read()?.map(|f| self.jittered(f.credentials));
+        let again = self.read()?.map(|f| f.credentials);
+        self.remember(again.as_ref());
+        let again = again.map(|c| self.jittered(c));
         if again.as_ref().is_some_and(due_for_refresh) && !lock_state(&self.state).holds() {
             self.reserve(lock);
         }
@@ -396,7 +435,9 @@ impl CredentialStore for VaultCredentialStore {
     }
 
     async fn clear(&self) -> Result<(), StoreError> {
-        self.vault.clear(&self.key).map_err(store_error)
+        self.vault.clear(&self.key).map_err(store_error)?;
+        self.remember(None);
+        Ok(())
     }
 
     async fn on_refresh_token_rejected(
@@ -502,6 +543,43 @@ mod tests {
         .unwrap();
         let short = StoredCredentials::new("client".into(), Some(token), vec![], Some(now));
         assert_eq!(store(1.0).jittered(short).token_received_at, Some(now - 10));
+    }
+
+    fn access_token_of(credentials: &StoredCredentials) -> String {
+        let token = serde_json::to_value(credentials.token_response.as_ref().unwrap()).unwrap();
+        token["access_token"].as_str().unwrap().to_string()
+    }
+
+    #[tokio::test]
+    async fn a_fresh_credential_is_served_from_memory_and_a_due_one_from_the_vault() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = |fraction| {
+            VaultCredentialStore::new(CredentialVault::new(dir.path()), "http://h/mcp")
+                .unwrap()
+                .with_jitter_fraction(fraction)
+                .with_lock_wait(Duration::ZERO)
+        };
+        let mine = store(0.0);
+        let other = store(0.0);
+        let now = now_epoch_secs();
+        mine.save(credentials("fresh", "r", now)).await.unwrap();
+        // Another process logs out: a running session keeps its live token until it is due.
+        other.clear().await.unwrap();
+        let seen = mine.load().await.unwrap().unwrap();
+        assert_eq!(access_token_of(&seen), "fresh");
+        // Due for refresh: the vault is read, and what another process saved there wins.
+        mine.save(credentials("stale", "r", now - 7200))
+            .await
+            .unwrap();
+        other.save(credentials("rotated", "r2", now)).await.unwrap();
+        let seen = mine.load().await.unwrap().unwrap();
+        assert_eq!(access_token_of(&seen), "rotated");
+        // And a cleared vault is seen as such once nothing live is remembered.
+        mine.save(credentials("stale", "r", now - 7200))
+            .await
+            .unwrap();
+        other.clear().await.unwrap();
+        assert!(mine.load().await.unwrap().is_none());
     }
 
     #[tokio::test]
