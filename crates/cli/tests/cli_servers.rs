@@ -161,32 +161,13 @@ fn call_prints_text_and_reports_tool_errors_with_exit_status() {
 
 #[test]
 fn call_reads_args_from_stdin() {
-    use std::io::Write;
     let sb = Sandbox::new();
     let cfg = sb.config("c.json", json!({"f": fake_server(&["--era", "modern"])}));
-    let mut child = sb
-        .command(sb.path())
-        .args([
-            "call",
-            "f",
-            "add",
-            "--args",
-            "-",
-            "--strict-mcp-config",
-            "--mcp-config",
-            cfg.to_str().unwrap(),
-        ])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(br#"{"a": 2, "b": 40}"#)
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = sb.run_with_stdin(
+        &["call", "f", "add", "--args", "-"],
+        &cfg,
+        br#"{"a": 2, "b": 40}"#,
+    );
     assert_eq!(stdout(&out), "42\n");
 }
 

@@ -225,7 +225,6 @@ fn a_token_is_refused_to_a_server_of_another_audience() {
 
 #[test]
 fn a_client_secret_is_kept_in_the_credential_store_not_the_config() {
-    use std::io::Write;
     let sb = Sandbox::new();
     let url = "https://mcp.example/mcp";
     let cfg = sb.config(
@@ -236,28 +235,7 @@ fn a_client_secret_is_kept_in_the_credential_store_not_the_config() {
         }),
     );
     let set_secret = |server: &str, stdin: &str| {
-        let mut child = sb
-            .command(sb.path())
-            .args([
-                "auth",
-                "set-secret",
-                server,
-                "--strict-mcp-config",
-                "--mcp-config",
-            ])
-            .arg(&cfg)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(stdin.as_bytes())
-            .unwrap();
-        child.wait_with_output().unwrap()
+        sb.run_with_stdin(&["auth", "set-secret", server], &cfg, stdin.as_bytes())
     };
     let out = set_secret("bare", "x\n");
     assert!(!out.status.success());

@@ -95,6 +95,24 @@ impl Sandbox {
             .unwrap()
     }
 
+    /// `run_with`, with `stdin` written to the command's standard input.
+    pub fn run_with_stdin(&self, args: &[&str], config: &Path, stdin: &[u8]) -> Output {
+        use std::io::Write;
+        let mut child = self
+            .command(self.path())
+            .args(args)
+            .args(["--strict-mcp-config", "--mcp-config"])
+            .arg(config)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // A command that fails early may not read it all; its output says why.
+        let _ = child.stdin.take().unwrap().write_all(stdin);
+        child.wait_with_output().unwrap()
+    }
+
     /// `mcp-host servers --json` with only the given config file.
     pub fn servers_json(&self, config: &Path) -> Vec<Value> {
         let out = self.run(

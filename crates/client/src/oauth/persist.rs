@@ -515,15 +515,18 @@ mod tests {
         );
     }
 
+    /// A store over files in `dir` for `http://h/mcp` that never waits for a lock.
+    fn test_store(dir: &std::path::Path, jitter_fraction: f64) -> VaultCredentialStore {
+        VaultCredentialStore::new(CredentialVault::new(dir), "http://h/mcp")
+            .unwrap()
+            .with_jitter_fraction(jitter_fraction)
+            .with_lock_wait(Duration::ZERO)
+    }
+
     #[tokio::test]
     async fn refreshes_start_early_by_the_stores_jitter_within_a_quarter_of_the_lifetime() {
         let dir = tempfile::tempdir().unwrap();
-        let store = |fraction| {
-            VaultCredentialStore::new(CredentialVault::new(dir.path()), "http://h/mcp")
-                .unwrap()
-                .with_jitter_fraction(fraction)
-                .with_lock_wait(Duration::ZERO)
-        };
+        let store = |fraction| test_store(dir.path(), fraction);
         let now = now_epoch_secs();
         // rmcp alone refreshes a one-hour token 30 s before expiry; 60 s before is not due.
         let sixty_left = credentials("a", "r", now - 3540);
@@ -553,12 +556,7 @@ mod tests {
     #[tokio::test]
     async fn a_fresh_credential_is_served_from_memory_and_a_due_one_from_the_vault() {
         let dir = tempfile::tempdir().unwrap();
-        let store = |fraction| {
-            VaultCredentialStore::new(CredentialVault::new(dir.path()), "http://h/mcp")
-                .unwrap()
-                .with_jitter_fraction(fraction)
-                .with_lock_wait(Duration::ZERO)
-        };
+        let store = |fraction| test_store(dir.path(), fraction);
         let mine = store(0.0);
         let other = store(0.0);
         let now = now_epoch_secs();
