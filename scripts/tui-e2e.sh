@@ -4,7 +4,8 @@
 # PyPI), an approval answered by key (a stray key first, which must approve nothing), a
 # direct /call of a hostile fake server whose description and result carry terminal escape
 # sequences (clear screen, window title, OSC 52 clipboard, OSC 8 link), and Ctrl-C twice to
-# quit with every server stopped. Last line: "tui-e2e: N passed, N failed".
+# quit with every server stopped; then `auth set-secret` at a terminal (no echo, and the
+# terminal given back, also on Ctrl-C). Last line: "tui-e2e: N passed, N failed".
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -125,6 +126,25 @@ check "a message without a model explains instead of failing" wait_for "provider
 check "/call works without a model" wait_for "still works"
 "${T[@]}" send-keys -t e2e '/quit' Enter
 check "/quit exits cleanly" wait_for "HOST-EXITED 0" 15
+
+# `auth set-secret` at a terminal: the secret is not echoed, the terminal echoes again after,
+# and Ctrl-C at the prompt gives up with the terminal given back.
+printf '{"mcpServers": {"r": {"type": "http", "url": "https://r.example/mcp", "oauth": {"clientId": "app"}}}}\n' >"$WORK/remote.json"
+"${T[@]}" kill-session -t e2e 2>/dev/null
+"${T[@]}" new-session -d -s e2e -x 100 -y 30 "bash --norc --noprofile"
+"${T[@]}" send-keys -t e2e "$HOST auth set-secret r --strict-mcp-config --mcp-config $WORK/remote.json; echo SET-EXITED \$?" Enter
+check "set-secret prompts at a terminal" wait_for "client secret of"
+"${T[@]}" send-keys -t e2e "hunter2-typed" Enter
+check "set-secret keeps the typed secret" wait_for "SET-EXITED 0"
+check "the typed secret was not echoed" bash -c '! grep -q "hunter2-typed" <<<"$1"' _ "$(screen)"
+"${T[@]}" send-keys -t e2e "echo visible-again" Enter
+check "the terminal echoes again afterwards" wait_for "echo visible-again"
+"${T[@]}" send-keys -t e2e "$HOST auth set-secret r --strict-mcp-config --mcp-config $WORK/remote.json; echo SET-EXITED \$?" Enter
+wait_for "client secret of" >/dev/null
+"${T[@]}" send-keys -t e2e C-c
+check "Ctrl-C at the prompt gives up" wait_for "SET-EXITED 1"
+"${T[@]}" send-keys -t e2e "echo echo-restored" Enter
+check "and the terminal echoes again" wait_for "echo echo-restored"
 
 echo "tui-e2e: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

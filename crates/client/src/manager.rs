@@ -476,10 +476,8 @@ impl Runner {
                 return;
             }
         };
-        let stored = matches!(
-            crate::oauth::CredentialStore::load(&store).await,
-            Ok(Some(_))
-        );
+        // A secret kept alone (`auth set-secret`) is not a sign-in.
+        let stored = matches!(store.peek(), Ok(Some(c)) if c.token_response.is_some());
         if !stored && !machine {
             return;
         }

@@ -56,8 +56,8 @@ pub struct RawIdentityProvider {
 /// The algorithms `oauth.signingAlgorithm` accepts.
 pub const SIGNING_ALGORITHMS: [&str; 3] = ["ES256", "ES384", "RS256"];
 
-/// OAuth settings with variables expanded.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// OAuth settings with variables expanded. (`Debug` leaves out the secrets.)
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct OAuthConfig {
     pub client_id: Option<String>,
     pub client_secret: Option<String>,
@@ -91,8 +91,8 @@ impl OAuthConfig {
     }
 }
 
-/// `oauth.identityProvider`, expanded.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// `oauth.identityProvider`, expanded. (`Debug` leaves out the secrets.)
+#[derive(Clone, PartialEq, Eq)]
 pub struct IdentityProviderConfig {
     pub token_endpoint: String,
     pub client_id: String,
@@ -100,10 +100,46 @@ pub struct IdentityProviderConfig {
     pub id_token: IdToken,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub enum IdToken {
     Value(String),
     File(PathBuf),
+}
+
+fn redacted(secret: &Option<String>) -> Option<&'static str> {
+    secret.as_ref().map(|_| "REDACTED")
+}
+
+impl std::fmt::Debug for OAuthConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OAuthConfig")
+            .field("client_id", &self.client_id)
+            .field("client_secret", &redacted(&self.client_secret))
+            .field("client_metadata_url", &self.client_metadata_url)
+            .field("scopes", &self.scopes)
+            .field("grant", &self.grant)
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for IdentityProviderConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IdentityProviderConfig")
+            .field("token_endpoint", &self.token_endpoint)
+            .field("client_id", &self.client_id)
+            .field("client_secret", &redacted(&self.client_secret))
+            .field("id_token", &self.id_token)
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for IdToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Value(_) => f.write_str("Value(REDACTED)"),
+            Self::File(path) => write!(f, "File({})", path.display()),
+        }
+    }
 }
 
 type Expand<'a> = &'a dyn Fn(&str, &str) -> Result<String, SpecError>;

@@ -251,14 +251,18 @@ impl CredentialVault {
     ) -> Result<(), CredentialError> {
         self.ensure_dir()?;
         let path = self.path(key);
-        let tmp = self
-            .dir
-            .join(format!("{}.{}.tmp", key.stem(), std::process::id()));
+        // Unique per write: two saves of one key at once (two tasks, or two processes) must
+        // not share a temporary file.
+        let tmp = self.dir.join(format!(
+            "{}.{}.{:016x}.tmp",
+            key.stem(),
+            std::process::id(),
+            rand::random::<u64>()
+        ));
         let write = || -> std::io::Result<()> {
             let mut f = OpenOptions::new()
                 .write(true)
-                .create(true)
-                .truncate(true)
+                .create_new(true)
                 .mode(0o600)
                 .open(&tmp)?;
             f.write_all(value.to_string().as_bytes())?;

@@ -7,8 +7,12 @@
 //! Whether the keyring can be used is found out by [`OsKeyring::probe`], which writes, reads
 //! and deletes a canary item: connecting is not enough, because a locked keyring or one
 //! without a default collection accepts the connection and the lookups, and fails only on
-//! the write (headless, it cannot prompt). Without a session bus the probe fails in about a
-//! millisecond; nothing here hangs waiting for a person.
+//! the write. Without a session bus the probe fails in about a millisecond. A locked keyring
+//! on a desktop answers the write by asking its owner for the password (the Secret Service
+//! waits for that prompt without a deadline), so the probe gives up after
+//! [`PROBE_TIMEOUT`] and files are used: a background connection never hangs on a dialog
+//! nobody may be there to answer. (The abandoned probe thread finishes, and deletes its
+//! canary, if the prompt is answered later.)
 //!
 //! The calls are blocking D-Bus round trips of a few milliseconds. They are made from async
 //! code deliberately: the zbus store is built with `crypto-rust` (async-io underneath), whose
@@ -23,6 +27,9 @@ use std::sync::Arc;
 
 /// The Secret Service "service" attribute of every item this host stores.
 pub const SERVICE: &str = "mcp-host";
+
+/// How long the probe waits for the keyring to accept its canary.
+pub const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// A reachable, unlocked keyring that accepted a write.
 #[derive(Clone)]
@@ -49,8 +56,23 @@ fn keyring_error(key: &CredentialKey, e: KeyringError) -> CredentialError {
 }
 
 impl OsKeyring {
-    /// Connects to the Secret Service and proves it can store: write, read back, delete.
+    /// Connects to the Secret Service and proves it can store: write, read back, delete,
+    /// within [`PROBE_TIMEOUT`].
     pub fn probe() -> Result<Self, KeyringUnavailable> {
+        let (answer, answered) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            // The receiver is gone if the probe timed out; nobody needs the answer then.
+            let _ = answer.send(Self::probe_now());
+        });
+        answered.recv_timeout(PROBE_TIMEOUT).unwrap_or_else(|_| {
+            Err(KeyringUnavailable(format!(
+                "no answer within {} s (a locked keyring waiting for its password?)",
+                PROBE_TIMEOUT.as_secs()
+            )))
+        })
+    }
+
+    fn probe_now() -> Result<Self, KeyringUnavailable> {
         let unavailable = |what: &str, e: KeyringError| KeyringUnavailable(format!("{what}: {e}"));
         let store: Arc<CredentialStore> = zbus_secret_service_keyring_store::Store::new()
             .map_err(|e| unavailable("connect", e))?;

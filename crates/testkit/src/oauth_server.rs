@@ -37,6 +37,8 @@ pub struct AuthServerState {
     pub revoke_at_first_call: bool,
     /// Dynamic client registrations asked for.
     pub registrations: usize,
+    /// Hold every refresh answer until this is set back to false (at most 30 s).
+    pub hold_refreshes: bool,
 }
 
 /// The running server. It lives as long as the test process (its threads are detached).
@@ -219,8 +221,12 @@ fn token(stream: TcpStream, body: &[u8], state: &Mutex<AuthServerState>, delay: 
         return respond(stream, "400 Bad Request", "", &error);
     }
     locked(state).refresh_requests.push(field("resource"));
-    // Slow, so that concurrent refreshes would overlap.
+    // Slow, so that concurrent refreshes would overlap; held for as long as the test says.
     std::thread::sleep(delay);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while locked(state).hold_refreshes && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
     let mut s = locked(state);
     if s.reject || field("refresh_token") != s.current_refresh {
         drop(s);

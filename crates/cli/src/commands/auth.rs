@@ -14,6 +14,7 @@ use mcp_host_config::{ServerReadiness, ServerSpec, Transport};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio_util::sync::CancellationToken;
 
 pub async fn run(host: &Host, command: AuthCommand) -> anyhow::Result<ExitCode> {
     match command {
@@ -107,7 +108,8 @@ async fn set_secret(host: &Host, name: &str) -> anyhow::Result<ExitCode> {
     let Some(client_id) = spec.oauth.as_ref().and_then(|o| o.client_id.as_deref()) else {
         bail!("`{name}` has no pre-registered client: set `oauth.clientId` in its config first")
     };
-    let secret = read_secret(&format!("client secret of `{client_id}` for `{name}`: "))?;
+    let prompt = format!("client secret of `{client_id}` for `{name}`: ");
+    let secret = read_secret(&prompt, &host.interrupted).await?;
     store_for(host, url)?
         .store_client_secret(client_id, &secret)
         .await?;
@@ -120,25 +122,53 @@ async fn set_secret(host: &Host, name: &str) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// One secret from standard input: typed without echo at a terminal, else the first line.
-fn read_secret(prompt: &str) -> anyhow::Result<String> {
-    use nix::sys::termios::{LocalFlags, SetArg, tcgetattr, tcsetattr};
-    use std::io::{BufRead, IsTerminal, Write};
-    let stdin = std::io::stdin();
-    let mut line = String::new();
-    if stdin.is_terminal() {
-        eprint!("{prompt}");
-        std::io::stderr().flush()?;
-        let saved = tcgetattr(&stdin)?;
+/// Terminal echo off until dropped: the terminal is given back on every way out.
+struct EchoOff(nix::sys::termios::Termios);
+
+impl EchoOff {
+    fn new(terminal: &std::io::Stdin) -> anyhow::Result<Self> {
+        use nix::sys::termios::{LocalFlags, SetArg, tcgetattr, tcsetattr};
+        let saved = tcgetattr(terminal)?;
         let mut quiet = saved.clone();
         quiet.local_flags.remove(LocalFlags::ECHO);
-        tcsetattr(&stdin, SetArg::TCSANOW, &quiet)?;
-        let read = stdin.lock().read_line(&mut line);
-        tcsetattr(&stdin, SetArg::TCSANOW, &saved)?;
-        eprintln!();
-        read?;
+        tcsetattr(terminal, SetArg::TCSANOW, &quiet)?;
+        Ok(Self(saved))
+    }
+}
+
+impl Drop for EchoOff {
+    fn drop(&mut self) {
+        use nix::sys::termios::{SetArg, tcsetattr};
+        // Nothing better to do if the terminal went away meanwhile.
+        let _ = tcsetattr(std::io::stdin(), SetArg::TCSANOW, &self.0);
+    }
+}
+
+/// One secret from standard input: typed without echo at a terminal, else the first line.
+/// Ctrl-C gives up (the read runs on its own thread, so the interrupt is not lost in it).
+async fn read_secret(prompt: &str, interrupted: &CancellationToken) -> anyhow::Result<String> {
+    use std::io::{BufRead, IsTerminal, Write};
+    let stdin = std::io::stdin();
+    let echo_off = if stdin.is_terminal() {
+        eprint!("{prompt}");
+        std::io::stderr().flush()?;
+        Some(EchoOff::new(&stdin)?)
     } else {
-        stdin.lock().read_line(&mut line)?;
+        None
+    };
+    let (line_tx, line_rx) = tokio::sync::oneshot::channel();
+    // A plain thread, not spawn_blocking: an abandoned read must not hold up the exit.
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let read = std::io::stdin().lock().read_line(&mut line).map(|_| line);
+        let _ = line_tx.send(read);
+    });
+    let line = tokio::select! {
+        read = line_rx => read.context("the reading thread stopped")??,
+        () = interrupted.cancelled() => bail!("interrupted"),
+    };
+    if echo_off.is_some() {
+        eprintln!();
     }
     let secret = line.trim_end_matches(['\r', '\n']).to_string();
     if secret.is_empty() {
@@ -168,7 +198,7 @@ async fn status(host: &Host, only: Option<&str>) -> anyhow::Result<ExitCode> {
         Err(e) => println!("credentials: {e}"),
     }
     for (name, _, url) in servers {
-        let line = match store_for(host, url)?.load().await {
+        let line = match store_for(host, url)?.peek() {
             Ok(Some(c)) if c.token_response.is_none() => {
                 format!("not signed in, client secret kept (mcp-host auth login {name})")
             }

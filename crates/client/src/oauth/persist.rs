@@ -30,7 +30,7 @@
 //! meanwhile, the fresh credential is returned and no refresh follows. If not, this store
 //! keeps the lock *reserved* and hands it to the guard rmcp asks for next, so there is no
 //! gap in which a second process could slip in; an unclaimed reservation is released after
-//! the lock wait. `load` and `save` never wait for a lock this store already holds (a live
+//! a few seconds. `load` and `save` never wait for a lock this store already holds (a live
 //! guard or a reservation), so rmcp's load → request → save under its guard cannot deadlock.
 //! A rotated refresh token is in the file (atomic rename, fsync) before the guard is
 //! released, hence before anyone can use it.
@@ -42,8 +42,10 @@
 //! coalescing above.
 //!
 //! **Reads.** rmcp asks the store for the credential before every request. A credential this
-//! store read or wrote and that is not due for refresh is handed out again from memory, so a
-//! busy session does not make a D-Bus call (keyring) or a file read per request. Whatever is
+//! store read or wrote whose access token is live (known expiry, outside the refresh margin)
+//! is handed out again from memory, so a busy session does not make a D-Bus call (keyring)
+//! or a file read per request. Anything else (a secret alone, no expiry) is read every time,
+//! so a login made elsewhere is seen. Whatever is
 //! due, and anything under a refresh guard, is read from the vault, so the coalescing and the
 //! rotation above always see the latest. (A `logout` in another process therefore takes
 //! effect in a running session at its next refresh; the tokens themselves stay valid at the
@@ -66,8 +68,14 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 /// inside the file (see the module header).
 pub const ISSUER_IN_FILE: &str = "";
 
-/// How long a refresh waits for another process's refresh to finish.
-pub const DEFAULT_LOCK_WAIT: Duration = Duration::from_secs(5);
+/// How long a refresh waits for another process's refresh to finish: longer than that
+/// refresh's own token request may take (the OAuth HTTP client gives up after 30 s), so a
+/// slow authorization server makes the second process wait, not fail.
+pub const DEFAULT_LOCK_WAIT: Duration = Duration::from_secs(35);
+
+/// How long a lock taken by `load` for the refresh rmcp is about to make stays reserved if
+/// no refresh claims it (rmcp refreshes right after such a load; this only bounds a miss).
+const RESERVATION_TTL: Duration = Duration::from_secs(5);
 
 /// A refresh starts up to this much earlier than rmcp's rule alone would start it, by an
 /// amount drawn once per store (and never more than a quarter of the token's lifetime), so
@@ -186,17 +194,26 @@ fn lifetime_of(credentials: &StoredCredentials) -> Option<u64> {
     token.get("expires_in").and_then(Value::as_u64)
 }
 
-/// Whether rmcp's `get_access_token` would refresh this credential now.
-fn due_for_refresh(credentials: &StoredCredentials) -> bool {
-    let has_refresh = refresh_token_of(credentials).is_some();
-    let (Some(expires_in), Some(received_at)) =
-        (lifetime_of(credentials), credentials.token_received_at)
-    else {
-        return false;
-    };
+/// Whether the access token is inside rmcp's refresh margin (`None` without an expiry).
+fn in_refresh_margin(credentials: &StoredCredentials) -> Option<bool> {
+    let expires_in = lifetime_of(credentials)?;
+    let received_at = credentials.token_received_at?;
     let remaining = expires_in.saturating_sub(now_epoch_secs().saturating_sub(received_at));
     let buffer = REFRESH_BUFFER_SECS.min(expires_in / 2);
-    has_refresh && remaining < buffer.max(1)
+    Some(remaining < buffer.max(1))
+}
+
+/// Whether rmcp's `get_access_token` would refresh this credential now.
+fn due_for_refresh(credentials: &StoredCredentials) -> bool {
+    refresh_token_of(credentials).is_some() && in_refresh_margin(credentials) == Some(true)
+}
+
+/// Whether rmcp would send this credential's access token as it is: there is one, its
+/// expiry is known, and it is outside the refresh margin. Only such a credential may be
+/// served from memory; anything else (no token, a secret alone, an unknown expiry) is read
+/// from the vault every time, so a login made elsewhere is seen.
+fn live(credentials: &StoredCredentials) -> bool {
+    credentials.token_response.is_some() && in_refresh_margin(credentials) == Some(false)
 }
 
 impl VaultCredentialStore {
@@ -320,7 +337,7 @@ impl VaultCredentialStore {
     }
 
     /// The remembered credential, if it is still good to hand out without reading the
-    /// vault: not due for refresh, and no refresh of this store under way.
+    /// vault: [`live`], and no refresh of this store under way.
     fn remembered(&self) -> Option<StoredCredentials> {
         if lock_state(&self.state).holds() {
             return None;
@@ -331,7 +348,15 @@ impl VaultCredentialStore {
             .unwrap_or_else(PoisonError::into_inner)
             .clone()?;
         let jittered = self.jittered(last);
-        (!due_for_refresh(&jittered)).then_some(jittered)
+        live(&jittered).then_some(jittered)
+    }
+
+    /// The stored credential as it is, without waiting for a refresh another process may be
+    /// making: for showing status and deciding whether to attach OAuth at all.
+    pub fn peek(&self) -> Result<Option<StoredCredentials>, OAuthError> {
+        self.read()
+            .map(|f| f.map(|f| f.credentials))
+            .map_err(|e| OAuthError::Store(e.to_string()))
     }
 
     /// The file's content, if it is for this resource.
@@ -357,7 +382,7 @@ impl VaultCredentialStore {
         Ok(Some(file))
     }
 
-    /// Keeps `lock` for the next guard; released by itself after the lock wait if no
+    /// Keeps `lock` for the next guard; released by itself after [`RESERVATION_TTL`] if no
     /// refresh claims it.
     fn reserve(&self, lock: RefreshLock) {
         let id = {
@@ -368,9 +393,8 @@ impl VaultCredentialStore {
             id
         };
         let state = Arc::downgrade(&self.state);
-        let wait = self.lock_wait;
         let release = async move {
-            tokio::time::sleep(wait).await;
+            tokio::time::sleep(RESERVATION_TTL).await;
             if let Some(state) = state.upgrade() {
                 let mut state = lock_state(&state);
                 if state.reserved.as_ref().is_some_and(|(_, r)| *r == id) {
@@ -405,7 +429,15 @@ impl CredentialStore for VaultCredentialStore {
         }
         // Due for refresh: another process may be refreshing it right now. Wait for it and
         // read again, so that its rotated token is used instead of refreshing a second time.
-        let lock = match self.vault.lock_refresh(&self.key, self.lock_wait).await {
+        let lock = match self.vault.lock_refresh(&self.key, Duration::ZERO).await {
+            Ok(lock) => Ok(lock),
+            Err(_) => {
+                // Tests wait for this line to know a second process is in the coalescing path.
+                tracing::debug!(resource = %self.key.resource, "waiting for another process's refresh");
+                self.vault.lock_refresh(&self.key, self.lock_wait).await
+            }
+        };
+        let lock = match lock {
             Ok(lock) => lock,
             Err(e) => {
                 tracing::debug!(resource = %self.key.resource, error = %e, "refresh lock not taken on load");
@@ -572,6 +604,17 @@ mod tests {
         other.save(credentials("rotated", "r2", now)).await.unwrap();
         let seen = mine.load().await.unwrap().unwrap();
         assert_eq!(access_token_of(&seen), "rotated");
+        // A secret alone is never served from memory: a login made elsewhere is seen.
+        mine.store_client_secret("another-client", "s")
+            .await
+            .unwrap();
+        assert!(mine.load().await.unwrap().unwrap().token_response.is_none());
+        other
+            .save(credentials("signed-in", "r3", now))
+            .await
+            .unwrap();
+        let seen = mine.load().await.unwrap().unwrap();
+        assert_eq!(access_token_of(&seen), "signed-in");
         // And a cleared vault is seen as such once nothing live is remembered.
         mine.save(credentials("stale", "r", now - 7200))
             .await
@@ -580,7 +623,7 @@ mod tests {
         assert!(mine.load().await.unwrap().is_none());
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn a_due_credential_reserves_the_lock_for_the_refresh() {
         let dir = tempfile::tempdir().unwrap();
         let store = VaultCredentialStore::new(CredentialVault::new(dir.path()), "http://h/mcp")
@@ -601,7 +644,9 @@ mod tests {
         assert!(!lock_state(&store.state).holds());
         // An unclaimed reservation is let go.
         store.load().await.unwrap().unwrap();
-        tokio::time::sleep(Duration::from_millis(400)).await;
+        assert!(lock_state(&store.state).holds());
+        // (Paused time: the sleep advances the clock past the reservation's end at once.)
+        tokio::time::sleep(RESERVATION_TTL + Duration::from_millis(1)).await;
         assert!(!lock_state(&store.state).holds());
     }
 }

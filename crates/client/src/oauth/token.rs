@@ -89,22 +89,30 @@ impl TokenRequest<'_> {
     }
 }
 
-/// Saves an access-token answer for `client_id` as rmcp saves its own, so rmcp uses it (and
-/// refreshes it, when it carries a refresh token). Scopes: the answer's, else those asked.
+/// Saves the access-token answer of a machine grant for `client_id` as rmcp saves its own,
+/// so rmcp uses it. Scopes: the answer's, else those asked.
+///
+/// A refresh token in the answer is dropped: rmcp would refresh with only the client id (it
+/// does not hold the secret or the signing key of these grants), be refused, and fail every
+/// call until a restart; without one, an expired token ends in a new exchange.
 pub(crate) async fn save_token(
     store: &dyn CredentialStore,
     metadata: &AuthorizationMetadata,
     client_id: &str,
-    json: Value,
+    mut json: Value,
     asked: &[String],
     error: fn(String) -> AuthError,
 ) -> Result<(), AuthError> {
+    if let Some(answer) = json.as_object_mut() {
+        answer.remove("refresh_token");
+    }
     let granted = match json.get("scope").and_then(Value::as_str) {
         Some(s) => s.split_whitespace().map(str::to_string).collect(),
         None => asked.to_vec(),
     };
-    let token: OAuthTokenResponse =
-        serde_json::from_value(json).map_err(|e| error(format!("unusable token response: {e}")))?;
+    // No serde detail in the message: it could quote a token.
+    let token: OAuthTokenResponse = serde_json::from_value(json)
+        .map_err(|_| error("the token response is not a usable access token".into()))?;
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
