@@ -46,6 +46,16 @@ wait_for() {
   return 1
 }
 
+# Waits (at most 20 s) until the screen no longer contains $1.
+wait_gone() {
+  local deadline=$((SECONDS + 20))
+  while [ $SECONDS -lt $deadline ]; do
+    screen | grep -qF -- "$1" || return 0
+    sleep 0.1
+  done
+  return 1
+}
+
 # Waits (at most 20 s) until file $2 contains $1.
 wait_file() {
   local deadline=$((SECONDS + 20))
@@ -139,8 +149,12 @@ check "set-secret keeps the typed secret" wait_for "SET-EXITED 0"
 check "the typed secret was not echoed" bash -c '! grep -q "hunter2-typed" <<<"$1"' _ "$(screen)"
 "${T[@]}" send-keys -t e2e "echo visible-again" Enter
 check "the terminal echoes again afterwards" wait_for "echo visible-again"
+# A clean screen first, so that waiting for the prompt cannot match the previous one.
+"${T[@]}" send-keys -t e2e "clear" Enter
+"${T[@]}" clear-history -t e2e
+check "the screen is cleared" wait_gone "client secret of"
 "${T[@]}" send-keys -t e2e "$HOST auth set-secret r --strict-mcp-config --mcp-config $WORK/remote.json; echo SET-EXITED \$?" Enter
-wait_for "client secret of" >/dev/null
+check "set-secret prompts again" wait_for "client secret of"
 "${T[@]}" send-keys -t e2e C-c
 check "Ctrl-C at the prompt gives up" wait_for "SET-EXITED 1"
 "${T[@]}" send-keys -t e2e "echo echo-restored" Enter
