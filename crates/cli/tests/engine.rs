@@ -10,7 +10,8 @@ use mcp_host_client::{Manager, ServerSetup};
 use mcp_host_config::RawToolOptions;
 use mcp_host_core::{ServerId, ServerState};
 use mcp_host_engine::{
-    Approval, Conversation, Engine, EngineConfig, Event, Observer, TurnEnd, history_tokens,
+    Approval, Conversation, Engine, EngineConfig, Event, Observer, TurnEnd, TurnReport,
+    history_tokens,
 };
 use mcp_host_models::{Message, ModelResponse, Scripted, StopReason, ToolCall, Usage};
 use mcp_host_policy::{AnswerScope, Answers, Mode, Policy};
@@ -108,6 +109,16 @@ impl Observer for Recorder {
     }
 }
 
+/// One turn of `engine` on "go" in a fresh conversation.
+async fn fresh_turn(engine: &Engine<'_, Scripted>) -> (Conversation, TurnReport) {
+    let mut conv = Conversation::new(100_000, Answers::default());
+    let report = engine
+        .run_turn(&mut conv, "go", &CancellationToken::new())
+        .await
+        .unwrap();
+    (conv, report)
+}
+
 fn engine_for<'a>(
     provider: &'a Scripted,
     manager: &'a Manager,
@@ -188,11 +199,7 @@ async fn servers_run_in_parallel_and_one_server_keeps_order_unless_trusted_and_r
         &recorder,
         config(Mode::Auto),
     );
-    let mut conv = Conversation::new(100_000, Answers::default());
-    let report = engine
-        .run_turn(&mut conv, "go", &CancellationToken::new())
-        .await
-        .unwrap();
+    let (conv, report) = fresh_turn(&engine).await;
     assert_eq!(report.end, TurnEnd::Finished);
     assert_eq!(report.usage.input_tokens, 10);
     // Untrusted, and trusted with `parallel: false`: the echo waits for the slow call.
@@ -236,11 +243,7 @@ async fn approvals_are_asked_per_call_and_answers_hold_for_their_scope() {
         &recorder,
         config(Mode::Ask),
     );
-    let mut conv = Conversation::new(100_000, Answers::default());
-    let report = engine
-        .run_turn(&mut conv, "go", &CancellationToken::new())
-        .await
-        .unwrap();
+    let (_, report) = fresh_turn(&engine).await;
     let asked: Vec<String> = recorder
         .seen()
         .into_iter()
@@ -281,11 +284,7 @@ async fn approvals_are_asked_per_call_and_answers_hold_for_their_scope() {
             &recorder,
             config(Mode::Ask),
         );
-        let mut conv = Conversation::new(100_000, Answers::default());
-        let report = engine
-            .run_turn(&mut conv, "go", &CancellationToken::new())
-            .await
-            .unwrap();
+        let (conv, report) = fresh_turn(&engine).await;
         assert_eq!(report.end, TurnEnd::Finished);
         let (_, content, is_error) = &tool_results(&conv.history)[0];
         assert!(*is_error && content.contains(expect), "{content}");
@@ -371,11 +370,7 @@ async fn results_over_their_budget_are_stored_and_large_ones_flagged() {
     let mut cfg = config(Mode::Auto);
     cfg.store = Some(store.clone());
     let engine = engine_for(&provider, &m, &catalogue, &policy, &recorder, cfg);
-    let mut conv = Conversation::new(100_000, Answers::default());
-    let report = engine
-        .run_turn(&mut conv, "go", &CancellationToken::new())
-        .await
-        .unwrap();
+    let (conv, report) = fresh_turn(&engine).await;
     let results = tool_results(&conv.history);
     assert_eq!(results[0].1, "hi");
     // Over the tool's 100-token cap: stored whole, previewed, readable by handle.
@@ -569,11 +564,7 @@ async fn progress_notifications_reach_the_front_end_as_events_of_their_call() {
         &recorder,
         config(Mode::Auto),
     );
-    let mut conv = Conversation::new(100_000, Answers::default());
-    engine
-        .run_turn(&mut conv, "go", &CancellationToken::new())
-        .await
-        .unwrap();
+    fresh_turn(&engine).await;
     let first = recorder.position("progress:c1");
     assert!(recorder.position("begun:c1") < first && first < recorder.position("ended:c1"));
     m.shutdown().await;

@@ -9,7 +9,7 @@ use crate::retry::Retry;
 use crate::types::{
     Message, ModelRequest, ModelResponse, Provider, ProviderError, StopReason, ToolCall, Usage,
 };
-use crate::wire::{self, Auth, Flow, Framing};
+use crate::wire::{self, Flow, Framing};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -45,13 +45,12 @@ impl OpenAiCompatible {
     async fn send(&self, request: &ModelRequest) -> Result<ModelResponse, ProviderError> {
         let url = format!("{}/chat/completions", self.base_url);
         let body = Self::body(request);
-        let response = wire::post(
+        let response = wire::post_bearer(
             &self.client,
             self.retry,
             &url,
             &body,
-            Auth::Bearer(self.api_key.as_deref()),
-            &[],
+            self.api_key.as_deref(),
         )
         .await?;
         let mut text = String::new();
