@@ -9,7 +9,9 @@ use mcp_host_client::backoff::RetryPolicy;
 use mcp_host_client::{Manager, ManagerOptions, ServerSetup, SupervisorCommand};
 use mcp_host_config::{RawServer, Scope};
 use mcp_host_core::{ServerId, ServerState, TransportKind};
-use mcp_host_engine::{Conversation, Engine, EngineConfig, Quiet, ResultStore, preview};
+use mcp_host_engine::{
+    Conversation, Engine, EngineConfig, Gate, Hooks, Quiet, ResultStore, ToolSource, preview,
+};
 use mcp_host_models::{
     Message, ModelRequest, ModelResponse, OpenAiCompatible, Provider, Scripted, StopReason,
     ToolCall, Usage,
@@ -37,7 +39,7 @@ fn setup(name: &str) -> ServerSetup {
     }
 }
 
-async fn start(names: &[&str]) -> (Manager, Catalogue) {
+async fn start(names: &[&str]) -> (Manager, ToolSource) {
     let options = ManagerOptions {
         supervisor: SupervisorCommand {
             program: env!("CARGO_BIN_EXE_mcp-host").into(),
@@ -64,7 +66,7 @@ async fn start(names: &[&str]) -> (Manager, Catalogue) {
             m.tools(&id).unwrap().items.clone(),
         ));
     }
-    (m, Catalogue::build(servers))
+    (m, ToolSource::fixed(Catalogue::build(servers)))
 }
 
 fn step(calls: Vec<ToolCall>) -> ModelResponse {
@@ -96,14 +98,18 @@ fn config() -> EngineConfig {
     }
 }
 
-async fn run(m: &Manager, c: &Catalogue, script: Vec<ModelResponse>) -> Duration {
+async fn run(m: &Manager, c: &ToolSource, script: Vec<ModelResponse>) -> Duration {
     let provider = Scripted::new(script);
     let policy = Policy::default();
+    let hooks = Hooks::default();
     let engine = Engine {
         provider: &provider,
         manager: m,
-        catalogue: c,
-        policy: &policy,
+        tools: c,
+        gate: Gate {
+            policy: &policy,
+            hooks: &hooks,
+        },
         observer: &Quiet,
         config: config(),
     };

@@ -133,6 +133,10 @@ pub struct RunArgs {
     /// The model's context window in tokens (default: a per-provider assumption).
     #[arg(long, value_name = "TOKENS")]
     pub context_window: Option<usize>,
+    /// Before the first model request, wait at most this long for servers still starting;
+    /// the turn then begins with the ready ones and late ones join at a later step.
+    #[arg(long, value_name = "SECS", default_value_t = 10)]
+    pub server_wait: u64,
 }
 
 #[derive(Debug, Clone, Default, Args)]

@@ -176,3 +176,17 @@ pub fn interrupt_token() -> anyhow::Result<CancellationToken> {
     });
     Ok(token)
 }
+
+impl Host {
+    /// The user's pins of tool definitions.
+    pub async fn pins(&self) -> anyhow::Result<mcp_host_registry::pins::PinStore> {
+        let path = self.paths.data_dir.join("pins.sqlite");
+        Ok(mcp_host_registry::pins::PinStore::open(&path).await?)
+    }
+
+    /// The hooks of every scope that may define them. A hook that cannot be used is an
+    /// error: hooks guard calls, and a guard left out would let calls through.
+    pub fn hooks(&self) -> anyhow::Result<mcp_host_engine::Hooks> {
+        Ok(mcp_host_engine::Hooks::compile(&self.config)?)
+    }
+}

@@ -7,7 +7,6 @@ mod catalogue;
 mod chat;
 mod cli;
 mod commands;
-mod hooks;
 mod host;
 mod login;
 mod model;

@@ -1,15 +1,7 @@
-//! Wiring the pure policy into the commands: compiling the config's permission rules, and
-//! gathering one call's facts (trust, catalogue flags, pin state) for `decide`.
+//! Compiling the config's permission rules for the engine's gate.
 
-use mcp_host_client::Manager;
 use mcp_host_config::{LoadedConfig, RawRule};
-use mcp_host_core::ServerId;
-use mcp_host_policy::{
-    Call, Condition, Context, Decision, Mode, Policy, Remembered, Rule, RuleSource, decide,
-};
-use mcp_host_registry::catalogue::Entry;
-use serde_json::Value;
-use std::collections::BTreeSet;
+use mcp_host_policy::{Condition, Policy, Rule, RuleSource};
 
 /// Compiles every scope's rules; a rule that does not compile is reported and left out.
 pub fn compile(config: &LoadedConfig) -> Policy {
@@ -83,38 +75,4 @@ fn regex_lite(pattern: &str) -> Result<regex::Regex, String> {
         .size_limit(1 << 20)
         .build()
         .map_err(|e| format!("bad regex: {e}"))
-}
-
-/// Everything `decide` needs about one call besides the rules.
-pub struct CallFacts<'a> {
-    pub entry: &'a Entry,
-    pub trusted: bool,
-    pub mode: Mode,
-    pub provenance: &'a BTreeSet<ServerId>,
-    pub remembered: &'a Remembered,
-}
-
-pub fn decide_call(policy: &Policy, args: &Value, f: &CallFacts<'_>) -> Decision {
-    let e = f.entry;
-    let facts = mcp_host_engine::tool_facts(e);
-    let call = Call {
-        server: &e.key.server,
-        tool: &e.key.tool,
-        name: &e.name,
-        args,
-    };
-    let cx = Context {
-        mode: f.mode,
-        policy,
-        server_trusted: f.trusted,
-        tool: facts,
-        provenance: f.provenance,
-        remembered: f.remembered,
-    };
-    decide(call, cx)
-}
-
-/// Whether the host believes this server's annotations (`trust: true` in its config).
-pub fn trusted(m: &Manager, server: &ServerId) -> bool {
-    m.spec(server).is_some_and(|s| s.trusted)
 }

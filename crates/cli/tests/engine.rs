@@ -10,8 +10,8 @@ use mcp_host_client::{Manager, ServerSetup};
 use mcp_host_config::RawToolOptions;
 use mcp_host_core::{ServerId, ServerState};
 use mcp_host_engine::{
-    Approval, Conversation, Engine, EngineConfig, Event, Observer, TurnEnd, TurnReport,
-    history_tokens,
+    Approval, Conversation, Engine, EngineConfig, Event, Gate, Hooks, Observer, ToolSource,
+    TurnEnd, TurnReport, history_tokens,
 };
 use mcp_host_models::{Message, ModelResponse, Scripted, StopReason, ToolCall, Usage};
 use mcp_host_policy::{AnswerScope, Answers, Mode, Policy};
@@ -22,7 +22,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
-async fn start(servers: Vec<ServerSetup>) -> (Manager, Catalogue) {
+async fn start(servers: Vec<ServerSetup>) -> (Manager, ToolSource) {
     let names: Vec<String> = servers.iter().map(|s| s.id.to_string()).collect();
     let m = Manager::start(
         servers,
@@ -37,7 +37,12 @@ async fn start(servers: Vec<ServerSetup>) -> (Manager, Catalogue) {
             m.tools(&id).unwrap().items.clone(),
         ));
     }
-    (m, Catalogue::build(tools))
+    (m, ToolSource::fixed(Catalogue::build(tools)))
+}
+
+fn no_hooks() -> &'static Hooks {
+    static NONE: std::sync::OnceLock<Hooks> = std::sync::OnceLock::new();
+    NONE.get_or_init(Hooks::default)
 }
 
 fn call(id: &str, name: &str, args: serde_json::Value) -> ToolCall {
@@ -122,7 +127,7 @@ async fn fresh_turn(engine: &Engine<'_, Scripted>) -> (Conversation, TurnReport)
 fn engine_for<'a>(
     provider: &'a Scripted,
     manager: &'a Manager,
-    catalogue: &'a Catalogue,
+    tools: &'a ToolSource,
     policy: &'a Policy,
     observer: &'a dyn Observer,
     config: EngineConfig,
@@ -130,8 +135,11 @@ fn engine_for<'a>(
     Engine {
         provider,
         manager,
-        catalogue,
-        policy,
+        tools,
+        gate: Gate {
+            policy,
+            hooks: no_hooks(),
+        },
         observer,
         config,
     }

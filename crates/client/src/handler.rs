@@ -108,7 +108,7 @@ pub struct ClientFeatures {
 #[derive(Clone)]
 pub struct HostHandler {
     pub(crate) info: ClientConfig,
-    pub(crate) tools_changed: Arc<Notify>,
+    pub(crate) tools_changed: Arc<crate::changes::ListChanges>,
     pub(crate) offers_changed: Arc<Notify>,
     pub(crate) features: ClientFeatures,
     pub(crate) progress: ProgressRoutes,

@@ -5,6 +5,7 @@
 //! `mcp-host-core`, except the credential-store contract that `oauth::store` re-exports.
 
 pub mod backoff;
+mod changes;
 mod handler;
 mod http;
 pub mod lenient;

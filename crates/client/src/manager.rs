@@ -60,6 +60,12 @@ pub enum CallError {
         server: String,
         source: RequestError,
     },
+    /// The server announced a tool-list change that was not applied in time: what it now
+    /// offers cannot be checked, so nothing is sent.
+    #[error(
+        "server `{server}` changed its tools and the new list did not arrive within {waited:?}"
+    )]
+    ListStale { server: String, waited: Duration },
 }
 
 struct Slot {
@@ -206,6 +212,24 @@ impl Manager {
                 .await
                 .map_err(|source| CallError::Request { server, source })
         }
+    }
+
+    /// The server's tool list, no older than the last change it announced before this was
+    /// asked: a change announced and not yet applied is waited for, at most `limit`.
+    pub async fn current_tools(
+        &self,
+        id: &ServerId,
+        limit: Duration,
+    ) -> Result<Arc<ToolList>, CallError> {
+        let (session, _) = self.session(id)?;
+        if !session.tools_changed.caught_up(limit).await {
+            return Err(CallError::ListStale {
+                server: id.to_string(),
+                waited: limit,
+            });
+        }
+        self.tools(id)
+            .ok_or_else(|| CallError::UnknownServer(id.to_string()))
     }
 
     /// The ready session of a server, or why there is none.
@@ -580,6 +604,7 @@ impl Runner {
     }
 
     async fn refresh_tools(&self, session: &Session) -> Result<(), RequestError> {
+        let covers = session.tools_changed.refresh_begins();
         let list = session.list_tools(self.spec.startup_timeout).await?;
         for issue in &list.issues {
             tracing::warn!(server = %self.spec.name, tool = %issue.item, reason = %issue.reason, "tool skipped");
@@ -592,6 +617,7 @@ impl Runner {
             s.tool_count = count;
             s.revision += 1;
         });
+        session.tools_changed.refreshed(covers);
         Ok(())
     }
 }

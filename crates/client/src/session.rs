@@ -210,8 +210,8 @@ pub struct Session {
     stderr: Option<Arc<std::sync::Mutex<crate::stdio::StderrRing>>>,
     closed: CancellationToken,
     era: Era,
-    /// Notified when the server says its tool list changed.
-    pub tools_changed: Arc<Notify>,
+    /// Told when the server says its tool list changed; counts what refreshes applied.
+    pub tools_changed: Arc<crate::changes::ListChanges>,
     /// Notified when the server says its prompt or resource list changed.
     pub offers_changed: Arc<Notify>,
     pub server_name: Option<String>,
@@ -267,7 +267,7 @@ impl Session {
         timeout: Duration,
         features: ClientFeatures,
     ) -> Result<Self, ConnectError> {
-        let tools_changed = Arc::new(Notify::new());
+        let tools_changed = Arc::new(crate::changes::ListChanges::default());
         let offers_changed = Arc::new(Notify::new());
         let progress = ProgressRoutes::default();
         let handler = HostHandler {
@@ -592,7 +592,7 @@ struct Changes {
 async fn listen_for_changes(
     peer: rmcp::service::Peer<RoleClient>,
     wants: Changes,
-    (tools_changed, offers_changed): (Arc<Notify>, Arc<Notify>),
+    (tools_changed, offers_changed): (Arc<crate::changes::ListChanges>, Arc<Notify>),
     closed: CancellationToken,
 ) {
     let mut filter = SubscriptionFilter::builder();

@@ -1,16 +1,16 @@
 //! Deciding one tool call, before anything is sent: parse its arguments, answer the host's
 //! own tools (search, load, read_result) locally, resolve and validate it in the catalogue,
-//! decide through policy, and for an `Ask` put the question to the front end and wait for
-//! the answer matched to this call. Whatever is refused comes back as text the model reads.
+//! decide through the gate (policy and hooks), and for an `Ask` put the question to the
+//! front end and wait for the answer matched to this call. Whatever is refused comes back as
+//! text the model reads.
 
 use crate::events::{Approval, ApprovalRequest, Event};
+use crate::gate::{CallFacts, trusted};
 use crate::results::READ_RESULT;
-use crate::{CallRecord, Conversation, Engine, tool_facts};
+use crate::{CallRecord, Conversation, Engine};
 use mcp_host_models::{Provider, ToolCall};
-use mcp_host_policy::{
-    AnswerScope, Call, Context, DecidedBy, Decision, MemoryKey, Verdict, decide,
-};
-use mcp_host_registry::catalogue::Entry;
+use mcp_host_policy::{AnswerScope, DecidedBy, Decision, MemoryKey, Verdict};
+use mcp_host_registry::catalogue::{Catalogue, Entry};
 use mcp_host_registry::exposure::{LOAD_TOOLS, SEARCH_TOOLS};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -27,13 +27,14 @@ pub(crate) enum Prepared<'c> {
     },
 }
 
-impl<'a, P: Provider> Engine<'a, P> {
-    pub(crate) async fn prepare(
+impl<P: Provider> Engine<'_, P> {
+    pub(crate) async fn prepare<'c>(
         &self,
+        catalogue: &'c Catalogue,
         conv: &mut Conversation,
         call: &ToolCall,
         cancel: &CancellationToken,
-    ) -> Prepared<'a> {
+    ) -> Prepared<'c> {
         let mut record = CallRecord::new(call);
         let answered = |content: String, mut record: CallRecord, is_error: bool| {
             record.is_error = is_error;
@@ -59,11 +60,11 @@ impl<'a, P: Provider> Engine<'a, P> {
             },
         };
         if call.name == SEARCH_TOOLS {
-            let found = conv.exposure.search_tools(self.catalogue, &args);
+            let found = conv.exposure.search_tools(catalogue, &args);
             return answered(found.to_string(), record, false);
         }
         if call.name == LOAD_TOOLS {
-            let loaded = conv.exposure.load_tools(self.catalogue, &args);
+            let loaded = conv.exposure.load_tools(catalogue, &args);
             return answered(loaded.to_string(), record, false);
         }
         if call.name == READ_RESULT
@@ -81,15 +82,15 @@ impl<'a, P: Provider> Engine<'a, P> {
             };
         }
         // Named even when refused (bad arguments), so the record says whose tool it was.
-        if let Some(known) = self.catalogue.get(&call.name) {
+        if let Some(known) = catalogue.get(&call.name) {
             record.server = Some(known.key.server.to_string());
             record.tool = Some(known.key.tool.clone());
         }
-        let entry = match self.catalogue.prepare_named_call(&call.name, &args) {
+        let entry = match catalogue.prepare_named_call(&call.name, &args) {
             Ok(e) => e,
             Err(refusal) => return refuse(refusal.to_string(), record),
         };
-        let mut decision = self.decide(conv, entry, &args);
+        let mut decision = self.decide(conv, entry, &args).await;
         self.observer.decided(entry, &args, &decision);
         if decision.verdict == Verdict::Ask {
             decision = self.ask(conv, entry, call, &args, &decision, cancel).await;
@@ -120,16 +121,12 @@ impl<'a, P: Provider> Engine<'a, P> {
         asked: &Decision,
         cancel: &CancellationToken,
     ) -> Decision {
-        let trusted = self
-            .manager
-            .spec(&entry.key.server)
-            .is_some_and(|s| s.trusted);
         let (request, answer) = ApprovalRequest::new(
             entry,
             &call.id,
             args,
             &asked.reason,
-            trusted,
+            trusted(self.manager, &entry.key.server),
             conv.provenance_names(),
         );
         self.observer.event(Event::ApprovalRequested(request));
@@ -185,29 +182,15 @@ impl<'a, P: Provider> Engine<'a, P> {
         }
     }
 
-    fn decide(&self, conv: &Conversation, entry: &Entry, args: &Value) -> Decision {
+    async fn decide(&self, conv: &Conversation, entry: &Entry, args: &Value) -> Decision {
         let remembered = conv.answers.current();
-        let trusted = self
-            .manager
-            .spec(&entry.key.server)
-            .is_some_and(|s| s.trusted);
-        let cx = Context {
+        let facts = CallFacts {
             mode: self.config.mode,
-            policy: self.policy,
-            server_trusted: trusted,
-            tool: tool_facts(entry),
+            trusted: trusted(self.manager, &entry.key.server),
             provenance: conv.turn.provenance(),
             remembered: &remembered,
         };
-        decide(
-            Call {
-                server: &entry.key.server,
-                tool: &entry.key.tool,
-                name: &entry.name,
-                args,
-            },
-            cx,
-        )
+        self.gate.decide(entry, args, facts).await
     }
 }
 

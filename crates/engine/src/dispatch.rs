@@ -106,6 +106,26 @@ impl<P: Provider> Engine<'_, P> {
             args: job.args.clone(),
             provenance: job.provenance.clone(),
         });
+        // Pins are checked before every call, not once per turn: a definition that changed
+        // since the decision (announced while the call waited its turn) is not called.
+        let current = tokio::select! {
+            r = crate::gate::still_current(self.manager, job.entry) => r,
+            () = token.cancelled() => Err("not sent: the turn was interrupted".to_string()),
+        };
+        if let Err(why) = current {
+            self.observer.event(crate::Event::CallEnded {
+                call_id: job.call_id.clone(),
+                name: job.entry.name.clone(),
+                is_error: true,
+                took: started.elapsed(),
+                background_job: None,
+                preview: why.clone(),
+            });
+            return Dispatched::Done {
+                outcome: Err(why),
+                took: started.elapsed(),
+            };
+        }
         let (progress_tx, mut progress) = tokio::sync::mpsc::unbounded_channel();
         let call = self.manager.detached_call(
             &job.entry.key.server,

@@ -7,25 +7,34 @@
 //! results back in call order; until the model stops calling tools or the step cap is hit.
 //! Denied, invalid and failed calls come back to the model as error results it can read.
 //!
-//! The catalogue is borrowed for the whole turn: a front end takes a new snapshot between
-//! turns, never inside one, so the tools cannot change under the model mid-turn.
+//! Every call passes the one [`Gate`] (policy, hooks, and a check right before sending that
+//! the definition is still the one decided on). The catalogue is read from a [`ToolSource`]
+//! at every model step: servers that became ready join at the next step, and a definition
+//! that changed mid-turn is drift there, asked about again before it can be called.
 
+mod availability;
 mod background;
 mod budget;
 mod calls;
 mod compact;
 mod dispatch;
 mod events;
+pub mod gate;
 mod history;
+pub mod hooks;
 mod render;
 mod results;
+pub mod tools;
 
 pub use budget::{Budget, CAP_TOKENS, DEFAULT_RESULT_CHARS, Fit, WARN_TOKENS, estimate_tokens};
 pub use compact::{COMPACT_AT, history_tokens};
 pub use events::{Approval, ApprovalRequest, Event, Observer, Quiet};
+pub use gate::Gate;
 pub use history::HistoryError;
+pub use hooks::Hooks;
 pub use render::{PREVIEW_CHARS, cap, preview_text, render};
 pub use results::{MAX_READ, READ_RESULT, ResultStore, preview, read_result_definition};
+pub use tools::ToolSource;
 
 use crate::background::BackgroundJob;
 use crate::calls::Prepared;
@@ -33,7 +42,7 @@ use crate::dispatch::{Dispatched, Job};
 use mcp_host_client::Manager;
 use mcp_host_core::CallOutcome;
 use mcp_host_models::{Message, ModelRequest, Provider, ProviderError, ToolCall, ToolSpec, Usage};
-use mcp_host_policy::{Answers, DecidedBy, Mode, Origin, Policy, ToolFacts, Turn, Verdict};
+use mcp_host_policy::{Answers, DecidedBy, Mode, Origin, ToolFacts, Turn, Verdict};
 use mcp_host_registry::catalogue::{Catalogue, Entry};
 use mcp_host_registry::exposure::Exposure;
 use mcp_host_registry::lint::Flag;
@@ -127,6 +136,8 @@ pub enum EngineError {
     Provider(#[from] ProviderError),
     #[error(transparent)]
     History(#[from] HistoryError),
+    #[error("cannot check tool definitions against their pins: {0}")]
+    Pins(#[from] mcp_host_registry::pins::PinError),
 }
 
 /// Characters of one server's `instructions` put into the system prompt.
@@ -136,8 +147,9 @@ pub const INSTRUCTIONS_CHARS: usize = 2_000;
 pub struct Engine<'a, P: Provider> {
     pub provider: &'a P,
     pub manager: &'a Manager,
-    pub catalogue: &'a Catalogue,
-    pub policy: &'a Policy,
+    /// Read at every model step.
+    pub tools: &'a ToolSource,
+    pub gate: Gate<'a>,
     pub observer: &'a dyn Observer,
     pub config: EngineConfig,
 }
@@ -188,6 +200,8 @@ pub struct Conversation {
     saved: Option<history::Saved>,
     /// Compaction rewrote old messages: the next save replaces the stored history.
     rewritten: bool,
+    /// Which unusable servers the model was told about.
+    unavailable: availability::Availability,
 }
 
 impl Conversation {
@@ -205,6 +219,7 @@ impl Conversation {
             jobs_started: 0,
             saved: None,
             rewritten: false,
+            unavailable: availability::Availability::default(),
         }
     }
 
@@ -276,15 +291,17 @@ impl<P: Provider> Engine<'_, P> {
     ) -> Result<TurnReport, EngineError> {
         conv.turn_no += 1;
         conv.turn.user_spoke();
+        let catalogue = self.tools.current(self.manager).await?;
         if conv.history.is_empty()
-            && let Some(system) = system_prompt(self.manager, self.catalogue)
+            && let Some(system) = system_prompt(self.manager, &catalogue)
         {
             conv.push(Message::System { text: system });
         }
         self.compact(conv).await;
         let delivered = self.deliver_background(conv).await;
+        let unavailable = conv.unavailable.note(self.manager);
         conv.push(Message::User {
-            text: format!("{delivered}{user}"),
+            text: format!("{delivered}{unavailable}{user}"),
         });
         let mut report = TurnReport {
             text: String::new(),
@@ -295,7 +312,14 @@ impl<P: Provider> Engine<'_, P> {
         };
         for step in 1..=self.config.max_steps {
             report.steps = step;
-            let plan = conv.exposure.plan(self.catalogue);
+            // Between steps the servers may have moved: late ones join, changed definitions
+            // show as drift before the model's next call is decided.
+            let catalogue = if step == 1 {
+                catalogue.clone()
+            } else {
+                self.tools.current(self.manager).await?
+            };
+            let plan = conv.exposure.plan(&catalogue);
             let mut definitions = plan.definitions(&conv.exposure.loaded);
             if conv.stored_results {
                 definitions.push(read_result_definition());
@@ -315,8 +339,14 @@ impl<P: Provider> Engine<'_, P> {
                 report.text = response.text;
                 return Ok(report);
             }
-            self.run_step(conv, &response.tool_calls, cancel, &mut report.calls)
-                .await;
+            self.run_step(
+                &catalogue,
+                conv,
+                &response.tool_calls,
+                cancel,
+                &mut report.calls,
+            )
+            .await;
             if cancel.is_cancelled() {
                 return Ok(cancelled(report));
             }
@@ -358,6 +388,7 @@ impl<P: Provider> Engine<'_, P> {
     /// the allowed ones, and puts every result into the history in call order.
     async fn run_step(
         &self,
+        catalogue: &Catalogue,
         conv: &mut Conversation,
         calls: &[ToolCall],
         cancel: &CancellationToken,
@@ -366,7 +397,7 @@ impl<P: Provider> Engine<'_, P> {
         let mut answers: Vec<Option<(String, CallRecord)>> = Vec::new();
         let mut jobs = Vec::new();
         for (index, call) in calls.iter().enumerate() {
-            match self.prepare(conv, call, cancel).await {
+            match self.prepare(catalogue, conv, call, cancel).await {
                 Prepared::Answered { content, record } => answers.push(Some((content, record))),
                 Prepared::Allowed {
                     entry,
@@ -438,8 +469,19 @@ impl<P: Provider> Engine<'_, P> {
                     .called(entry, args, outcome.as_ref().map_err(Clone::clone), took);
                 match outcome {
                     Ok(outcome) => {
-                        let (text, handle) =
+                        let response = serde_json::to_value(&outcome).unwrap_or_default();
+                        let objections = self.gate.after(entry, args, &response).await;
+                        let (mut text, handle) =
                             self.accept_result(conv, entry, &call.id, outcome).await;
+                        for objection in objections {
+                            self.observer.event(Event::Notice(format!(
+                                "a PostToolUse hook objected to {}: {objection}",
+                                entry.name
+                            )));
+                            text.0.push_str(&format!(
+                                "\n[the user's PostToolUse hook objected to this result: {objection}]"
+                            ));
+                        }
                         record.is_error = text.1;
                         record.result_handle = handle;
                         (text.0, record)

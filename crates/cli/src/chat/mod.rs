@@ -21,7 +21,8 @@ use futures::StreamExt;
 use mcp_host_client::Manager;
 use mcp_host_client::{ElicitationAsk, ElicitationKind, ElicitationReply};
 use mcp_host_engine::{
-    Approval, Conversation, Engine, EngineConfig, EngineError, Event, TurnEnd, TurnReport,
+    Approval, Conversation, Engine, EngineConfig, EngineError, Event, Gate, ToolSource, TurnEnd,
+    TurnReport,
 };
 use mcp_host_models::{AnyProvider, Usage};
 use mcp_host_policy::{Answers, Mode, Policy};
@@ -61,8 +62,12 @@ pub(crate) struct Chat<'a> {
     host: &'a Host,
     manager: &'a Manager,
     policy: &'a Policy,
+    /// Shared with `/call`'s tasks, which run the `PostToolUse` hooks when their call ends.
+    hooks: &'a Arc<mcp_host_engine::Hooks>,
     audit: &'a Audit,
     store: Store,
+    /// The catalogue each model step reads (rebuilt when the servers moved).
+    tools: &'a ToolSource,
     app: App,
     mode: Mode,
     context_window: Option<usize>,
@@ -100,6 +105,8 @@ pub async fn run(host: &Host, args: ChatArgs) -> anyhow::Result<ExitCode> {
         http,
     );
     let policy = compile(&host.config);
+    let hooks = Arc::new(host.hooks()?);
+    let tools = ToolSource::live(host.pins().await?);
     let audit = Audit::new(&host.paths.data_dir);
     let workdir = workdir();
     let conversation = match &args.resume {
@@ -121,8 +128,10 @@ pub async fn run(host: &Host, args: ChatArgs) -> anyhow::Result<ExitCode> {
         host,
         manager: &manager,
         policy: &policy,
+        hooks: &hooks,
         audit: &audit,
         store,
+        tools: &tools,
         app: App::new(info),
         mode: args.mode.into(),
         context_window: args.context_window,
@@ -431,7 +440,8 @@ impl<'a> Chat<'a> {
         self.turn_cancel = Some(cancel.clone());
         self.app.apply(Update::UserMessage(text.clone()));
         self.app.set_busy(true);
-        let (host, manager, policy) = (self.host, self.manager, self.policy);
+        let (manager, policy, hooks) = (self.manager, self.policy, &**self.hooks);
+        let tools = self.tools;
         let observer = ChatObserver {
             audit: self.audit,
             events: self.events.clone(),
@@ -448,21 +458,11 @@ impl<'a> Chat<'a> {
             background_after: Some(mcp_host_engine::DEFAULT_BACKGROUND_AFTER),
         };
         Some(Box::pin(async move {
-            // A fresh snapshot per turn, never inside one.
-            let catalogue = match snapshot_quiet(host, manager).await {
-                Ok((c, _, _)) => c,
-                Err(e) => {
-                    let err = EngineError::Provider(mcp_host_models::ProviderError::Stream(
-                        format!("cannot list tools: {e}"),
-                    ));
-                    return (conversation, Err(err));
-                }
-            };
             let engine = Engine {
                 provider: &*provider,
                 manager,
-                catalogue: &catalogue,
-                policy,
+                tools,
+                gate: Gate { policy, hooks },
                 observer: &observer,
                 config,
             };

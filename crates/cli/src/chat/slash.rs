@@ -6,6 +6,7 @@
 use super::Chat;
 use crate::model::choose;
 use mcp_host_core::ServerId;
+use mcp_host_engine::gate::{CallFacts, Gate, still_current, trusted};
 use mcp_host_engine::{Conversation, Observer};
 use mcp_host_policy::{Answers, Mode, Verdict};
 use mcp_host_store::ConversationId;
@@ -221,17 +222,23 @@ impl Chat<'_> {
         }
         let remembered = self.store.remembered().await.unwrap_or_default();
         let provenance = std::collections::BTreeSet::new();
-        let facts = crate::policy::CallFacts {
-            entry,
-            trusted: crate::policy::trusted(self.manager, &entry.key.server),
+        let facts = CallFacts {
+            trusted: trusted(self.manager, &entry.key.server),
             mode: Mode::Ask,
             provenance: &provenance,
             remembered: &remembered,
         };
-        let decision = crate::policy::decide_call(self.policy, &arguments, &facts);
+        let gate = Gate {
+            policy: self.policy,
+            hooks: self.hooks,
+        };
+        let decision = gate.decide(entry, &arguments, facts).await;
         self.audit.decided(entry, &arguments, &decision);
         if decision.verdict == Verdict::Deny {
             return Some(format!("denied: {}", decision.reason));
+        }
+        if let Err(why) = still_current(self.manager, entry).await {
+            return Some(why);
         }
         self.direct_calls += 1;
         let call_id = format!("direct-{}", self.direct_calls);
@@ -251,19 +258,38 @@ impl Chat<'_> {
             None,
         );
         let results = self.direct.clone();
+        let hooks = self.hooks.clone();
+        let audit = crate::audit::Audit::new(&self.host.paths.data_dir);
+        let entry = entry.clone();
         let started = Instant::now();
         tokio::spawn(async move {
-            let (state, preview) = match call.await {
+            let outcome = call.await;
+            audit.called(
+                &entry,
+                &arguments,
+                outcome.as_ref().map_err(ToString::to_string),
+                started.elapsed(),
+            );
+            let (state, mut preview) = match &outcome {
                 Ok(o) => {
                     let state = if o.is_error {
                         CallState::Failed
                     } else {
                         CallState::Done
                     };
-                    (state, mcp_host_engine::preview_text(&o))
+                    (state, mcp_host_engine::preview_text(o))
                 }
                 Err(e) => (CallState::Failed, e.to_string()),
             };
+            if let Ok(o) = &outcome {
+                let response = serde_json::to_value(o).unwrap_or_default();
+                for objection in hooks
+                    .post_tool_use(&entry.name, &arguments, &response)
+                    .await
+                {
+                    preview.push_str(&format!("\n[a PostToolUse hook objected: {objection}]"));
+                }
+            }
             let _ = results.send(Update::CallFinished {
                 call_id,
                 state,

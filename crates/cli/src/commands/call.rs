@@ -5,12 +5,12 @@ use super::with_manager;
 use crate::audit::{Audit, Subject};
 use crate::catalogue::snapshot;
 use crate::cli::CallArgs;
-use crate::hooks::Hooks;
 use crate::host::Host;
 use crate::output::{one_line, render_content};
-use crate::policy::{CallFacts, compile, decide_call, trusted};
+use crate::policy::compile;
 use anyhow::{Context, bail};
 use mcp_host_core::ServerId;
+use mcp_host_engine::gate::{CallFacts, Gate, still_current, trusted};
 use mcp_host_policy::{DecidedBy, Mode, Verdict};
 use mcp_host_registry::pins::PinCheck;
 use serde_json::{Map, Value};
@@ -61,7 +61,7 @@ pub async fn run(host: &Host, args: CallArgs) -> anyhow::Result<ExitCode> {
         None => None,
     };
     let policy = compile(&host.config);
-    let hooks = Hooks::compile(&host.config);
+    let hooks = host.hooks()?;
     let remembered = host.store().await?.remembered().await?;
     let audit = Audit::new(&host.paths.data_dir);
     let manager = host.start(only)?;
@@ -94,19 +94,16 @@ pub async fn run(host: &Host, args: CallArgs) -> anyhow::Result<ExitCode> {
         // The person typing this command is the one who would be asked: only deny stops it.
         let provenance = BTreeSet::new();
         let facts = CallFacts {
-            entry,
             trusted: trusted(m, &entry.key.server),
             mode: Mode::Ask,
             provenance: &provenance,
             remembered: &remembered,
         };
-        let mut decision = decide_call(&policy, &as_value, &facts);
-        // Hooks are consulted unless a rule already denied; they may allow, ask or deny.
-        if decision.verdict != Verdict::Deny
-            && let Some(hooked) = hooks.pre_tool_use(&entry.name, &as_value).await
-        {
-            decision = hooked;
-        }
+        let gate = Gate {
+            policy: &policy,
+            hooks: &hooks,
+        };
+        let decision = gate.decide(entry, &as_value, facts).await;
         let subject = Subject {
             name: &entry.name,
             server: entry.key.server.as_str(),
@@ -129,6 +126,10 @@ pub async fn run(host: &Host, args: CallArgs) -> anyhow::Result<ExitCode> {
                 entry.name
             );
         }
+        if let Err(why) = still_current(m, entry).await {
+            eprintln!("error: {why}");
+            return Ok(ExitCode::FAILURE);
+        }
         let started = Instant::now();
         let result = m
             .call(&entry.key.server, &entry.key.tool, arguments, cancel)
@@ -146,7 +147,7 @@ pub async fn run(host: &Host, args: CallArgs) -> anyhow::Result<ExitCode> {
             }
         };
         let response = serde_json::to_value(&outcome).unwrap_or_default();
-        for objection in hooks.post_tool_use(&entry.name, &as_value, &response).await {
+        for objection in gate.after(entry, &as_value, &response).await {
             eprintln!("warning: a PostToolUse hook objected: {objection}");
         }
         if args.json {

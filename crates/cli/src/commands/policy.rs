@@ -6,10 +6,11 @@ use super::with_manager;
 use crate::catalogue::snapshot;
 use crate::cli::{AnswerArg, ModeArg, PolicyCommand};
 use crate::host::Host;
-use crate::policy::{CallFacts, compile, decide_call, trusted};
+use crate::policy::compile;
 use anyhow::{Context as _, bail};
 use mcp_host_client::Manager;
 use mcp_host_core::ServerId;
+use mcp_host_engine::gate::{CallFacts, Gate, trusted};
 use mcp_host_policy::{Decision, MemoryKey, Policy, Remembered, Verdict};
 use mcp_host_registry::catalogue::Catalogue;
 use serde::Deserialize;
@@ -183,12 +184,17 @@ impl Judge<'_> {
         };
         let provenance: BTreeSet<ServerId> = after.iter().map(|s| ServerId::new(s)).collect();
         let facts = CallFacts {
-            entry,
             trusted: trusted(self.m, &entry.key.server),
             mode: mode.into(),
             provenance: &provenance,
             remembered: self.remembered,
         };
-        Ok(decide_call(self.policy, args, &facts))
+        // The rules alone: explaining a decision must not run the user's hook commands.
+        let hooks = mcp_host_engine::Hooks::default();
+        let gate = Gate {
+            policy: self.policy,
+            hooks: &hooks,
+        };
+        Ok(gate.rules(entry, args, facts))
     }
 }

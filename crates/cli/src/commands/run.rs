@@ -9,14 +9,15 @@
 
 use super::with_manager;
 use crate::audit::Audit;
-use crate::catalogue::snapshot;
 use crate::cli::{OutputFormat, RunArgs};
 use crate::host::Host;
 use crate::model::choose;
 use crate::policy::compile;
 use anyhow::Context as _;
 use mcp_host_core::CallOutcome;
-use mcp_host_engine::{Conversation, Engine, EngineConfig, Event, Observer, TurnEnd};
+use mcp_host_engine::{
+    Conversation, Engine, EngineConfig, Event, Gate, Observer, ToolSource, TurnEnd,
+};
 use mcp_host_policy::Decision;
 use mcp_host_policy::{Answers, Rule, RuleSource};
 use mcp_host_registry::catalogue::Entry;
@@ -115,6 +116,7 @@ pub async fn run(host: &Host, args: RunArgs) -> anyhow::Result<ExitCode> {
             source,
         });
     }
+    let hooks = host.hooks()?;
     let audit = Audit::new(&host.paths.data_dir);
     let store = host.store().await?;
     let answers = Answers::with_persisted(store.remembered().await?);
@@ -134,10 +136,19 @@ pub async fn run(host: &Host, args: RunArgs) -> anyhow::Result<ExitCode> {
         Conversation::create(&store, &chosen.model, &workdir, context_window, answers).await?
     };
     let manager = host.start(None)?;
-    let limit = host.settle_limit();
+    let pins = host.pins().await?;
+    let wait = Duration::from_secs(args.server_wait);
     with_manager(host, manager, async move |m, cancel| {
-        m.wait_settled(limit).await;
-        let (catalogue, _) = snapshot(host, m).await?;
+        // Not the slowest server: the turn starts with the ready ones once every server has
+        // settled or the wait is over, and the rest join at a later step.
+        m.wait_settled(wait).await;
+        let (catalogue, warnings) = mcp_host_engine::tools::snapshot(m, &pins).await?;
+        for w in &warnings {
+            eprintln!("warning: {w}");
+        }
+        every_server_failed(m)?;
+        drop(catalogue);
+        let tools = ToolSource::live(pins);
         let config = EngineConfig {
             model: chosen.model.clone(),
             max_steps: args.max_steps.max(1),
@@ -154,8 +165,11 @@ pub async fn run(host: &Host, args: RunArgs) -> anyhow::Result<ExitCode> {
         let engine = Engine {
             provider: &provider,
             manager: m,
-            catalogue: &catalogue,
-            policy: &policy,
+            tools: &tools,
+            gate: Gate {
+                policy: &policy,
+                hooks: &hooks,
+            },
             observer: &observer,
             config,
         };
@@ -187,4 +201,27 @@ pub async fn run(host: &Host, args: RunArgs) -> anyhow::Result<ExitCode> {
         })
     })
     .await
+}
+
+/// A run whose configured servers all failed is an error, not a model turn without tools.
+fn every_server_failed(m: &mcp_host_client::Manager) -> anyhow::Result<()> {
+    use mcp_host_core::ServerState;
+    let mut failed = Vec::new();
+    for id in m.ids() {
+        let Some(status) = m.status(id) else { continue };
+        match &status.state {
+            ServerState::Disabled | ServerState::PendingApproval => {}
+            ServerState::Failed { reason } | ServerState::NeedsAuth { reason } => {
+                failed.push(format!("`{id}`: {}", crate::output::one_line(reason, 200)));
+            }
+            _ => return Ok(()),
+        }
+    }
+    if failed.is_empty() {
+        return Ok(());
+    }
+    anyhow::bail!(
+        "every configured server failed to start:\n  {}",
+        failed.join("\n  ")
+    )
 }

@@ -2,7 +2,8 @@
 //! the event as JSON on stdin and may answer with `hookSpecificOutput.permissionDecision`
 //! (`allow`, `ask`, `deny`) or the older `{"decision": "approve"|"block"}`; exit status 2
 //! blocks with stderr as the reason. A hook that fails to run, exits otherwise non-zero or
-//! times out denies: a broken guard must not open the door.
+//! times out denies: a broken guard must not open the door. The engine's gate runs them for
+//! every call, whoever made it.
 
 use mcp_host_config::{HookCommand, LoadedConfig};
 use mcp_host_policy::{DecidedBy, Decision, Verdict};
@@ -26,28 +27,37 @@ pub struct Hooks {
     post: Vec<Hook>,
 }
 
+/// A hook that cannot be used. Hooks guard calls, so one that does not compile stops every
+/// command that could make a call instead of being left out.
+#[derive(Debug, thiserror::Error)]
+#[error("{file}: key `hooks.{event}[{index}].matcher`: {matcher:?} is not a regex ({reason})")]
+pub struct HookError {
+    pub file: String,
+    pub event: &'static str,
+    pub index: usize,
+    pub matcher: String,
+    pub reason: String,
+}
+
 impl Hooks {
-    pub fn compile(config: &LoadedConfig) -> Self {
+    pub fn compile(config: &LoadedConfig) -> Result<Self, HookError> {
         let mut hooks = Self::default();
         for (_, file, raw) in &config.hooks {
             let lists = [
-                (&raw.pre_tool_use, &mut hooks.pre),
-                (&raw.post_tool_use, &mut hooks.post),
+                ("PreToolUse", &raw.pre_tool_use, &mut hooks.pre),
+                ("PostToolUse", &raw.post_tool_use, &mut hooks.post),
             ];
-            for (matchers, out) in lists {
-                for m in matchers {
+            for (event, matchers, out) in lists {
+                for (index, m) in matchers.iter().enumerate() {
                     let matcher = match m.matcher.as_str() {
                         "" | "*" => None,
-                        re => match Regex::new(&format!("^(?:{re})$")) {
-                            Ok(r) => Some(r),
-                            Err(e) => {
-                                eprintln!(
-                                    "error: {}: hook matcher {re:?} is not a regex ({e}); hook ignored",
-                                    file.display()
-                                );
-                                continue;
-                            }
-                        },
+                        re => Some(Regex::new(&format!("^(?:{re})$")).map_err(|e| HookError {
+                            file: file.display().to_string(),
+                            event,
+                            index,
+                            matcher: re.to_string(),
+                            reason: e.to_string(),
+                        })?),
                     };
                     out.extend(
                         m.hooks
@@ -61,7 +71,12 @@ impl Hooks {
                 }
             }
         }
-        hooks
+        Ok(hooks)
+    }
+
+    /// Whether any hook is configured (a front end can say so).
+    pub fn is_empty(&self) -> bool {
+        self.pre.is_empty() && self.post.is_empty()
     }
 
     /// The strictest answer of the matching `PreToolUse` hooks, if any answered.

@@ -1,0 +1,132 @@
+//! Where a turn's catalogue comes from. A snapshot is built from the ready servers' lists
+//! with every definition checked against the user's pins; a live source rebuilds it at a
+//! model step boundary whenever a server's state or lists moved, so a server that became
+//! ready mid-turn joins at the next step and a definition that changed is seen (as drift,
+//! which is asked about again) before the model's next call is decided.
+
+use mcp_host_client::Manager;
+use mcp_host_core::{ServerId, ServerState, sanitize::strip_terminal_escapes};
+use mcp_host_registry::catalogue::{Catalogue, ServerTools};
+use mcp_host_registry::pins::{PinError, PinStore};
+use std::sync::Arc;
+use tokio::sync::Mutex;
+
+/// Builds a catalogue from the ready servers and checks its pins. Returns what a person
+/// should be told: servers that are not ready, tools that were skipped.
+pub async fn snapshot(
+    manager: &Manager,
+    pins: &PinStore,
+) -> Result<(Catalogue, Vec<String>), PinError> {
+    let mut warnings = Vec::new();
+    let mut servers = Vec::new();
+    for id in manager.ids() {
+        let Some(status) = manager.status(id) else {
+            continue;
+        };
+        if status.state != ServerState::Ready {
+            let why = status
+                .state
+                .error()
+                .map(|e| format!(": {}", first_line(e, 200)))
+                .unwrap_or_default();
+            warnings.push(format!("server `{id}` is {}{why}", status.state.label()));
+            continue;
+        }
+        let Some(list) = manager.tools(id) else {
+            continue;
+        };
+        for issue in &list.issues {
+            warnings.push(format!(
+                "server `{id}`: tool `{}` skipped: {}",
+                first_line(&issue.item, 64),
+                issue.reason
+            ));
+        }
+        let spec = manager.spec(id);
+        let offers = manager.offers(id).unwrap_or_default();
+        servers.push(ServerTools {
+            server: id.clone(),
+            tools: list.items.clone(),
+            prompts: offers.prompts.items.clone(),
+            resources: offers.resources.items.clone(),
+            templates: offers.templates.items.clone(),
+            always_load: spec.is_some_and(|s| s.always_load),
+            allow_unvalidated: spec.is_some_and(|s| s.allow_unvalidated),
+        });
+    }
+    let mut catalogue = Catalogue::build(servers);
+    catalogue.check_pins(pins).await?;
+    Ok((catalogue, warnings))
+}
+
+/// The first line of server text, sanitised and capped, for a one-line message.
+pub(crate) fn first_line(text: &str, max: usize) -> String {
+    let clean = strip_terminal_escapes(text);
+    let line = clean.lines().next().unwrap_or_default();
+    if line.chars().count() > max {
+        line.chars().take(max.saturating_sub(1)).collect::<String>() + "…"
+    } else {
+        line.to_string()
+    }
+}
+
+/// The servers' states and list revisions a catalogue was built at.
+type Seen = Vec<(ServerId, &'static str, u64)>;
+
+fn seen(manager: &Manager) -> Seen {
+    manager
+        .ids()
+        .filter_map(|id| {
+            let s = manager.status(id)?;
+            Some((id.clone(), s.state.label(), s.revision))
+        })
+        .collect()
+}
+
+enum Source {
+    /// One catalogue for every step (tests, benchmarks).
+    Fixed(Arc<Catalogue>),
+    /// Rebuilt from the manager when it moved.
+    Live {
+        pins: PinStore,
+        last: Mutex<Option<(Seen, Arc<Catalogue>)>>,
+    },
+}
+
+/// The catalogue a turn reads, step by step.
+pub struct ToolSource(Source);
+
+impl ToolSource {
+    /// Always this catalogue.
+    pub fn fixed(catalogue: Catalogue) -> Self {
+        Self(Source::Fixed(Arc::new(catalogue)))
+    }
+
+    /// Rebuilt from the manager's servers whenever one of them changed state or lists.
+    pub fn live(pins: PinStore) -> Self {
+        Self(Source::Live {
+            pins,
+            last: Mutex::new(None),
+        })
+    }
+
+    /// The catalogue for the next model step.
+    pub async fn current(&self, manager: &Manager) -> Result<Arc<Catalogue>, PinError> {
+        match &self.0 {
+            Source::Fixed(c) => Ok(c.clone()),
+            Source::Live { pins, last } => {
+                let mut last = last.lock().await;
+                let now = seen(manager);
+                if let Some((at, catalogue)) = last.as_ref()
+                    && *at == now
+                {
+                    return Ok(catalogue.clone());
+                }
+                let (catalogue, _) = snapshot(manager, pins).await?;
+                let catalogue = Arc::new(catalogue);
+                *last = Some((now, catalogue.clone()));
+                Ok(catalogue)
+            }
+        }
+    }
+}
