@@ -1,0 +1,259 @@
+//! Every call passes the one gate, whatever the front end: a `PreToolUse` hook that denies
+//! stops a model's call in `run` as it stops a person's in `call`; a definition that changed
+//! mid-turn is not called under the old approval; a turn starts without waiting for a
+//! server that never answers, and the model is told which servers it cannot use and why.
+//! (Chat's part is driven through tmux in `scripts/tui-e2e.sh`.)
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a panic is the failure report.
+
+mod common;
+use common::*;
+use serde_json::{Value, json};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// The calls the fake server received, one `tools/call NAME` line each.
+fn calls_received(log: &Path) -> Vec<String> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.starts_with("tools/call"))
+        .map(str::to_string)
+        .collect()
+}
+
+/// A config with the fake server `f` (logging requests to `log`) and a PreToolUse hook that
+/// blocks `f__echo`.
+fn blocking_hook_config(sb: &Sandbox, log: &Path) -> std::path::PathBuf {
+    let text = json!({
+        "mcpServers": {"f": fake_server(&["--request-log", log.to_str().unwrap()])},
+        "hooks": {"PreToolUse": [{"matcher": "f__echo", "hooks": [
+            {"type": "command", "command": "cat >/dev/null; echo 'echo is not allowed here' >&2; exit 2"}
+        ]}]}
+    });
+    sb.write("c.json", &text.to_string())
+}
+
+/// The tool message the model got back for `call_id` in request `n`.
+fn tool_message(requests: &[Value], n: usize, call_id: &str) -> String {
+    requests[n]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["tool_call_id"] == call_id)
+        .unwrap_or_else(|| panic!("no tool message {call_id} in {}", requests[n]))["content"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+fn run_args<'a>(url: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "run",
+        "-p",
+        "go",
+        "-m",
+        "openai-compatible:test-model",
+        "--base-url",
+        url,
+        "--output-format",
+        "json",
+    ];
+    args.extend_from_slice(extra);
+    args
+}
+
+#[test]
+fn a_denying_pre_tool_use_hook_stops_the_models_call_in_run() {
+    let (url, seen) = fake_model(vec![
+        tool_calls_stream(&[
+            ("call_a", "f__echo", r#"{"message": "hi"}"#),
+            ("call_b", "f__add", r#"{"a": 1, "b": 2}"#),
+        ]),
+        text_stream("done"),
+    ]);
+    let sb = Sandbox::new();
+    let log = sb.path().join("requests.log");
+    let cfg = blocking_hook_config(&sb, &log);
+    // An allow rule does not outrank the hook: the rule would allow, the hook denies.
+    let out = sb.run_with(&run_args(&url, &["--allowed-tools", "f__*"]), &cfg);
+    assert!(out.status.success(), "{}\n{}", stdout(&out), stderr(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let calls = report["tool_calls"].as_array().unwrap();
+    assert_eq!(calls[0]["verdict"], "deny", "{}", calls[0]);
+    assert_eq!(calls[0]["decided_by"]["by"], "hook", "{}", calls[0]);
+    assert_eq!(calls[1]["verdict"], "allow");
+    assert_eq!(
+        calls_received(&log),
+        ["tools/call add"],
+        "only add reached the server"
+    );
+    let requests = seen.lock().unwrap();
+    let echo = tool_message(&requests, 1, "call_a");
+    assert!(echo.contains("echo is not allowed here"), "{echo}");
+}
+
+#[test]
+fn a_denying_pre_tool_use_hook_stops_a_persons_call() {
+    let sb = Sandbox::new();
+    let log = sb.path().join("requests.log");
+    let cfg = blocking_hook_config(&sb, &log);
+    let out = sb.run_with(
+        &["call", "f", "echo", "--args", r#"{"message": "hi"}"#],
+        &cfg,
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("echo is not allowed here"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(calls_received(&log).is_empty());
+}
+
+#[test]
+fn a_hook_matcher_that_is_not_a_regex_stops_the_command_before_any_server_starts() {
+    let sb = Sandbox::new();
+    let log = sb.path().join("requests.log");
+    let text = json!({
+        "mcpServers": {"f": fake_server(&["--request-log", log.to_str().unwrap()])},
+        "hooks": {"PreToolUse": [{"matcher": "f__(echo", "hooks": [{"command": "exit 2"}]}]}
+    });
+    let cfg = sb.write("c.json", &text.to_string());
+    let out = sb.run_with(
+        &["call", "f", "echo", "--args", r#"{"message": "hi"}"#],
+        &cfg,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("hooks.PreToolUse[0].matcher"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!log.exists(), "the server was never started");
+}
+
+#[test]
+fn post_tool_use_objections_reach_the_model() {
+    let (url, seen) = fake_model(vec![
+        tool_calls_stream(&[("call_a", "f__echo", r#"{"message": "hi"}"#)]),
+        text_stream("done"),
+    ]);
+    let sb = Sandbox::new();
+    let text = json!({
+        "mcpServers": {"f": fake_server(&[])},
+        "hooks": {"PostToolUse": [{"matcher": "f__echo", "hooks": [
+            {"command": "cat >/dev/null; echo '{\"decision\": \"block\", \"reason\": \"result looked odd\"}'"}
+        ]}]}
+    });
+    let cfg = sb.write("c.json", &text.to_string());
+    let out = sb.run_with(&run_args(&url, &["--allowed-tools", "f__echo"]), &cfg);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let requests = seen.lock().unwrap();
+    let echo = tool_message(&requests, 1, "call_a");
+    assert!(
+        echo.starts_with("hi") && echo.contains("result looked odd"),
+        "{echo}"
+    );
+}
+
+#[test]
+fn a_definition_changed_mid_turn_is_not_called_under_the_old_approval() {
+    let (url, seen) = fake_model(vec![
+        tool_calls_stream(&[("call_a", "f__echo", r#"{"message": "one"}"#)]),
+        // The rug pull: echo's description changes and the server says so.
+        tool_calls_stream(&[("call_b", "f__mutate", "{}")]),
+        tool_calls_stream(&[("call_c", "f__echo", r#"{"message": "two"}"#)]),
+        text_stream("done"),
+    ]);
+    let sb = Sandbox::new();
+    let log = sb.path().join("requests.log");
+    let cfg = sb.config(
+        "c.json",
+        json!({"f": fake_server(&["--request-log", log.to_str().unwrap()])}),
+    );
+    let out = sb.run_with(
+        &run_args(&url, &["--allowed-tools", "f__echo,f__mutate"]),
+        &cfg,
+    );
+    assert!(out.status.success(), "{}\n{}", stdout(&out), stderr(&out));
+    assert_eq!(
+        calls_received(&log),
+        ["tools/call echo", "tools/call mutate"],
+        "the changed echo was never called"
+    );
+    let requests = seen.lock().unwrap();
+    let refused = tool_message(&requests, 3, "call_c");
+    assert!(
+        refused.contains("changed") || refused.contains("approval"),
+        "{refused}"
+    );
+    // The model's last request offers the new definition, not the old one.
+    let tools = requests[3]["tools"].as_array().unwrap();
+    let echo = tools
+        .iter()
+        .find(|t| t["function"]["name"] == "f__echo")
+        .unwrap();
+    assert!(
+        echo["function"]["description"]
+            .as_str()
+            .unwrap()
+            .contains("Before answering"),
+        "{echo}"
+    );
+}
+
+#[test]
+fn a_turn_does_not_wait_for_a_server_that_never_answers_and_the_model_is_told() {
+    let (url, seen) = fake_model(vec![
+        tool_calls_stream(&[("call_a", "f__echo", r#"{"message": "hi"}"#)]),
+        text_stream("done"),
+    ]);
+    let sb = Sandbox::new();
+    let mut hung = fake_server(&["--fault", "hang"]);
+    hung["timeout"] = json!(60_000);
+    let cfg = sb.config(
+        "c.json",
+        json!({
+            "f": fake_server(&[]),
+            "hung": hung,
+            "broken": {"command": "/nonexistent/mcp-server"},
+        }),
+    );
+    let started = Instant::now();
+    let out = sb.run_with(
+        &run_args(&url, &["--allowed-tools", "f__echo", "--server-wait", "2"]),
+        &cfg,
+    );
+    let took = started.elapsed();
+    assert!(out.status.success(), "{}\n{}", stdout(&out), stderr(&out));
+    // Far below the hung server's 60 s start-up timeout (the bound is loose on purpose).
+    assert!(took < Duration::from_secs(30), "took {took:?}");
+    let requests = seen.lock().unwrap();
+    let first = requests[0]["messages"].as_array().unwrap();
+    let user = first.iter().rev().find(|m| m["role"] == "user").unwrap()["content"]
+        .as_str()
+        .unwrap();
+    assert!(user.contains("`hung`: still starting"), "{user}");
+    assert!(user.contains("`broken`: failed"), "{user}");
+    assert!(user.ends_with("go"), "{user}");
+    assert_eq!(tool_message(&requests, 1, "call_a"), "hi");
+}
+
+#[test]
+fn a_run_whose_servers_all_failed_exits_non_zero_before_asking_the_model() {
+    let (url, seen) = fake_model(vec![text_stream("should not be asked")]);
+    let sb = Sandbox::new();
+    let cfg = sb.config(
+        "c.json",
+        json!({"broken": {"command": "/nonexistent/mcp-server"}}),
+    );
+    let out = sb.run_with(&run_args(&url, &[]), &cfg);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(
+        stderr(&out).contains("every configured server failed"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(seen.lock().unwrap().is_empty());
+}
