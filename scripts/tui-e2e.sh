@@ -4,7 +4,8 @@
 # PyPI), an approval answered by key (a stray key first, which must approve nothing), a
 # direct /call of a hostile fake server whose description and result carry terminal escape
 # sequences (clear screen, window title, OSC 52 clipboard, OSC 8 link), and Ctrl-C twice to
-# quit with every server stopped; then `auth set-secret` at a terminal (no echo, and the
+# quit with every server stopped; a PreToolUse hook that denies in chat (the model's call and
+# a /call); then `auth set-secret` at a terminal (no echo, and the
 # terminal given back, also on Ctrl-C). Last line: "tui-e2e: N passed, N failed".
 set -uo pipefail
 
@@ -136,6 +137,33 @@ check "a message without a model explains instead of failing" wait_for "provider
 check "/call works without a model" wait_for "still works"
 "${T[@]}" send-keys -t e2e '/quit' Enter
 check "/quit exits cleanly" wait_for "HOST-EXITED 0" 15
+
+# A PreToolUse hook that denies guards the model's calls in chat as in `run`, and a
+# person's /call too: nothing is asked, the call never runs, the model reads the reason.
+kill "$MODEL_PID" 2>/dev/null
+FAKE_MODEL_LOG="$WORK/model-hooked.log" python3 "$ROOT/scripts/fake_model.py" chat >"$WORK/model2.port" &
+MODEL_PID=$!
+for _ in $(seq 1 100); do [ -s "$WORK/model2.port" ] && break; sleep 0.05; done
+MPORT2="$(head -1 "$WORK/model2.port")"
+python3 - "$WORK/servers.json" "$WORK/hooked.json" <<'PY'
+import json, sys
+config = json.load(open(sys.argv[1]))
+config["hooks"] = {"PreToolUse": [{"matcher": "time__.*", "hooks": [
+    {"type": "command", "command": "cat >/dev/null; echo 'blocked by the e2e hook' >&2; exit 2"}]}]}
+json.dump(config, open(sys.argv[2], "w"))
+PY
+"${T[@]}" kill-session -t e2e 2>/dev/null
+"${T[@]}" new-session -d -s e2e -x 100 -y 30 \
+  "$HOST chat -m openai-compatible:fake --base-url http://127.0.0.1:$MPORT2/v1 --strict-mcp-config --mcp-config $WORK/hooked.json; echo HOST-EXITED \$?; sleep 30"
+wait_for "2/2" 30
+"${T[@]}" send-keys -t e2e "what time is it?" Enter
+check "with a denying hook the model's call asks nothing and the turn ends" wait_for "The time is known."
+check "no approval was asked for the hooked call" bash -c '! grep -qF "Allow once" <<<"$1"' _ "$(screen)"
+check "the model read the hook's reason" wait_file "blocked by the e2e hook" "$WORK/model-hooked.log"
+"${T[@]}" send-keys -t e2e '/call time get_current_time {"timezone": "UTC"}' Enter
+check "a person's /call is stopped by the hook too" wait_for "blocked by the e2e hook"
+"${T[@]}" send-keys -t e2e '/quit' Enter
+check "/quit exits cleanly after the hooked session" wait_for "HOST-EXITED 0" 15
 
 # `auth set-secret` at a terminal: the secret is not echoed, the terminal echoes again after,
 # and Ctrl-C at the prompt gives up with the terminal given back.
