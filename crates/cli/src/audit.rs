@@ -42,7 +42,14 @@ impl Audit {
         }));
     }
 
-    pub fn call(&self, s: &Subject<'_>, outcome: Result<&CallOutcome, String>, took: Duration) {
+    /// One call's end; `truncated`: the model was given less than the whole result.
+    pub fn call(
+        &self,
+        s: &Subject<'_>,
+        outcome: Result<&CallOutcome, String>,
+        took: Duration,
+        truncated: bool,
+    ) {
         let (status, bytes) = match &outcome {
             Ok(o) => (
                 if o.is_error { "tool_error" } else { "ok" },
@@ -59,7 +66,7 @@ impl Audit {
             "error": outcome.err(),
             "duration_ms": took.as_millis() as u64,
             "result_bytes": bytes,
-            "truncated": false,
+            "truncated": truncated,
         }));
     }
 
@@ -107,6 +114,7 @@ impl mcp_host_engine::Observer for Audit {
         args: &Value,
         outcome: Result<&CallOutcome, String>,
         took: Duration,
+        truncated: bool,
     ) {
         let s = Subject {
             name: &entry.name,
@@ -114,7 +122,7 @@ impl mcp_host_engine::Observer for Audit {
             tool: &entry.key.tool,
             args,
         };
-        self.call(&s, outcome, took);
+        self.call(&s, outcome, took, truncated);
     }
 }
 

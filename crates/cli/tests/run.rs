@@ -333,6 +333,20 @@ fn a_20_mb_result_is_stored_previewed_and_read_back_through_read_result() {
         store.get_result(&handle).await.unwrap()
     });
     assert!(stored.as_deref() == Some(expected.as_str()));
+    // The audit says which call the model saw only a preview of.
+    let audit = std::fs::read_to_string(sb.path().join("data/mcp-host/audit.jsonl")).unwrap();
+    let truncated: Vec<(String, bool)> = audit
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|v| v["event"] == "call")
+        .map(|v| {
+            (
+                v["tool"].as_str().unwrap().to_string(),
+                v["truncated"] == true,
+            )
+        })
+        .collect();
+    assert_eq!(truncated, [("big".to_string(), true)], "{audit}");
 }
 
 #[test]

@@ -44,12 +44,6 @@ impl<P: Provider> Engine<'_, P> {
         for job in done {
             let outcome = flatten(job.task.await);
             let took = job.started.elapsed();
-            self.observer.called(
-                &job.entry,
-                &job.args,
-                outcome.as_ref().map_err(Clone::clone),
-                took,
-            );
             self.observer.event(Event::Notice(format!(
                 "background job {} ({}) finished after {} s",
                 job.id,
@@ -70,20 +64,12 @@ impl<P: Provider> Engine<'_, P> {
                 Ok(o) => crate::render::preview_text(o),
                 Err(e) => e.clone(),
             };
-            let text = match outcome {
-                Ok(outcome) => {
-                    let ((text, is_error), handle) = self
-                        .accept_result(conv, &job.entry, &job.call_id, outcome)
-                        .await;
-                    record.is_error = is_error;
-                    record.result_handle = handle;
-                    text
-                }
-                Err(e) => {
-                    record.is_error = true;
-                    format!("the call failed: {e}")
-                }
-            };
+            let taken = self
+                .take_result(conv, &job.entry, &job.call_id, &job.args, outcome, took)
+                .await;
+            record.is_error = taken.is_error;
+            record.result_handle = taken.handle;
+            let text = taken.text;
             // The job's card (shown as running in the background) ends now.
             self.observer.event(Event::CallEnded {
                 call_id: job.call_id.clone(),

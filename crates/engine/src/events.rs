@@ -139,12 +139,14 @@ pub enum Event {
 /// them. Every method has a default that does nothing (and so refuses approvals).
 pub trait Observer: Sync {
     fn decided(&self, _entry: &Entry, _args: &Value, _decision: &Decision) {}
+    /// A call ended; `truncated`: the model got a preview or a cut, not all of it.
     fn called(
         &self,
         _entry: &Entry,
         _args: &Value,
         _outcome: Result<&CallOutcome, String>,
         _took: Duration,
+        _truncated: bool,
     ) {
     }
     fn event(&self, _event: Event) {}

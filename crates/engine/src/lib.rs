@@ -71,6 +71,14 @@ pub struct EngineConfig {
     pub background_after: Option<Duration>,
 }
 
+/// A call's outcome as the model reads it.
+pub(crate) struct Taken {
+    pub text: String,
+    pub is_error: bool,
+    /// The stored whole result, when the model got a preview.
+    pub handle: Option<String>,
+}
+
 /// What happened to one tool call, for the report and the store.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct CallRecord {
@@ -465,32 +473,12 @@ impl<P: Provider> Engine<'_, P> {
         match dispatched {
             Dispatched::Done { outcome, took } => {
                 record.duration_ms = Some(took.as_millis() as u64);
-                self.observer
-                    .called(entry, args, outcome.as_ref().map_err(Clone::clone), took);
-                match outcome {
-                    Ok(outcome) => {
-                        let response = serde_json::to_value(&outcome).unwrap_or_default();
-                        let objections = self.gate.after(entry, args, &response).await;
-                        let (mut text, handle) =
-                            self.accept_result(conv, entry, &call.id, outcome).await;
-                        for objection in objections {
-                            self.observer.event(Event::Notice(format!(
-                                "a PostToolUse hook objected to {}: {objection}",
-                                entry.name
-                            )));
-                            text.0.push_str(&format!(
-                                "\n[the user's PostToolUse hook objected to this result: {objection}]"
-                            ));
-                        }
-                        record.is_error = text.1;
-                        record.result_handle = handle;
-                        (text.0, record)
-                    }
-                    Err(e) => {
-                        record.is_error = true;
-                        (format!("the call failed: {e}"), record)
-                    }
-                }
+                let taken = self
+                    .take_result(conv, entry, &call.id, args, outcome, took)
+                    .await;
+                record.is_error = taken.is_error;
+                record.result_handle = taken.handle;
+                (taken.text, record)
             }
             Dispatched::Background {
                 task,
@@ -526,15 +514,37 @@ impl<P: Provider> Engine<'_, P> {
         }
     }
 
-    /// A server's result enters the context: tagged with its origin, its media stored as
-    /// references, and fitted to its budget. Returns ((text, is_error), stored handle).
-    async fn accept_result(
+    /// A call's outcome enters the context, whether it ended in its step or in the
+    /// background: the `PostToolUse` hooks look at it, it is tagged with its origin, its media
+    /// are stored as references, it is fitted to its budget, and the observer (the audit) is
+    /// told what happened, including whether the model got less than all of it.
+    pub(crate) async fn take_result(
         &self,
         conv: &mut Conversation,
         entry: &Entry,
         call_id: &str,
-        outcome: CallOutcome,
-    ) -> ((String, bool), Option<String>) {
+        args: &Value,
+        outcome: Result<CallOutcome, String>,
+        took: Duration,
+    ) -> Taken {
+        let outcome = match outcome {
+            Ok(outcome) => outcome,
+            Err(e) => {
+                self.observer
+                    .called(entry, args, Err(e.clone()), took, false);
+                return Taken {
+                    text: format!("the call failed: {e}"),
+                    is_error: true,
+                    handle: None,
+                };
+            }
+        };
+        let objections = if self.gate.hooks.is_empty() {
+            Vec::new()
+        } else {
+            let response = serde_json::to_value(&outcome).unwrap_or_default();
+            self.gate.after(entry, args, &response).await
+        };
         let origin = Origin {
             server: entry.key.server.clone(),
             tool: entry.key.tool.clone(),
@@ -549,8 +559,23 @@ impl<P: Provider> Engine<'_, P> {
             });
         }
         let text = render(&tagged.value, &media_handles);
-        let (text, handle) = self.fit(conv, entry, text).await;
-        ((text, tagged.value.is_error), handle)
+        let (mut text, handle, truncated) = self.fit(conv, entry, text).await;
+        self.observer
+            .called(entry, args, Ok(&tagged.value), took, truncated);
+        for objection in objections {
+            self.observer.event(Event::Notice(format!(
+                "a PostToolUse hook objected to {}: {objection}",
+                entry.name
+            )));
+            text.push_str(&format!(
+                "\n[the user's PostToolUse hook objected to this result: {objection}]"
+            ));
+        }
+        Taken {
+            text,
+            is_error: tagged.value.is_error,
+            handle,
+        }
     }
 
     /// Fits a result to its budget: inline, inline with a size note, or stored and
@@ -560,7 +585,7 @@ impl<P: Provider> Engine<'_, P> {
         conv: &mut Conversation,
         entry: &Entry,
         text: String,
-    ) -> (String, Option<String>) {
+    ) -> (String, Option<String>, bool) {
         let budget = match self
             .manager
             .spec(&entry.key.server)
@@ -570,7 +595,7 @@ impl<P: Provider> Engine<'_, P> {
             None => Budget::standard(self.config.result_chars),
         };
         match budget.fit(&text) {
-            Fit::Inline => (text, None),
+            Fit::Inline => (text, None, false),
             Fit::InlineLarge { tokens } => {
                 self.observer.event(Event::Notice(format!(
                     "{} returned a large result: about {tokens} tokens",
@@ -579,6 +604,7 @@ impl<P: Provider> Engine<'_, P> {
                 (
                     format!("{text}\n[note: this result is about {tokens} tokens]"),
                     None,
+                    false,
                 )
             }
             Fit::Spill { tokens } => {
@@ -599,9 +625,9 @@ impl<P: Provider> Engine<'_, P> {
                 match stored {
                     Some(handle) => {
                         conv.stored_results = true;
-                        (preview(&text, &handle), Some(handle))
+                        (preview(&text, &handle), Some(handle), true)
                     }
-                    None => (cap(&text, budget.cap_chars), None),
+                    None => (cap(&text, budget.cap_chars), None, true),
                 }
             }
         }

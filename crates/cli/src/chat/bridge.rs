@@ -36,8 +36,9 @@ impl Observer for ChatObserver<'_> {
         args: &Value,
         outcome: Result<&CallOutcome, String>,
         took: Duration,
+        truncated: bool,
     ) {
-        self.audit.called(entry, args, outcome, took);
+        self.audit.called(entry, args, outcome, took, truncated);
     }
 
     fn event(&self, event: Event) {

@@ -269,6 +269,7 @@ impl Chat<'_> {
                 &arguments,
                 outcome.as_ref().map_err(ToString::to_string),
                 started.elapsed(),
+                false,
             );
             let (state, mut preview) = match &outcome {
                 Ok(o) => {

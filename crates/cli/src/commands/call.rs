@@ -138,6 +138,7 @@ pub async fn run(host: &Host, args: CallArgs) -> anyhow::Result<ExitCode> {
             &subject,
             result.as_ref().map_err(ToString::to_string),
             started.elapsed(),
+            false,
         );
         let outcome = match result {
             Ok(o) => o,

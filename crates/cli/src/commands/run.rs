@@ -53,8 +53,9 @@ impl Observer for RunObserver<'_> {
         args: &Value,
         outcome: Result<&CallOutcome, String>,
         took: Duration,
+        truncated: bool,
     ) {
-        self.audit.called(entry, args, outcome, took);
+        self.audit.called(entry, args, outcome, took, truncated);
     }
 
     fn event(&self, event: Event) {
