@@ -257,3 +257,71 @@ fn a_run_whose_servers_all_failed_exits_non_zero_before_asking_the_model() {
     );
     assert!(seen.lock().unwrap().is_empty());
 }
+
+#[test]
+fn a_server_that_becomes_ready_mid_turn_joins_at_the_next_step() {
+    let sb = Sandbox::new();
+    let late_log = sb.path().join("late.log");
+    let watched = late_log.clone();
+    let (url, seen) = fake_model_fn(move |body| {
+        let messages = body["messages"].as_array().unwrap();
+        let last = messages.last().unwrap();
+        if last["tool_call_id"] == "late" {
+            return text_stream("done");
+        }
+        let offers_late = (body["tools"].as_array().unwrap().iter())
+            .any(|t| t["function"]["name"] == "late__echo");
+        if offers_late {
+            return tool_calls_stream(&[("late", "late__echo", r#"{"message": "joined"}"#)]);
+        }
+        // Not there yet: wait (bounded) until the late server has listed its tools, then
+        // make a call, so the next step comes after it is ready.
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline
+            && !std::fs::read_to_string(&watched)
+                .unwrap_or_default()
+                .contains("tools/list")
+        {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let id = format!("wait{}", messages.len());
+        tool_calls_stream(&[(&id, "f__echo", r#"{"message": "waiting"}"#)])
+    });
+    let text = json!({
+        "mcpServers": {
+            "f": fake_server(&[]),
+            "late": fake_server(&["--start-delay-ms", "1500", "--request-log", late_log.to_str().unwrap()]),
+        },
+        // f's output is in the context when late is called: not what this test is about.
+        "permissions": {"taintExempt": [{"from": "f", "to": "late"}]},
+    });
+    let cfg = sb.write("c.json", &text.to_string());
+    let out = sb.run_with(
+        &run_args(
+            &url,
+            &[
+                "--allowed-tools",
+                "f__echo,late__echo",
+                "--server-wait",
+                "0",
+                "--max-steps",
+                "10",
+            ],
+        ),
+        &cfg,
+    );
+    assert!(out.status.success(), "{}\n{}", stdout(&out), stderr(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["result"], "done");
+    let calls = report["tool_calls"].as_array().unwrap();
+    let late = calls.iter().find(|c| c["id"] == "late").unwrap();
+    assert_eq!(late["is_error"], false, "{late}");
+    let requests = seen.lock().unwrap();
+    let first_tools = requests[0]["tools"].as_array().unwrap();
+    assert!(
+        !first_tools
+            .iter()
+            .any(|t| t["function"]["name"] == "late__echo"),
+        "the first step did not wait for the late server"
+    );
+}
