@@ -76,7 +76,7 @@ impl Audit {
             writeln!(f, "{line}")
         };
         if let Err(e) = write() {
-            eprintln!(
+            crate::output::errln!(
                 "warning: cannot write the audit log {}: {e}",
                 self.path.display()
             );

@@ -41,7 +41,7 @@ impl Hooks {
                         re => match Regex::new(&format!("^(?:{re})$")) {
                             Ok(r) => Some(r),
                             Err(e) => {
-                                eprintln!(
+                                crate::output::errln!(
                                     "error: {}: hook matcher {re:?} is not a regex ({e}); hook ignored",
                                     file.display()
                                 );

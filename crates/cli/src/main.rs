@@ -9,6 +9,7 @@ mod cli;
 mod commands;
 mod hooks;
 mod host;
+mod logging;
 mod login;
 mod model;
 mod output;
@@ -33,36 +34,23 @@ fn main() -> ExitCode {
         };
     }
     let cli = cli::Cli::parse();
-    init_logging(cli.verbose);
+    logging::init(cli.verbose);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
+            output::errln!("error: cannot start the async runtime: {e}");
             return ExitCode::FAILURE;
         }
     };
     match runtime.block_on(commands::run(cli)) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            // An error's chain can quote a server or a config file: sanitised like all output.
+            output::errln!("error: {e:#}");
             ExitCode::FAILURE
         }
     }
-}
-
-fn init_logging(verbose: u8) {
-    let default = match verbose {
-        0 => "warn,rmcp=off",
-        1 => "info,rmcp=error",
-        _ => "debug",
-    };
-    let filter = tracing_subscriber::EnvFilter::try_from_env("MCP_HOST_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
 }

@@ -35,7 +35,8 @@ struct RunObserver<'a> {
 impl RunObserver<'_> {
     fn emit(&self, line: Value) {
         if self.stream {
-            println!("{line}");
+            // A `Value` always serialises; there is nothing to report if it did not.
+            let _ = crate::output::print_json_line(&line);
         }
     }
 }
@@ -172,13 +173,13 @@ pub async fn run(host: &Host, args: RunArgs) -> anyhow::Result<ExitCode> {
             "conversation_id": conversation_id,
         });
         match args.output_format {
-            OutputFormat::Text => println!("{}", report.text),
+            OutputFormat::Text => crate::output::outln!("{}", report.text),
             OutputFormat::StreamJson => {
                 let mut line = summary;
                 line["type"] = json!("result");
-                println!("{line}");
+                crate::output::print_json_line(&line)?;
             }
-            OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&summary)?),
+            OutputFormat::Json => crate::output::print_json(&summary)?,
         }
         Ok(match report.end {
             TurnEnd::Finished => ExitCode::SUCCESS,
