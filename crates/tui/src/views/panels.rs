@@ -279,6 +279,10 @@ const HELP: &[(&str, &str)] = &[
     ),
     ("Esc", "deny without a reason"),
     ("↑ ↓ PgUp PgDn", "scroll what is being asked"),
+    (
+        "e  Ctrl-E",
+        "show long arguments whole (again: shorter); nothing is ever cut",
+    ),
     ("", "Commands"),
     ("/help", "this help"),
     (
