@@ -281,7 +281,7 @@ const HELP: &[(&str, &str)] = &[
     ("↑ ↓ PgUp PgDn", "scroll what is being asked"),
     (
         "e  Ctrl-E",
-        "show long arguments whole (again: shorter); nothing is ever cut",
+        "show long argument values whole; again: shorter",
     ),
     ("", "Commands"),
     ("/help", "this help"),
