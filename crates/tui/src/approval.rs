@@ -10,7 +10,7 @@ use std::collections::VecDeque;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
-use crate::args::{ArgField, arg_fields};
+use crate::args::{ArgField, arg_fields, reveal_lines};
 use crate::guard::{Letter, TypingGuard};
 use crate::state::pretty_lines;
 use crate::text::{clean_line, clean_text};
@@ -47,7 +47,9 @@ impl ApprovalView {
             tool: clean_line(&p.tool),
             args: arg_fields(&p.args),
             reason: clean_text(&p.reason),
-            description: clean_text(&p.description),
+            // Escape sequences go as everywhere else; what survives them and could still
+            // hide text (zero-width, TAG characters, long padding) is shown.
+            description: reveal_lines(&clean_text(&p.description)),
             annotations: p
                 .annotations
                 .as_ref()

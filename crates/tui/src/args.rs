@@ -75,6 +75,16 @@ pub(crate) fn arg_fields(args: &Value) -> Vec<ArgField> {
     short.into_iter().chain(long).collect()
 }
 
+/// Multi-line text in an approval (a tool's description): each line [`reveal`]ed, line
+/// breaks kept (`\r\n` counts as one), so padding and invisible characters show there too.
+pub(crate) fn reveal_lines(s: &str) -> String {
+    s.replace("\r\n", "\n")
+        .split('\n')
+        .map(reveal)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// A string as JSON would quote it (`"` and `\\` escaped, so no value can fake the end of
 /// itself and the start of another field), then [`reveal`]ed.
 fn quoted(s: &str) -> String {
@@ -175,6 +185,14 @@ mod tests {
     fn quotes_and_backslashes_cannot_fake_another_field() {
         let f = arg_fields(&json!({"a": "x\", \"path\": \"/etc\\n"}));
         assert_eq!(f[0].lines, vec![r#""x\", \"path\": \"/etc\\n""#]);
+    }
+
+    #[test]
+    fn descriptions_keep_their_lines_and_show_the_rest() {
+        assert_eq!(
+            reveal_lines("Reads.\r\nSee    ~/.ssh\u{e0041}\n\tend"),
+            "Reads.\nSee⟨4 spaces⟩~/.ssh⟨U+E0041⟩\n\\tend"
+        );
     }
 
     #[test]
