@@ -55,8 +55,8 @@ impl ArgField {
     }
 }
 
-/// The arguments as fields: an object's fields with the short ones first (otherwise in
-/// order), anything else as one unnamed field.
+/// The arguments as fields: an object's short fields first, in order, then the longer ones
+/// from shortest to longest; anything else as one unnamed field.
 pub(crate) fn arg_fields(args: &Value) -> Vec<ArgField> {
     let Value::Object(map) = args else {
         return vec![ArgField {
@@ -71,7 +71,9 @@ pub(crate) fn arg_fields(args: &Value) -> Vec<ArgField> {
             lines: value_lines(v),
         })
         .collect();
-    let (short, long): (Vec<_>, Vec<_>) = fields.into_iter().partition(ArgField::is_short);
+    let (short, mut long): (Vec<_>, Vec<_>) = fields.into_iter().partition(ArgField::is_short);
+    // A long path still goes before a longer content.
+    long.sort_by_key(ArgField::chars);
     short.into_iter().chain(long).collect()
 }
 
@@ -158,11 +160,19 @@ mod tests {
         }));
         assert_eq!(f[0].key.as_deref(), Some("\"path\""));
         assert_eq!(f[0].lines, vec!["\"/etc/⟨U+202E⟩dwssap\""]);
-        assert_eq!(f[1].key.as_deref(), Some("\"content\""));
+        assert_eq!(f[1].key.as_deref(), Some("\"opts\""));
         assert_eq!(
-            f[2].lines,
+            f[1].lines,
             vec!["{", "  \"a\": [", "    1,", "    \"b⟨U+200B⟩\"", "  ]", "}"]
         );
+        assert_eq!(f[2].key.as_deref(), Some("\"content\""));
+    }
+
+    #[test]
+    fn a_long_path_goes_before_a_longer_content() {
+        let path = format!("/{}", "d/".repeat(60));
+        let f = arg_fields(&json!({"content": "c".repeat(900), "path": path}));
+        assert_eq!(f[0].key.as_deref(), Some("\"path\""));
     }
 
     #[test]
