@@ -1,5 +1,7 @@
 //! The `mcp-host` binary: a thin front end over the engine crates. It also doubles as the
 //! per-server supervisor (`mcp-host __supervise ...`), dispatched before any runtime starts.
+// Every line for a terminal goes through `output` (sanitised); a raw print is a lint error.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
 
 mod audit;
 mod browser;
@@ -28,7 +30,7 @@ fn main() -> ExitCode {
         return match SupervisorArgs::parse(rest) {
             Ok(args) => ExitCode::from(u8::try_from(supervise(&args)).unwrap_or(1)),
             Err(e) => {
-                eprintln!("mcp-host {SUPERVISE_ARG}: {e}");
+                output::errln!("mcp-host {SUPERVISE_ARG}: {e}");
                 ExitCode::from(2)
             }
         };

@@ -35,6 +35,13 @@ pub fn write_out(text: &str, newline: bool) {
     let _ = o.flush();
 }
 
+/// Writes sanitised text to stderr without a line end (a prompt the answer follows).
+pub fn write_err_inline(text: &str) {
+    let mut e = std::io::stderr().lock();
+    let _ = e.write_all(clean(text).as_bytes());
+    let _ = e.flush();
+}
+
 /// Writes one sanitised line to stderr.
 pub fn write_err(text: &str) {
     let mut e = std::io::stderr().lock();

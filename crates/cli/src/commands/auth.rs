@@ -147,14 +147,10 @@ impl Drop for EchoOff {
 /// One secret from standard input: typed without echo at a terminal, else the first line.
 /// Ctrl-C gives up (the read runs on its own thread, so the interrupt is not lost in it).
 async fn read_secret(prompt: &str, interrupted: &CancellationToken) -> anyhow::Result<String> {
-    use std::io::{BufRead, IsTerminal, Write};
+    use std::io::{BufRead, IsTerminal};
     let stdin = std::io::stdin();
     let echo_off = if stdin.is_terminal() {
-        eprint!(
-            "{}",
-            mcp_host_core::sanitize::strip_terminal_escapes(prompt)
-        );
-        std::io::stderr().flush()?;
+        crate::output::write_err_inline(prompt);
         Some(EchoOff::new(&stdin)?)
     } else {
         None
