@@ -5,10 +5,11 @@
 //! values start collapsed; `e` (or Ctrl+E, which the typing guard never blocks) shows them
 //! whole, and the body scrolls, so every character of the arguments is reachable.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::text::Line;
 
 use crate::args::{ArgField, arg_fields, reveal_lines};
 use crate::guard::{Letter, TypingGuard};
@@ -136,6 +137,9 @@ pub(crate) struct ApprovalModal {
     /// The largest useful scroll and the page size, from the last render.
     pub max_scroll: Cell<usize>,
     pub page: Cell<usize>,
+    /// The body's wrapped rows for (width, expanded): a megabyte of arguments is wrapped
+    /// once, not on every key press.
+    pub body_rows: RefCell<Option<(usize, bool, Vec<Line<'static>>)>>,
 }
 
 impl ApprovalModal {
@@ -148,6 +152,7 @@ impl ApprovalModal {
             expanded: false,
             guard: TypingGuard::default(),
             max_scroll: Cell::new(usize::MAX),
+            body_rows: RefCell::new(None),
             page: Cell::new(10),
         }
     }

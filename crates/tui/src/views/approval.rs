@@ -21,7 +21,13 @@ pub(super) fn render(app: &App, m: &ApprovalModal, frame: &mut Frame, area: Rect
     if area.height < 5 || w < 10 {
         return;
     }
-    let rows = wrap_all(&body_lines(m, t), w);
+    let mut cache = m.body_rows.borrow_mut();
+    if !matches!(&*cache, Some((cw, ce, _)) if *cw == w && *ce == m.expanded) {
+        *cache = Some((w, m.expanded, wrap_all(&body_lines(m, t), w)));
+    }
+    let Some((_, _, rows)) = &*cache else {
+        return;
+    };
     let footer = footer_rows(m, t, w);
 
     // As tall as the content needs, up to the whole area: the card it is about stays in
@@ -62,7 +68,7 @@ pub(super) fn render(app: &App, m: &ApprovalModal, frame: &mut Frame, area: Rect
     m.max_scroll.set(max_scroll);
     m.page.set(h.saturating_sub(1).max(1));
     let top = m.scroll.min(max_scroll);
-    draw_rows(frame, body, &rows, top);
+    draw_rows(frame, body, rows, top);
 
     let mut rule_spans = vec![Span::styled("─".repeat(w), t.dim)];
     let expand = match (m.collapsible(), m.expanded) {
