@@ -3,7 +3,8 @@
 # against a fake model (Chat Completions wire format) and a real server (mcp-server-time from
 # PyPI), an approval answered by key (a stray key first, which must approve nothing), a
 # direct /call of a hostile fake server whose description and result carry terminal escape
-# sequences (clear screen, window title, OSC 52 clipboard, OSC 8 link), and Ctrl-C twice to
+# sequences (clear screen, window title, OSC 52 clipboard, OSC 8 link; C1 and bidi controls
+# checked in the bytes the pane received), and Ctrl-C twice to
 # quit with every server stopped; a PreToolUse hook that denies in chat (the model's call and
 # a /call); then `auth set-secret` at a terminal (no echo, and the
 # terminal given back, also on Ctrl-C). Last line: "tui-e2e: N passed, N failed".
@@ -118,6 +119,19 @@ after_title="$("${T[@]}" display-message -p -t e2e '#{pane_title}')"
 check "escape sequences did not retitle the window" bash -c '[ "$1" = "$2" ] && ! grep -q pwned <<<"$2"' _ "$before_title" "$after_title"
 check "no escaped text leaked onto the screen" bash -c '! grep -q "pwned\|ZXZpbA\|evil.example" <<<"$1"' _ "$(screen)"
 "${T[@]}" send-keys -t e2e Escape
+
+# C1 controls and bidi controls in a result: the bytes the host writes to the terminal are
+# logged with pipe-pane (the screen alone cannot show a control that was obeyed) and searched.
+"${T[@]}" pipe-pane -t e2e -o "cat >> '$WORK/pane.raw'"
+"${T[@]}" send-keys -t e2e '/call evil echo {"message": "c1\u009b2J\u0085 bidi\u202eabc\u2066\u200f end"}' Enter
+check "a result with C1 and bidi controls is shown as text" wait_for "bidiabc end"
+"${T[@]}" pipe-pane -t e2e
+check "no C1 control or bidi control reached the terminal" python3 -c '
+import sys
+raw = open(sys.argv[1], "rb").read()
+c1 = [bytes([0xC2, b]) for b in range(0x80, 0xA0)]
+bidi = [chr(c).encode() for c in (0x61C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))]
+sys.exit(0 if raw and not any(s in raw for s in c1 + bidi) else 1)' "$WORK/pane.raw"
 
 "${T[@]}" send-keys -t e2e C-c
 "${T[@]}" send-keys -t e2e C-c

@@ -80,10 +80,12 @@ impl Audit {
                 .create(true)
                 .append(true)
                 .open(&self.path)?;
-            writeln!(f, "{line}")
+            // Read with `cat` and `tail -f`: the same terminal-safe JSON as every other output.
+            let text = mcp_host_core::sanitize::to_json(&line).map_err(std::io::Error::other)?;
+            writeln!(f, "{text}")
         };
         if let Err(e) = write() {
-            eprintln!(
+            crate::output::errln!(
                 "warning: cannot write the audit log {}: {e}",
                 self.path.display()
             );

@@ -11,7 +11,7 @@ use mcp_host_registry::pins::PinStore;
 pub async fn snapshot(host: &Host, m: &Manager) -> anyhow::Result<(Catalogue, PinStore)> {
     let (catalogue, pins, warnings) = snapshot_quiet(host, m).await?;
     for w in warnings {
-        eprintln!("warning: {w}");
+        crate::output::errln!("warning: {w}");
     }
     Ok((catalogue, pins))
 }

@@ -41,11 +41,11 @@ impl Host {
         };
         let config = mcp_host_config::load(&paths, &opts, &ledger, &lookup);
         for p in &config.problems {
-            eprintln!("error: {p}");
+            crate::output::errln!("error: {p}");
         }
         for e in &config.entries {
             if let ServerReadiness::Invalid(p) = &e.readiness {
-                eprintln!("error: server `{}`: {p}", e.name);
+                crate::output::errln!("error: server `{}`: {p}", e.name);
             }
         }
         let choice: VaultChoice = env

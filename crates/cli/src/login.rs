@@ -119,7 +119,7 @@ impl Authorizer for LoopbackAuthorizer {
     ) -> futures::future::BoxFuture<'a, Result<AuthorizationResponse, OAuthError>> {
         Box::pin(async move {
             let opened = crate::browser::open(url, &self.env);
-            eprintln!(
+            crate::output::errln!(
                 "{} this address to authorize mcp-host:\n\n  {url}\n\nWaiting for the answer at {} (or paste the address you were sent to, then Enter).",
                 if opened {
                     "Opened your browser at"

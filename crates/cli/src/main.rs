@@ -1,5 +1,7 @@
 //! The `mcp-host` binary: a thin front end over the engine crates. It also doubles as the
 //! per-server supervisor (`mcp-host __supervise ...`), dispatched before any runtime starts.
+// Every line for a terminal goes through `output` (sanitised); a raw print is a lint error.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
 
 mod audit;
 mod browser;
@@ -8,6 +10,7 @@ mod chat;
 mod cli;
 mod commands;
 mod host;
+mod logging;
 mod login;
 mod model;
 mod output;
@@ -26,42 +29,29 @@ fn main() -> ExitCode {
         return match SupervisorArgs::parse(rest) {
             Ok(args) => ExitCode::from(u8::try_from(supervise(&args)).unwrap_or(1)),
             Err(e) => {
-                eprintln!("mcp-host {SUPERVISE_ARG}: {e}");
+                output::errln!("mcp-host {SUPERVISE_ARG}: {e}");
                 ExitCode::from(2)
             }
         };
     }
     let cli = cli::Cli::parse();
-    init_logging(cli.verbose);
+    logging::init(cli.verbose);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
+            output::errln!("error: cannot start the async runtime: {e}");
             return ExitCode::FAILURE;
         }
     };
     match runtime.block_on(commands::run(cli)) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            // An error's chain can quote a server or a config file: sanitised like all output.
+            output::errln!("error: {e:#}");
             ExitCode::FAILURE
         }
     }
-}
-
-fn init_logging(verbose: u8) {
-    let default = match verbose {
-        0 => "warn,rmcp=off",
-        1 => "info,rmcp=error",
-        _ => "debug",
-    };
-    let filter = tracing_subscriber::EnvFilter::try_from_env("MCP_HOST_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
 }

@@ -1,8 +1,73 @@
-//! Rendering for the terminal: tables and tool results. Every server-supplied string passes
-//! through the escape-sequence stripper before it is printed.
+//! Everything the binary writes to a terminal (outside the full-screen UI) goes through this
+//! module: [`outln!`], [`out!`] and [`errln!`] instead of `println!`, `print!` and
+//! `eprintln!` (the whole formatted text passes the one sanitiser, so no argument can carry a
+//! server's or a model's escape sequence), [`print_json`] and [`print_json_line`] for JSON
+//! (C1 controls, DEL, bidi and invisible characters escaped, which serde_json leaves raw),
+//! and the table and tool-result renderers.
 
 use mcp_host_core::Content;
 use mcp_host_core::sanitize::strip_terminal_escapes as clean;
+use serde::Serialize;
+use std::io::Write;
+
+/// `println!` for the binary's output, sanitised.
+macro_rules! outln {
+    ($($arg:tt)*) => { $crate::output::write_out(&format!($($arg)*), true) };
+}
+/// `print!` for the binary's output, sanitised.
+macro_rules! out {
+    ($($arg:tt)*) => { $crate::output::write_out(&format!($($arg)*), false) };
+}
+/// `eprintln!` for errors, warnings and notes, sanitised.
+macro_rules! errln {
+    ($($arg:tt)*) => { $crate::output::write_err(&format!($($arg)*)) };
+}
+pub(crate) use {errln, out, outln};
+
+/// Writes sanitised text to stdout. A closed pipe (`mcp-host tools | head`) is not an error
+/// of the host, so write failures are ignored instead of panicking like `println!`.
+pub fn write_out(text: &str, newline: bool) {
+    let mut o = std::io::stdout().lock();
+    let _ = o.write_all(clean(text).as_bytes());
+    if newline {
+        let _ = o.write_all(b"\n");
+    }
+    let _ = o.flush();
+}
+
+/// Writes sanitised text to stderr without a line end (a prompt the answer follows).
+pub fn write_err_inline(text: &str) {
+    let mut e = std::io::stderr().lock();
+    let _ = e.write_all(clean(text).as_bytes());
+    let _ = e.flush();
+}
+
+/// Writes one sanitised line to stderr.
+pub fn write_err(text: &str) {
+    let mut e = std::io::stderr().lock();
+    let _ = writeln!(e, "{}", clean(text));
+}
+
+/// Prints indented JSON that is safe on a terminal.
+pub fn print_json(v: &impl Serialize) -> Result<(), serde_json::Error> {
+    let text = mcp_host_core::sanitize::to_json_pretty(v)?;
+    write_json(&text);
+    Ok(())
+}
+
+/// Prints one line of JSON that is safe on a terminal (JSON Lines, `stream-json`).
+pub fn print_json_line(v: &impl Serialize) -> Result<(), serde_json::Error> {
+    let text = mcp_host_core::sanitize::to_json(v)?;
+    write_json(&text);
+    Ok(())
+}
+
+/// The JSON writer escaped everything; passing it through [`clean`] again would be a no-op.
+fn write_json(text: &str) {
+    let mut o = std::io::stdout().lock();
+    let _ = writeln!(o, "{text}");
+    let _ = o.flush();
+}
 
 /// A plain left-aligned table; the last column is not padded.
 pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
@@ -96,5 +161,12 @@ mod tests {
         };
         assert_eq!(render_content(&block), "ok!");
         assert_eq!(one_line("a\x1b[31mb\nsecond", 10), "ab");
+    }
+
+    #[test]
+    fn json_output_escapes_c1_and_bidi() {
+        let v = serde_json::json!({"t": "a\u{9b}2J\u{202e}b"});
+        let text = mcp_host_core::sanitize::to_json(&v).unwrap();
+        assert_eq!(text, r#"{"t":"a\u009b2J\u202eb"}"#);
     }
 }

@@ -21,7 +21,7 @@ pub fn compile(config: &LoadedConfig) -> Policy {
                 };
                 match rule(raw, source) {
                     Ok(r) => out.push(r),
-                    Err(e) => eprintln!(
+                    Err(e) => crate::output::errln!(
                         "error: {}: key `permissions.{list}[{i}]`: {e}; rule ignored",
                         file.display()
                     ),

@@ -71,6 +71,8 @@ fn step(calls: Vec<ToolCall>) -> ModelResponse {
 struct Recorder {
     seen: Mutex<Vec<String>>,
     answer: Option<Approval>,
+    /// Every refusal as `{call_id, server, tool, arguments}`.
+    refused: Mutex<Vec<serde_json::Value>>,
 }
 
 impl Recorder {
@@ -90,7 +92,19 @@ impl Observer for Recorder {
     fn event(&self, event: Event) {
         let line = match event {
             Event::CallBegun { call_id, .. } => format!("begun:{call_id}"),
-            Event::CallRefused { call_id, .. } => format!("refused:{call_id}"),
+            Event::CallRefused {
+                call_id,
+                server,
+                tool,
+                arguments,
+                ..
+            } => {
+                self.refused.lock().unwrap().push(json!({
+                    "call_id": call_id, "server": server.map(|s| s.to_string()),
+                    "tool": tool, "arguments": arguments,
+                }));
+                format!("refused:{call_id}")
+            }
             Event::CallEnded {
                 call_id,
                 background_job,
@@ -575,5 +589,43 @@ async fn progress_notifications_reach_the_front_end_as_events_of_their_call() {
     fresh_turn(&engine).await;
     let first = recorder.position("progress:c1");
     assert!(recorder.position("begun:c1") < first && first < recorder.position("ended:c1"));
+    m.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_refused_call_names_its_server_tool_and_arguments() {
+    let (m, catalogue) = start(vec![fake_setup("f", &[], |_| {})]).await;
+    let policy = Policy::default();
+    let provider = Scripted::new([
+        step(vec![
+            call("d1", "f__echo", json!({"message": "the real arguments"})),
+            ToolCall {
+                id: "d2".into(),
+                name: "f__echo".into(),
+                arguments: "{not json".into(),
+            },
+            call("d3", "nobody__nothing", json!({"x": 1})),
+        ]),
+        ModelResponse::text("ok"),
+    ]);
+    let recorder = Recorder::default();
+    let engine = engine_for(
+        &provider,
+        &m,
+        &catalogue,
+        &policy,
+        &recorder,
+        config(Mode::Deny),
+    );
+    fresh_turn(&engine).await;
+    let refused = recorder.refused.lock().unwrap().clone();
+    assert_eq!(
+        refused,
+        [
+            json!({"call_id": "d1", "server": "f", "tool": "echo", "arguments": {"message": "the real arguments"}}),
+            json!({"call_id": "d2", "server": "f", "tool": "echo", "arguments": "{not json"}),
+            json!({"call_id": "d3", "server": null, "tool": null, "arguments": {"x": 1}}),
+        ]
+    );
     m.shutdown().await;
 }

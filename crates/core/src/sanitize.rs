@@ -1,6 +1,16 @@
-//! Strips terminal control sequences from server-supplied text before it is displayed: a
-//! hostile server must not be able to move the cursor, retitle the window, hide text or
-//! write hyperlinks into the user's terminal.
+//! The one sanitiser for text that reaches a terminal or a log: a hostile server (or model)
+//! must not be able to move the cursor, retitle the window, write the clipboard, hide text or
+//! write hyperlinks into the user's terminal. Three tools, one notion of "dangerous":
+//! - [`strip_terminal_escapes`]: plain text for display (escape sequences and controls go);
+//! - [`reveal`]: text a person approves, where nothing may be hidden (invisible characters,
+//!   bidi controls and long runs of spaces become visible markers such as `⟨U+202E⟩`);
+//! - [`to_json`] / [`to_json_pretty`]: JSON whose strings escape what serde_json leaves raw
+//!   (DEL, C1 controls, U+2028/2029, bidi and other invisible characters) as `\uXXXX`.
+
+use serde::Serialize;
+use serde_json::ser::{Formatter, PrettyFormatter, Serializer};
+use std::io;
+use unicode_general_category::{GeneralCategory, get_general_category};
 
 /// Removes ANSI/VT escape sequences (CSI, OSC, DCS and friends) and C0/C1 control characters,
 /// keeping `\n` and `\t`. Carriage returns are dropped because they let text overwrite a line.
@@ -15,8 +25,8 @@ pub fn strip_terminal_escapes(input: &str) -> String {
             '\u{9d}' | '\u{90}' | '\u{9f}' | '\u{9e}' | '\u{98}' => skip_string(&mut chars),
             '\n' | '\t' => out.push(c),
             c if c.is_control() => {}
-            // Bidi overrides can make displayed text differ from what runs.
-            '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => {}
+            // Bidi controls can make displayed text differ from what runs.
+            c if is_bidi_control(c) => {}
             c => out.push(c),
         }
     }
@@ -62,6 +72,173 @@ fn skip_string(chars: &mut Chars<'_>) {
     }
 }
 
+/// Bidi embeddings, overrides, isolates and marks: they reorder what is displayed.
+pub fn is_bidi_control(c: char) -> bool {
+    matches!(
+        c,
+        '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'
+    )
+}
+
+/// Characters that draw nothing or change how their neighbours are drawn: controls (other
+/// than `\n` and `\t`), format characters (zero-width, bidi, the TAG block), line and
+/// paragraph separators, unassigned code points, variation selectors and the Hangul fillers.
+pub fn is_invisible(c: char) -> bool {
+    (c.is_control() && !matches!(c, '\n' | '\t'))
+        || matches!(
+            get_general_category(c),
+            GeneralCategory::Format
+                | GeneralCategory::Unassigned
+                | GeneralCategory::LineSeparator
+                | GeneralCategory::ParagraphSeparator
+        )
+        || matches!(
+            c,
+            '\u{fe00}'..='\u{fe0f}'
+                | '\u{e0100}'..='\u{e01ef}'
+                | '\u{115f}'
+                | '\u{1160}'
+                | '\u{3164}'
+                | '\u{ffa0}'
+                | '\u{034f}'
+        )
+}
+
+/// Spaces other than U+0020 look like one but are not one.
+fn is_odd_space(c: char) -> bool {
+    c != ' ' && get_general_category(c) == GeneralCategory::SpaceSeparator
+}
+
+/// From this many spaces in a row, a run is shown as `⟨N spaces⟩`: it could push text out of
+/// sight or fake an indentation, and a wrap point would swallow it.
+pub const SPACE_RUN: usize = 3;
+
+/// Text as a person must see it before approving it: every character that could hide or
+/// disguise something becomes visible. Controls and invisible characters become `⟨U+XXXX⟩`
+/// (`\n`, `\t` and `\r` as those two-character escapes, so a line cannot be faked), runs of
+/// [`SPACE_RUN`] or more spaces become `⟨N spaces⟩`, odd spaces (no-break, em, ideographic)
+/// become their code point, and a literal `⟨` is shown as `⟨U+27E8⟩` so no text can imitate
+/// a marker. Everything else is kept as is.
+pub fn reveal(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut spaces = 0usize;
+    let flush = |out: &mut String, spaces: &mut usize| {
+        match *spaces {
+            0 => {}
+            n if n >= SPACE_RUN => out.push_str(&format!("⟨{n} spaces⟩")),
+            n => out.extend(std::iter::repeat_n(' ', n)),
+        }
+        *spaces = 0;
+    };
+    for c in s.chars() {
+        if c == ' ' {
+            spaces += 1;
+            continue;
+        }
+        flush(&mut out, &mut spaces);
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            '⟨' => out.push_str("⟨U+27E8⟩"),
+            c if is_invisible(c) || is_odd_space(c) => {
+                out.push_str(&format!("⟨U+{:04X}⟩", c as u32));
+            }
+            c => out.push(c),
+        }
+    }
+    flush(&mut out, &mut spaces);
+    out
+}
+
+/// Characters serde_json writes raw that must not reach a terminal raw: DEL, C1 controls and
+/// every invisible character (it already escapes C0 controls).
+fn json_must_escape(c: char) -> bool {
+    c == '\u{7f}' || (!c.is_ascii() && is_invisible(c))
+}
+
+/// A serde_json formatter that escapes [`json_must_escape`] characters as `\uXXXX` (surrogate
+/// pairs above the BMP), in keys and values alike; structure comes from the inner formatter.
+/// The output is still valid JSON and parses back to the same strings.
+pub struct TerminalSafe<F>(pub F);
+
+impl<F: Formatter> Formatter for TerminalSafe<F> {
+    fn write_string_fragment<W: ?Sized + io::Write>(
+        &mut self,
+        w: &mut W,
+        fragment: &str,
+    ) -> io::Result<()> {
+        let mut start = 0;
+        for (i, c) in fragment.char_indices() {
+            if json_must_escape(c) {
+                w.write_all(&fragment.as_bytes()[start..i])?;
+                let mut units = [0u16; 2];
+                for unit in c.encode_utf16(&mut units) {
+                    write!(w, "\\u{unit:04x}")?;
+                }
+                start = i + c.len_utf8();
+            }
+        }
+        w.write_all(&fragment.as_bytes()[start..])
+    }
+
+    fn begin_array<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.0.begin_array(w)
+    }
+    fn end_array<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.0.end_array(w)
+    }
+    fn begin_array_value<W: ?Sized + io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> io::Result<()> {
+        self.0.begin_array_value(w, first)
+    }
+    fn end_array_value<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.0.end_array_value(w)
+    }
+    fn begin_object<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.0.begin_object(w)
+    }
+    fn end_object<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.0.end_object(w)
+    }
+    fn begin_object_key<W: ?Sized + io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> io::Result<()> {
+        self.0.begin_object_key(w, first)
+    }
+    fn end_object_key<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.0.end_object_key(w)
+    }
+    fn begin_object_value<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.0.begin_object_value(w)
+    }
+    fn end_object_value<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.0.end_object_value(w)
+    }
+}
+
+fn write_with<F: Formatter>(v: &impl Serialize, f: F) -> Result<String, serde_json::Error> {
+    let mut buf = Vec::with_capacity(128);
+    v.serialize(&mut Serializer::with_formatter(&mut buf, TerminalSafe(f)))?;
+    // Only whole `str` slices and ASCII escapes were written.
+    String::from_utf8(buf).map_err(|e| serde::ser::Error::custom(e.to_string()))
+}
+
+/// One-line JSON that is safe to print on a terminal (see [`TerminalSafe`]).
+pub fn to_json(v: &impl Serialize) -> Result<String, serde_json::Error> {
+    write_with(v, serde_json::ser::CompactFormatter)
+}
+
+/// Indented JSON that is safe to print on a terminal (see [`TerminalSafe`]).
+pub fn to_json_pretty(v: &impl Serialize) -> Result<String, serde_json::Error> {
+    write_with(v, PrettyFormatter::new())
+}
+
 #[cfg(test)]
 mod tests {
     use super::strip_terminal_escapes as strip;
@@ -94,5 +271,59 @@ mod tests {
         assert_eq!(strip("ok\x1b]never ends"), "ok");
         assert_eq!(strip("ok\x1b"), "ok");
         assert_eq!(strip("ok\x1b["), "ok");
+    }
+
+    #[test]
+    fn removes_every_bidi_control() {
+        assert_eq!(strip("a\u{2067}b\u{200f}c\u{61c}d"), "abcd");
+    }
+
+    #[test]
+    fn reveal_shows_invisible_characters_and_long_space_runs() {
+        use super::reveal;
+        let secret = format!("hello{}SECRET", " ".repeat(250));
+        assert_eq!(reveal(&secret), "hello⟨250 spaces⟩SECRET");
+        assert_eq!(reveal("a  b"), "a  b");
+        assert_eq!(
+            reveal("x\u{202e}y\u{200b}z\u{e0041}\u{85}\u{1b}[2J"),
+            "x⟨U+202E⟩y⟨U+200B⟩z⟨U+E0041⟩⟨U+0085⟩⟨U+001B⟩[2J"
+        );
+        assert_eq!(reveal("l1\nl2\r\t\u{a0}"), "l1\\nl2\\r\\t⟨U+00A0⟩");
+        // Text cannot pass itself off as a marker.
+        assert_eq!(reveal("⟨9 spaces⟩"), "⟨U+27E8⟩9 spaces⟩");
+        assert_eq!(reveal("héllo wörld ✓"), "héllo wörld ✓");
+    }
+
+    #[test]
+    fn json_writer_escapes_what_serde_json_leaves_raw() {
+        use super::{to_json, to_json_pretty};
+        let v = serde_json::json!({
+            "k\u{9b}": "a\u{9b}31m\u{85}b\u{7f}c\u{2028}d\u{202e}e\u{200b}f\u{e0041}g\u{1b}h ü ✓"
+        });
+        let raw = serde_json::to_string(&v).unwrap();
+        assert!(raw.contains('\u{9b}'), "serde_json itself leaves C1 raw");
+        for text in [to_json(&v).unwrap(), to_json_pretty(&v).unwrap()] {
+            assert!(
+                !text.chars().any(|c| c.is_control() && c != '\n'),
+                "{text:?}"
+            );
+            assert!(
+                !text.contains('\u{202e}') && !text.contains('\u{2028}'),
+                "{text:?}"
+            );
+            assert!(
+                text.contains(
+                    "\\u009b31m\\u0085b\\u007fc\\u2028d\\u202ee\\u200bf\\udb40\\udc41g\\u001bh ü ✓"
+                ),
+                "{text:?}"
+            );
+            let back: serde_json::Value = serde_json::from_str(&text).unwrap();
+            assert_eq!(back, v);
+        }
+        assert_eq!(to_json(&v).unwrap().lines().count(), 1);
+        assert_eq!(
+            to_json_pretty(&serde_json::json!({"a": [1]})).unwrap(),
+            "{\n  \"a\": [\n    1\n  ]\n}"
+        );
     }
 }

@@ -8,6 +8,7 @@ use crate::events::{Approval, ApprovalRequest, Event};
 use crate::gate::{CallFacts, trusted};
 use crate::results::READ_RESULT;
 use crate::{CallRecord, Conversation, Engine};
+use mcp_host_core::ServerId;
 use mcp_host_models::{Provider, ToolCall};
 use mcp_host_policy::{AnswerScope, DecidedBy, Decision, MemoryKey, Verdict};
 use mcp_host_registry::catalogue::{Catalogue, Entry};
@@ -41,14 +42,29 @@ impl<P: Provider> Engine<'_, P> {
             Prepared::Answered { content, record }
         };
         let refuse = |why: String, mut record: CallRecord| {
+            // The card of a refused call shows whose tool it was and what it would have
+            // sent, like any other card; text that is not JSON is shown as that text.
+            let arguments = match call.arguments.trim() {
+                "" => Value::Object(Default::default()),
+                text => serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.into())),
+            };
             self.observer.event(Event::CallRefused {
                 call_id: call.id.clone(),
                 name: call.name.clone(),
+                server: record.server.as_deref().map(ServerId::new),
+                tool: record.tool.clone(),
+                arguments,
                 reason: why.clone(),
             });
             record.refused = Some(why.clone());
             answered(why, record, true)
         };
+        // Named even when refused (arguments that are not JSON, or invalid), so the record
+        // and the refused call's card say whose tool it was.
+        if let Some(known) = catalogue.get(&call.name) {
+            record.server = Some(known.key.server.to_string());
+            record.tool = Some(known.key.tool.clone());
+        }
         let args: Value = match call.arguments.trim() {
             "" => Value::Object(Default::default()),
             text => match serde_json::from_str(text) {
@@ -80,11 +96,6 @@ impl<P: Provider> Engine<'_, P> {
                 Ok(page) => answered(page.to_string(), record, false),
                 Err(e) => answered(e, record, true),
             };
-        }
-        // Named even when refused (bad arguments), so the record says whose tool it was.
-        if let Some(known) = catalogue.get(&call.name) {
-            record.server = Some(known.key.server.to_string());
-            record.tool = Some(known.key.tool.clone());
         }
         let entry = match catalogue.prepare_named_call(&call.name, &args) {
             Ok(e) => e,

@@ -120,6 +120,11 @@ pub enum Event {
     CallRefused {
         call_id: String,
         name: String,
+        /// The server and its own tool name, when the name resolved in the catalogue.
+        server: Option<ServerId>,
+        tool: Option<String>,
+        /// What the model asked to send; the raw text as a string when it was not JSON.
+        arguments: Value,
         reason: String,
     },
     /// A running call's server reported progress (the message is sanitised).

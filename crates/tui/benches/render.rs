@@ -1,8 +1,10 @@
 //! How long the screen takes to draw a frame and to take a streamed delta, with a short and a
-//! long transcript (each frame re-wraps the whole transcript), at 120×40.
+//! long transcript (each frame re-wraps the whole transcript), at 120×40; and the approval
+//! modal with a 1 MB argument (every string revealed, shown collapsed or whole), at 80×24.
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use mcp_host_tui::{App, CallCard, CallState, SessionInfo, Update};
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use mcp_host_tui::{App, ApprovalPrompt, CallCard, CallState, SessionInfo, Update};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use serde_json::json;
@@ -52,5 +54,44 @@ fn bench(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, bench);
+fn big_prompt() -> ApprovalPrompt {
+    ApprovalPrompt {
+        call_id: "c1".into(),
+        name: "fs__write_file".into(),
+        server: "fs".into(),
+        tool: "write_file".into(),
+        args: json!({"content": "word ".repeat(200_000), "path": "/tmp/x"}),
+        reason: "mode: ask".into(),
+        description: "Write a file.".into(),
+        annotations: None,
+        annotations_believed: false,
+        drift_diff: None,
+    }
+}
+
+fn bench_approval(c: &mut Criterion) {
+    c.bench_function("open an approval with a 1 MB argument", |b| {
+        b.iter(|| {
+            let mut app = App::new(SessionInfo::default());
+            app.apply(Update::ApprovalRequested(black_box(big_prompt())));
+            app
+        })
+    });
+    let mut app = App::new(SessionInfo::default());
+    app.apply(Update::ApprovalRequested(big_prompt()));
+    let mut terminal = Terminal::new(TestBackend::new(80, 24)).unwrap_or_else(|_| unreachable!());
+    c.bench_function("draw the approval, 1 MB argument collapsed, 80x24", |b| {
+        b.iter(|| {
+            let _ = terminal.draw(|f| app.render(black_box(f)));
+        })
+    });
+    app.on_key(KeyEvent::new(KeyCode::Char('e'), KeyModifiers::NONE));
+    c.bench_function("draw the approval, 1 MB argument whole, 80x24", |b| {
+        b.iter(|| {
+            let _ = terminal.draw(|f| app.render(black_box(f)));
+        })
+    });
+}
+
+criterion_group!(benches, bench, bench_approval);
 criterion_main!(benches);

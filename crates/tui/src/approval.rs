@@ -1,19 +1,23 @@
 //! The approval modal's state and keys. Nothing is approved by a stray key: the modal opens
 //! with no option selected, letters and arrows only select (behind the typing guard), Enter
 //! confirms a selection, and Enter with nothing selected does nothing. Deny asks for an
-//! optional reason; Esc denies without one. Further prompts wait in a queue.
+//! optional reason; Esc denies without one. Further prompts wait in a queue. Long argument
+//! values start collapsed; `e` (or Ctrl+E, which the typing guard never blocks) shows them
+//! whole, and the body scrolls, so every character of the arguments is reachable.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::text::Line;
 
+use crate::args::{ArgField, arg_fields, reveal_lines};
 use crate::guard::{Letter, TypingGuard};
 use crate::state::pretty_lines;
 use crate::text::{clean_line, clean_text};
 use crate::{ApprovalPrompt, ApprovalScope};
 
-/// The modal shows the whole argument JSON, but a multi-megabyte one is cut here.
+/// Annotations are the server's hints, not what runs: a huge block of them is cut here.
 const MODAL_ARG_LINES: usize = 400;
 const MODAL_DIFF_LINES: usize = 400;
 /// A reason longer than this is not a reason.
@@ -26,7 +30,8 @@ pub(crate) struct ApprovalView {
     pub name: String,
     pub server: String,
     pub tool: String,
-    pub args: Vec<String>,
+    /// Every argument, complete and revealed.
+    pub args: Vec<ArgField>,
     pub reason: String,
     pub description: String,
     pub annotations: Option<Vec<String>>,
@@ -41,9 +46,11 @@ impl ApprovalView {
             name: clean_line(&p.name),
             server: clean_line(&p.server),
             tool: clean_line(&p.tool),
-            args: pretty_lines(&p.args, MODAL_ARG_LINES),
+            args: arg_fields(&p.args),
             reason: clean_text(&p.reason),
-            description: clean_text(&p.description),
+            // Escape sequences go as everywhere else; what survives them and could still
+            // hide text (zero-width, TAG characters, long padding) is shown.
+            description: reveal_lines(&clean_text(&p.description)),
             annotations: p
                 .annotations
                 .as_ref()
@@ -124,10 +131,15 @@ pub(crate) struct ApprovalModal {
     /// `Some` once Deny was confirmed: the optional reason being typed.
     pub reason: Option<String>,
     pub scroll: usize,
+    /// Long argument values shown whole instead of collapsed.
+    pub expanded: bool,
     pub guard: TypingGuard,
     /// The largest useful scroll and the page size, from the last render.
     pub max_scroll: Cell<usize>,
     pub page: Cell<usize>,
+    /// The body's wrapped rows for (width, expanded): a megabyte of arguments is wrapped
+    /// once, not on every key press.
+    pub body_rows: RefCell<Option<(usize, bool, Vec<Line<'static>>)>>,
 }
 
 impl ApprovalModal {
@@ -137,10 +149,23 @@ impl ApprovalModal {
             selected: None,
             reason: None,
             scroll: 0,
+            expanded: false,
             guard: TypingGuard::default(),
             max_scroll: Cell::new(usize::MAX),
+            body_rows: RefCell::new(None),
             page: Cell::new(10),
         }
+    }
+
+    /// Whether some argument is long enough to be collapsed (so `e` does something).
+    pub(crate) fn collapsible(&self) -> bool {
+        self.view.args.iter().any(ArgField::collapses)
+    }
+
+    fn toggle_expanded(&mut self) {
+        self.expanded = !self.expanded;
+        // The body's height changed: the next render clamps the scroll again.
+        self.max_scroll.set(usize::MAX);
     }
 
     fn scroll_by(&mut self, delta: isize) {
@@ -213,7 +238,13 @@ impl ApprovalModal {
                 self.guard.other();
                 self.scroll = self.max_scroll.get();
             }
+            // Not a letter the guard weighs: showing more can never approve anything.
+            KeyCode::Char('e') if key.modifiers == KeyModifiers::CONTROL => {
+                self.guard.other();
+                self.toggle_expanded();
+            }
             KeyCode::Char(c) if !has_command_modifier(key) => match self.guard.printable(c) {
+                Letter::Key('e' | 'E') => self.toggle_expanded(),
                 Letter::Key(k) => match Choice::from_key(k) {
                     Some(choice) => self.selected = Some(choice),
                     None => {

@@ -8,6 +8,7 @@
 //! state (terminal escapes and control characters removed), so no render path can emit one.
 
 mod approval;
+mod args;
 mod elicit;
 mod guard;
 mod input;

@@ -292,11 +292,11 @@ fn clean_state(state: &CallState) -> CallState {
     }
 }
 
-/// Pretty JSON, sanitised (serde_json leaves C1 controls and bidi marks unescaped), cut to
-/// `max` lines with a line saying how many more there were.
+/// Pretty JSON with every string revealed (controls, bidi and invisible characters as
+/// `⟨U+XXXX⟩`, long space runs counted, see [`crate::args`]), cut to `max` lines with a line
+/// saying how many more there were.
 pub(crate) fn pretty_lines(v: &Value, max: usize) -> Vec<String> {
-    let s = serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string());
-    cap_lines(&clean_text(&s), max)
+    cap_lines(&crate::args::value_lines(v).join("\n"), max)
 }
 
 /// The first `max` lines of a result, each cut to a sane length.

@@ -548,3 +548,60 @@ fn page_up_stops_following_and_page_down_resumes() {
     let s = screen(&app, 80, 24);
     assert!(s.contains("newest") && !s.contains("more lines"), "{s}");
 }
+
+fn modal_with_args(args: serde_json::Value) -> mcp_host_tui::App {
+    let (mut app, _) = app();
+    app.apply(Update::ApprovalRequested(mcp_host_tui::ApprovalPrompt {
+        args,
+        drift_diff: None,
+        ..prompt("c1")
+    }));
+    app
+}
+
+#[test]
+fn modal_a_secret_after_250_spaces_is_on_screen() {
+    let app = modal_with_args(json!({"message": format!("hello{}SECRET", " ".repeat(250))}));
+    let s = screen(&app, 80, 24);
+    assert!(s.contains("SECRET"), "{s}");
+}
+
+#[test]
+fn modal_a_secret_at_the_end_of_a_long_value_is_reached_with_e_and_end() {
+    let content = format!("{}SECRET", "a".repeat(5000));
+    let mut app = modal_with_args(json!({"content": content, "path": "/tmp/x"}));
+    let collapsed = screen(&app, 80, 24);
+    assert!(!collapsed.contains("SECRET"), "collapsed: {collapsed}");
+    assert!(
+        collapsed.contains("e show all"),
+        "the key line names the key: {collapsed}"
+    );
+    assert!(app.on_key(key(KeyCode::Char('e'))).is_empty());
+    screen(&app, 80, 24);
+    app.on_key(key(KeyCode::End));
+    let end = screen(&app, 80, 24);
+    assert!(end.contains("SECRET"), "expanded, at the end: {end}");
+    // Every character of the value is on some page of the expanded body.
+    let mut seen = String::new();
+    app.on_key(key(KeyCode::Home));
+    for _ in 0..200 {
+        seen.push_str(&screen(&app, 80, 24));
+        app.on_key(key(KeyCode::PageDown));
+    }
+    let a_count: usize = seen
+        .lines()
+        .filter(|l| l.starts_with("│    a") || l.starts_with("│  content: \"a"))
+        .map(|l| l.chars().filter(|c| *c == 'a').count())
+        .sum();
+    assert!(
+        a_count >= 5000,
+        "only {a_count} of 5000 characters were shown"
+    );
+    // Ctrl+E works even after typing locked the letters, and collapses again.
+    type_str(&mut app, "xy");
+    app.on_key(ctrl('e'));
+    app.on_key(key(KeyCode::Home));
+    assert!(!screen(&app, 80, 24).contains("SECRET"));
+    // Showing more never approves or denies anything.
+    assert!(app.on_key(key(KeyCode::Enter)).is_empty());
+}

@@ -186,8 +186,9 @@ fn visible_text_survives_in_each_place() {
 }
 
 #[test]
-fn json_arguments_show_escapes_as_json_escapes() {
-    // The person sees exactly what the tool would get, in JSON notation, never the bytes.
+fn json_arguments_show_control_characters_as_code_points() {
+    // The person sees exactly what the tool would get, each control as its code point, never
+    // the bytes (and a C1 CSI does not swallow the text after it).
     let (mut app, _) = app();
     let mut c = card("c1", &[]);
     c.args = json!({"x": "\x1b]0;pwned\x07 c1\u{9b}31m"});
@@ -198,7 +199,10 @@ fn json_arguments_show_escapes_as_json_escapes() {
     }));
     let buf = render(&app, 120, 40);
     let s = text(&buf);
-    assert!(s.contains(r#""x": "\u001b]0;pwned\u0007 c1""#), "{s}");
+    assert!(
+        s.contains(r#""x": "⟨U+001B⟩]0;pwned⟨U+0007⟩ c1⟨U+009B⟩31m""#),
+        "{s}"
+    );
     for cell in buf.content.iter() {
         assert!(!cell.symbol().chars().any(char::is_control));
     }

@@ -117,14 +117,17 @@ pub fn updates(event: Event, pending: &mut Pending) -> Vec<Update> {
         Event::CallRefused {
             call_id,
             name,
+            server,
+            tool,
+            arguments,
             reason,
         } => vec![
             Update::CallStarted(CallCard {
                 call_id: call_id.clone(),
                 name: name.clone(),
-                server: String::new(),
-                tool: name,
-                args: Value::Null,
+                server: server.map(|s| s.to_string()).unwrap_or_default(),
+                tool: tool.unwrap_or(name),
+                args: arguments,
                 provenance: Vec::new(),
             }),
             Update::CallFinished {
@@ -220,4 +223,34 @@ pub fn tool_rows(catalogue: &Catalogue) -> Vec<ToolRow> {
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refused_call_gets_a_card_with_its_server_tool_and_arguments() {
+        let event = Event::CallRefused {
+            call_id: "c1".into(),
+            name: "f__write".into(),
+            server: Some(mcp_host_core::ServerId::new("f")),
+            tool: Some("write".into()),
+            arguments: serde_json::json!({"path": "/etc/passwd"}),
+            reason: "denied: rule".into(),
+        };
+        let ups = updates(event, &mut Pending::default());
+        let Some(Update::CallStarted(card)) = ups.first() else {
+            panic!("no card first: {ups:?}");
+        };
+        assert_eq!((card.server.as_str(), card.tool.as_str()), ("f", "write"));
+        assert_eq!(card.args, serde_json::json!({"path": "/etc/passwd"}));
+        assert!(matches!(
+            ups.get(1),
+            Some(Update::CallFinished {
+                state: CallState::Denied,
+                ..
+            })
+        ));
+    }
 }

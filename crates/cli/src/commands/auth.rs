@@ -88,10 +88,10 @@ async fn login(host: &Host, name: &str) -> anyhow::Result<ExitCode> {
     .with_context(|| format!("cannot sign in to `{name}`"))?;
     session.shutdown().await;
     if oauth.rounds() == 0 {
-        println!("`{name}` did not ask for authorization; nothing was stored");
+        crate::output::outln!("`{name}` did not ask for authorization; nothing was stored");
     } else {
         let scopes = oauth.granted_scopes().await;
-        println!(
+        crate::output::outln!(
             "signed in to `{name}`{}; the credential is stored and refreshed as needed",
             if scopes.is_empty() {
                 String::new()
@@ -118,7 +118,7 @@ async fn set_secret(host: &Host, name: &str) -> anyhow::Result<ExitCode> {
         .protection()
         .map(|p| p.to_string())
         .unwrap_or_else(|e| e.to_string());
-    println!("kept the client secret for `{name}` in {place}");
+    crate::output::outln!("kept the client secret for `{name}` in {place}");
     Ok(ExitCode::SUCCESS)
 }
 
@@ -147,11 +147,10 @@ impl Drop for EchoOff {
 /// One secret from standard input: typed without echo at a terminal, else the first line.
 /// Ctrl-C gives up (the read runs on its own thread, so the interrupt is not lost in it).
 async fn read_secret(prompt: &str, interrupted: &CancellationToken) -> anyhow::Result<String> {
-    use std::io::{BufRead, IsTerminal, Write};
+    use std::io::{BufRead, IsTerminal};
     let stdin = std::io::stdin();
     let echo_off = if stdin.is_terminal() {
-        eprint!("{prompt}");
-        std::io::stderr().flush()?;
+        crate::output::write_err_inline(prompt);
         Some(EchoOff::new(&stdin)?)
     } else {
         None
@@ -168,7 +167,7 @@ async fn read_secret(prompt: &str, interrupted: &CancellationToken) -> anyhow::R
         () = interrupted.cancelled() => bail!("interrupted"),
     };
     if echo_off.is_some() {
-        eprintln!();
+        crate::output::errln!("");
     }
     let secret = line.trim_end_matches(['\r', '\n']).to_string();
     if secret.is_empty() {
@@ -180,7 +179,7 @@ async fn read_secret(prompt: &str, interrupted: &CancellationToken) -> anyhow::R
 async fn logout(host: &Host, name: &str) -> anyhow::Result<ExitCode> {
     let (_, url) = one(host, name)?;
     store_for(host, url)?.clear().await?;
-    println!("signed out of `{name}`: its stored credential is gone");
+    crate::output::outln!("signed out of `{name}`: its stored credential is gone");
     Ok(ExitCode::SUCCESS)
 }
 
@@ -190,12 +189,12 @@ async fn status(host: &Host, only: Option<&str>) -> anyhow::Result<ExitCode> {
     }
     let servers = http_servers(host, only);
     if servers.is_empty() {
-        println!("no http servers are configured");
+        crate::output::outln!("no http servers are configured");
         return Ok(ExitCode::SUCCESS);
     }
     match host.credentials.protection() {
-        Ok(p) => println!("credentials: {p}"),
-        Err(e) => println!("credentials: {e}"),
+        Ok(p) => crate::output::outln!("credentials: {p}"),
+        Err(e) => crate::output::outln!("credentials: {e}"),
     }
     for (name, _, url) in servers {
         let line = match store_for(host, url)?.peek() {
@@ -217,7 +216,7 @@ async fn status(host: &Host, only: Option<&str>) -> anyhow::Result<ExitCode> {
             Ok(None) => format!("not signed in (mcp-host auth login {name})"),
             Err(e) => format!("credential unreadable: {e}"),
         };
-        println!("{name}: {line}");
+        crate::output::outln!("{name}: {line}");
     }
     Ok(ExitCode::SUCCESS)
 }

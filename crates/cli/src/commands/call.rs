@@ -83,12 +83,12 @@ pub async fn run(host: &Host, args: CallArgs) -> anyhow::Result<ExitCode> {
                 .as_ref()
                 .and_then(|s| s.error())
                 .map(|e| format!(" ({})", one_line(e, 300)));
-            eprintln!("error: {what}{}", why.unwrap_or_default());
+            crate::output::errln!("error: {what}{}", why.unwrap_or_default());
             return Ok(ExitCode::FAILURE);
         };
         let as_value = Value::Object(arguments.clone().unwrap_or_default());
         if let Err(refusal) = catalogue.prepare_call(entry, &as_value) {
-            eprintln!("error: {refusal}");
+            crate::output::errln!("error: {refusal}");
             return Ok(ExitCode::FAILURE);
         }
         // The person typing this command is the one who would be asked: only deny stops it.
@@ -117,17 +117,17 @@ pub async fn run(host: &Host, args: CallArgs) -> anyhow::Result<ExitCode> {
         };
         audit.decision(&subject, &decision, answered_by);
         if decision.verdict == Verdict::Deny {
-            eprintln!("error: denied: {}", decision.reason);
+            crate::output::errln!("error: denied: {}", decision.reason);
             return Ok(ExitCode::FAILURE);
         }
         if let Some(PinCheck::Drift(_)) = &entry.pin {
-            eprintln!(
+            crate::output::errln!(
                 "warning: `{}` changed since it was first seen; see `mcp-host tools`",
                 entry.name
             );
         }
         if let Err(why) = still_current(m, entry).await {
-            eprintln!("error: {why}");
+            crate::output::errln!("error: {why}");
             return Ok(ExitCode::FAILURE);
         }
         let started = Instant::now();
@@ -143,16 +143,16 @@ pub async fn run(host: &Host, args: CallArgs) -> anyhow::Result<ExitCode> {
         let outcome = match result {
             Ok(o) => o,
             Err(e) => {
-                eprintln!("error: {e}");
+                crate::output::errln!("error: {e}");
                 return Ok(ExitCode::FAILURE);
             }
         };
         let response = serde_json::to_value(&outcome).unwrap_or_default();
         for objection in gate.after(entry, &as_value, &response).await {
-            eprintln!("warning: a PostToolUse hook objected: {objection}");
+            crate::output::errln!("warning: a PostToolUse hook objected: {objection}");
         }
         if args.json {
-            println!("{}", serde_json::to_string_pretty(&outcome)?);
+            crate::output::print_json(&outcome)?;
         } else {
             let mut text: Vec<String> = outcome.content.iter().map(render_content).collect();
             if text.is_empty()
@@ -162,9 +162,9 @@ pub async fn run(host: &Host, args: CallArgs) -> anyhow::Result<ExitCode> {
             }
             let body = text.join("\n");
             if outcome.is_error {
-                eprintln!("error: tool `{}` reported an error:\n{body}", entry.name);
+                crate::output::errln!("error: tool `{}` reported an error:\n{body}", entry.name);
             } else {
-                println!("{body}");
+                crate::output::outln!("{body}");
             }
         }
         Ok(if outcome.is_error {

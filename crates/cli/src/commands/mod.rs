@@ -48,7 +48,7 @@ where
         tokio::select! {
             r = &mut work => r,
             () = host.interrupted.cancelled() => {
-                eprintln!("interrupted: cancelling and stopping servers");
+                crate::output::errln!("interrupted: cancelling and stopping servers");
                 cancel.cancel();
                 let _ = tokio::time::timeout(CANCEL_GRACE, work).await;
                 Ok(ExitCode::from(130))

@@ -48,7 +48,7 @@ pub async fn run(host: &Host, command: PolicyCommand) -> anyhow::Result<ExitCode
             .await?
             .forget(server.as_deref(), tool.as_deref())
             .await?;
-        println!("forgot {n} remembered answer(s)");
+        crate::output::outln!("forgot {n} remembered answer(s)");
         return Ok(ExitCode::SUCCESS);
     }
     let store = host.store().await?;
@@ -89,10 +89,10 @@ pub async fn run(host: &Host, command: PolicyCommand) -> anyhow::Result<ExitCode
                 };
                 let d = judge.decide(&name, &args, mode, &after)?;
                 if json {
-                    println!("{}", serde_json::to_string_pretty(&d)?);
+                    crate::output::print_json(&d)?;
                 } else {
-                    println!("{}: {}", verdict_word(d.verdict), d.reason);
-                    println!("decided by: {}", serde_json::to_string(&d.decided_by)?);
+                    crate::output::outln!("{}: {}", verdict_word(d.verdict), d.reason);
+                    crate::output::outln!("decided by: {}", serde_json::to_string(&d.decided_by)?);
                 }
                 Ok(ExitCode::SUCCESS)
             }
@@ -110,7 +110,7 @@ pub async fn run(host: &Host, command: PolicyCommand) -> anyhow::Result<ExitCode
                     AnswerArg::Deny => Verdict::Deny,
                 };
                 store.remember(&key, verdict).await?;
-                println!(
+                crate::output::outln!(
                     "remembered {} for `{name}` (this definition; a change asks again)",
                     verdict_word(verdict)
                 );
@@ -127,11 +127,11 @@ pub async fn run(host: &Host, command: PolicyCommand) -> anyhow::Result<ExitCode
                     match judge.decide(&c.tool, &c.args, c.mode, &c.after) {
                         Ok(d) if d.verdict == c.expect => {
                             pass += 1;
-                            println!("PASS {label}: {}", verdict_word(d.verdict));
+                            crate::output::outln!("PASS {label}: {}", verdict_word(d.verdict));
                         }
                         Ok(d) => {
                             fail += 1;
-                            println!(
+                            crate::output::outln!(
                                 "FAIL {label}: expected {}, got {} ({})",
                                 verdict_word(c.expect),
                                 verdict_word(d.verdict),
@@ -140,11 +140,11 @@ pub async fn run(host: &Host, command: PolicyCommand) -> anyhow::Result<ExitCode
                         }
                         Err(e) => {
                             fail += 1;
-                            println!("FAIL {label}: {e}");
+                            crate::output::outln!("FAIL {label}: {e}");
                         }
                     }
                 }
-                println!("policy: {pass} passed, {fail} failed");
+                crate::output::outln!("policy: {pass} passed, {fail} failed");
                 Ok(if fail == 0 {
                     ExitCode::SUCCESS
                 } else {

@@ -36,7 +36,8 @@ struct RunObserver<'a> {
 impl RunObserver<'_> {
     fn emit(&self, line: Value) {
         if self.stream {
-            println!("{line}");
+            // A `Value` always serialises; there is nothing to report if it did not.
+            let _ = crate::output::print_json_line(&line);
         }
     }
 }
@@ -145,7 +146,7 @@ pub async fn run(host: &Host, args: RunArgs) -> anyhow::Result<ExitCode> {
         m.wait_settled(wait).await;
         let (catalogue, warnings) = mcp_host_engine::tools::snapshot(m, &pins).await?;
         for w in &warnings {
-            eprintln!("warning: {w}");
+            crate::output::errln!("warning: {w}");
         }
         every_server_failed(m)?;
         drop(catalogue);
@@ -187,13 +188,13 @@ pub async fn run(host: &Host, args: RunArgs) -> anyhow::Result<ExitCode> {
             "conversation_id": conversation_id,
         });
         match args.output_format {
-            OutputFormat::Text => println!("{}", report.text),
+            OutputFormat::Text => crate::output::outln!("{}", report.text),
             OutputFormat::StreamJson => {
                 let mut line = summary;
                 line["type"] = json!("result");
-                println!("{line}");
+                crate::output::print_json_line(&line)?;
             }
-            OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&summary)?),
+            OutputFormat::Json => crate::output::print_json(&summary)?,
         }
         Ok(match report.end {
             TurnEnd::Finished => ExitCode::SUCCESS,

@@ -64,7 +64,7 @@ pub async fn run(host: &Host, args: ServersArgs) -> anyhow::Result<ExitCode> {
             })
             .collect();
         if args.json {
-            println!("{}", serde_json::to_string_pretty(&rows)?);
+            crate::output::print_json(&rows)?;
         } else {
             let cells: Vec<Vec<String>> = rows
                 .iter()
@@ -83,7 +83,7 @@ pub async fn run(host: &Host, args: ServersArgs) -> anyhow::Result<ExitCode> {
                     ]
                 })
                 .collect();
-            print!(
+            crate::output::out!(
                 "{}",
                 table(
                     &[
@@ -99,7 +99,7 @@ pub async fn run(host: &Host, args: ServersArgs) -> anyhow::Result<ExitCode> {
                 )
             );
             if rows.iter().any(|r| r.state == "pending_approval") {
-                println!(
+                crate::output::outln!(
                     "\nProject servers wait for you: mcp-host servers approve NAME (or deny NAME)."
                 );
             }
@@ -127,6 +127,8 @@ fn answer(host: &Host, action: ServersAction) -> anyhow::Result<ExitCode> {
     } else {
         "denied"
     };
-    println!("{verb} project server `{name}` (this definition; an edit will ask again)");
+    crate::output::outln!(
+        "{verb} project server `{name}` (this definition; an edit will ask again)"
+    );
     Ok(ExitCode::SUCCESS)
 }

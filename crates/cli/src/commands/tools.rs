@@ -38,7 +38,7 @@ pub async fn run(host: &Host, args: ToolsArgs) -> anyhow::Result<ExitCode> {
                         &Entry::definition(&e.tool),
                     )
                     .await?;
-                eprintln!("accepted the current definition of `{}`", e.name);
+                crate::output::errln!("accepted the current definition of `{}`", e.name);
             }
             catalogue.check_pins(&store).await?;
         }
@@ -52,7 +52,7 @@ pub async fn run(host: &Host, args: ToolsArgs) -> anyhow::Result<ExitCode> {
         };
         if args.json {
             let rows: Vec<Value> = shown.iter().map(|(e, score)| row(e, *score)).collect();
-            println!("{}", serde_json::to_string_pretty(&rows)?);
+            crate::output::print_json(&rows)?;
         } else {
             print_table(&shown);
         }
@@ -93,16 +93,16 @@ fn print_table(shown: &[(&Entry, Option<f32>)]) {
             ]
         })
         .collect();
-    print!(
+    crate::output::out!(
         "{}",
         table(&["NAME", "SERVER", "TOOL", "DESCRIPTION"], &cells)
     );
     for (e, _) in shown {
         for f in &e.flags {
-            eprintln!("warning: `{}`: {}", e.name, describe_flag(f));
+            crate::output::errln!("warning: `{}`: {}", e.name, describe_flag(f));
         }
         if let Some(PinCheck::Drift(d)) = &e.pin {
-            eprintln!(
+            crate::output::errln!(
                 "warning: `{}` changed since it was first seen (accept with `mcp-host tools --accept-changes`):\n{}",
                 e.name,
                 mcp_host_core::sanitize::strip_terminal_escapes(&d.diff)

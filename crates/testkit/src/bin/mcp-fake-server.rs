@@ -12,7 +12,9 @@ use std::time::Duration;
 const HELP: &str =
     "mcp-fake-server [--era legacy|modern|dual|probe-locks] [--fault F]... [--tools N]
   [--page-size N] [--cursor-loop] [--broken-tool] [--spawn-log FILE] [--start-delay-ms N]
-faults: crash-at-start, hang, garbage, stderr-flood, exit-on-probe
+faults: crash-at-start, hang, garbage, stderr-flood, exit-on-probe,
+  hostile-text (terminal escapes in descriptions, instructions, results, errors, stderr;
+  NUL bytes and a 1 MiB line on stdout before every answer; adds the tool hostile_error)
 tools: echo{message}, add{a,b}, crash, hang, huge, slow{ms,progressEvery}, grow, error, evil, ask (elicitation), plus toolN";
 
 #[derive(Clone, Copy, PartialEq)]
@@ -155,6 +157,9 @@ fn main() {
         eprintln!("fatal: configured to crash at start");
         std::process::exit(1);
     }
+    if has("hostile-text") {
+        eprintln!("stderr: {}", mcp_host_testkit::HOSTILE_TEXT);
+    }
     std::thread::sleep(opts.start_delay);
     if has("stderr-flood") {
         std::thread::spawn(|| {
@@ -208,6 +213,18 @@ fn main() {
         }
         if server.has("garbage") {
             server.write_raw("this is not json\n{\"half\": \n\u{1b}[31mred\u{1b}[0m\n");
+        }
+        if server.has("hostile-text") {
+            // Not JSON: the host must skip it, and a log of it must not carry it raw.
+            let long = format!(
+                "{}{}\n",
+                mcp_host_testkit::HOSTILE_TEXT,
+                "z".repeat(1 << 20)
+            );
+            server.write_raw(&format!(
+                "noise\0\0\0{}\n{long}",
+                mcp_host_testkit::HOSTILE_TEXT
+            ));
         }
         let Some(id) = msg.get("id").cloned() else {
             // Notifications are logged too: tests look for notifications/cancelled.
@@ -475,6 +492,10 @@ impl Server {
         if let Some(text) = &self.opts.instructions {
             result["instructions"] = json!(text);
         }
+        if self.has("hostile-text") {
+            result["instructions"] = json!(mcp_host_testkit::HOSTILE_TEXT);
+            result["serverInfo"]["name"] = json!(format!("fake{}", mcp_host_testkit::HOSTILE_TEXT));
+        }
         self.reply(id, result);
     }
 
@@ -534,6 +555,17 @@ impl Server {
         for i in 0..self.opts.extra_tools {
             tools.push(json!({"name": format!("tool{i}"), "inputSchema": obj(json!({}))}));
         }
+        if self.has("hostile-text") {
+            let hostile = mcp_host_testkit::HOSTILE_TEXT;
+            for t in &mut tools {
+                t["description"] = json!(format!(
+                    "{hostile}{}",
+                    t["description"].as_str().unwrap_or_default()
+                ));
+                t["title"] = json!(format!("title{hostile}"));
+            }
+            tools.push(json!({"name": "hostile_error", "description": hostile, "inputSchema": obj(json!({}))}));
+        }
         tools
     }
 
@@ -569,10 +601,15 @@ impl Server {
         } else {
             name
         };
+        let hostile = if self.has("hostile-text") {
+            mcp_host_testkit::HOSTILE_TEXT
+        } else {
+            ""
+        };
         match name {
             "echo" => self.reply(
                 id,
-                text(args["message"].as_str().unwrap_or_default().to_string()),
+                text(format!("{hostile}{}", args["message"].as_str().unwrap_or_default())),
             ),
             "add" => {
                 let sum = args["a"].as_f64().unwrap_or(0.0) + args["b"].as_f64().unwrap_or(0.0);
@@ -642,9 +679,10 @@ impl Server {
             }
             "error" => self.reply(
                 id,
-                json!({"content": [{"type": "text", "text": "it failed"}], "isError": true}),
+                json!({"content": [{"type": "text", "text": format!("it failed{hostile}")}], "isError": true}),
             ),
             "evil" => self.reply(id, text("safe\u{1b}]0;pwned\u{7}\u{1b}[2Jtext".into())),
+            "hostile_error" => self.error(id, -32603, hostile, Some(json!({"detail": hostile}))),
             other => self.error(id, -32602, &format!("Unknown tool: {other}"), None),
         }
     }

@@ -1,6 +1,8 @@
-//! The approval modal: what is being asked (server, tool, why, description, annotations and
-//! whether they are believed, arguments, the drift diff) in a scrolling body, and the options
-//! row with a hint line fixed at the bottom so they are always visible, even at 80×24.
+//! The approval modal: what is being asked (server, tool, why, the arguments, description,
+//! annotations and whether they are believed, the drift diff) in a scrolling body, and the
+//! options row with a hint line fixed at the bottom so they are always visible, even at
+//! 80×24. The arguments come right after the reason, short fields first, so what a call
+//! touches (a path, a URL) is on the first screen whatever else it carries.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -19,7 +21,13 @@ pub(super) fn render(app: &App, m: &ApprovalModal, frame: &mut Frame, area: Rect
     if area.height < 5 || w < 10 {
         return;
     }
-    let rows = wrap_all(&body_lines(m, t), w);
+    let mut cache = m.body_rows.borrow_mut();
+    if !matches!(&*cache, Some((cw, ce, _)) if *cw == w && *ce == m.expanded) {
+        *cache = Some((w, m.expanded, wrap_all(&body_lines(m, t), w)));
+    }
+    let Some((_, _, rows)) = &*cache else {
+        return;
+    };
     let footer = footer_rows(m, t, w);
 
     // As tall as the content needs, up to the whole area: the card it is about stays in
@@ -60,15 +68,24 @@ pub(super) fn render(app: &App, m: &ApprovalModal, frame: &mut Frame, area: Rect
     m.max_scroll.set(max_scroll);
     m.page.set(h.saturating_sub(1).max(1));
     let top = m.scroll.min(max_scroll);
-    draw_rows(frame, body, &rows, top);
+    draw_rows(frame, body, rows, top);
 
     let mut rule_spans = vec![Span::styled("─".repeat(w), t.dim)];
-    if max_scroll > 0 {
-        let pos = format!(
-            " ↑↓ PgUp PgDn scroll · {}/{} ",
-            top + h.min(rows.len()),
-            rows.len()
-        );
+    let expand = match (m.collapsible(), m.expanded) {
+        (false, _) => "",
+        (true, false) => " e show all ·",
+        (true, true) => " e collapse ·",
+    };
+    if max_scroll > 0 || !expand.is_empty() {
+        let pos = if max_scroll > 0 {
+            format!(
+                "{expand} ↑↓ PgUp PgDn scroll · {}/{} ",
+                top + h.min(rows.len()),
+                rows.len()
+            )
+        } else {
+            format!("{} ", expand.trim_end_matches(" ·"))
+        };
         let fill = w.saturating_sub(crate::text::width(&pos));
         rule_spans = vec![
             Span::styled("─".repeat(fill), t.dim),
@@ -134,6 +151,46 @@ fn footer_rows(m: &ApprovalModal, t: &Theme, w: usize) -> Vec<Line<'static>> {
     wrap_all(&lines, w)
 }
 
+/// The arguments, field by field: each value whole when expanded (or short), else its start
+/// and a line saying how much is left out and which key shows it.
+fn argument_lines(m: &ApprovalModal, t: &Theme) -> Vec<LogicalLine> {
+    let mut out = vec![LogicalLine::styled("Arguments", t.bold)];
+    if m.view.args.is_empty() {
+        out.push(LogicalLine::styled("  (none)", t.dim));
+    }
+    let cont = vec![Span::raw("    ")];
+    for f in &m.view.args {
+        let (lines, more) = if m.expanded || !f.collapses() {
+            (f.lines.clone(), 0)
+        } else {
+            f.collapsed()
+        };
+        for (i, l) in lines.into_iter().enumerate() {
+            let prefix = match (&f.key, i) {
+                (Some(k), 0) => vec![Span::raw("  "), Span::styled(format!("{k}: "), t.key)],
+                (None, 0) => vec![Span::raw("  ")],
+                _ => cont.clone(),
+            };
+            out.push(LogicalLine {
+                prefix,
+                cont: cont.clone(),
+                spans: vec![Span::styled(l, t.base)],
+            });
+        }
+        if more > 0 {
+            out.push(LogicalLine {
+                prefix: cont.clone(),
+                cont: cont.clone(),
+                spans: vec![Span::styled(
+                    format!("… {more} more characters (e shows all)"),
+                    t.warn,
+                )],
+            });
+        }
+    }
+    out
+}
+
 /// The body: everything the person needs to decide.
 fn body_lines(m: &ApprovalModal, t: &Theme) -> Vec<LogicalLine> {
     let v = &m.view;
@@ -151,6 +208,9 @@ fn body_lines(m: &ApprovalModal, t: &Theme) -> Vec<LogicalLine> {
         &[Span::styled("Why: ", t.bold)],
         &[Span::raw("     ")],
     ));
+
+    out.push(LogicalLine::blank());
+    out.extend(argument_lines(m, t));
 
     out.push(LogicalLine::blank());
     out.push(LogicalLine::styled("Description", t.bold));
@@ -181,12 +241,6 @@ fn body_lines(m: &ApprovalModal, t: &Theme) -> Vec<LogicalLine> {
             Span::styled("Annotations ", t.bold),
             Span::styled("(none sent)", t.dim),
         ])),
-    }
-
-    out.push(LogicalLine::blank());
-    out.push(LogicalLine::styled("Arguments", t.bold));
-    for l in &v.args {
-        out.extend(text_lines(l, t.base, &indent, &indent));
     }
 
     if let Some(diff) = &v.diff {

@@ -279,6 +279,10 @@ const HELP: &[(&str, &str)] = &[
     ),
     ("Esc", "deny without a reason"),
     ("↑ ↓ PgUp PgDn", "scroll what is being asked"),
+    (
+        "e  Ctrl-E",
+        "show long argument values whole; again: shorter",
+    ),
     ("", "Commands"),
     ("/help", "this help"),
     (
