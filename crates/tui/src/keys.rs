@@ -47,7 +47,10 @@ pub(crate) fn route(line: &str) -> Option<Routed> {
     };
     Some(match name {
         "" | "help" | "?" => Routed::Overlay(Overlay::Help { scroll: 0 }),
-        "mcp" => Routed::Overlay(Overlay::Mcp { selected: 0 }),
+        "mcp" => Routed::Overlay(Overlay::Mcp {
+            selected: 0,
+            confirming: false,
+        }),
         "tools" => Routed::Overlay(Overlay::Tools {
             query: args.to_string(),
             selected: 0,
@@ -165,7 +168,25 @@ impl App {
                 KeyCode::PageDown => *scroll += 10,
                 _ => {}
             },
-            Overlay::Mcp { selected } => match key.code {
+            // Approving is a second key on purpose: the first shows the question beside what
+            // the definition runs and sends; anything but `y` withdraws it.
+            Overlay::Mcp {
+                selected,
+                confirming,
+            } if *confirming => {
+                *confirming = false;
+                let row = self.servers.get(*selected);
+                if let (KeyCode::Char('y' | 'Y'), Some(row)) = (key.code, row)
+                    && row.needs_approval
+                    && !has_command_modifier(key)
+                {
+                    return vec![Command::ApproveProjectServer(row.name.clone())];
+                }
+            }
+            Overlay::Mcp {
+                selected,
+                confirming,
+            } => match key.code {
                 KeyCode::Up => *selected = selected.saturating_sub(1),
                 KeyCode::Down => *selected = (*selected + 1).min(n_servers.saturating_sub(1)),
                 KeyCode::Char('q') => self.overlay = None,
@@ -179,10 +200,10 @@ impl App {
                             server: row.name.clone(),
                             enabled: !row.enabled,
                         }],
-                        _ if row.needs_approval => {
-                            vec![Command::ApproveProjectServer(row.name.clone())]
+                        _ => {
+                            *confirming = row.needs_approval;
+                            Vec::new()
                         }
-                        _ => Vec::new(),
                     };
                 }
                 _ => {}
@@ -326,7 +347,10 @@ mod tests {
         );
         assert_eq!(
             route("/mcp"),
-            Some(Routed::Overlay(Overlay::Mcp { selected: 0 }))
+            Some(Routed::Overlay(Overlay::Mcp {
+                selected: 0,
+                confirming: false
+            }))
         );
         assert_eq!(
             route("/help"),

@@ -379,6 +379,7 @@ fn mcp_panel_keys_emit_server_commands() {
     let mut pending = server("proj", "pending approval");
     pending.needs_approval = true;
     pending.enabled = true;
+    pending.definition = vec!["  run:      npx -y proj-server '--token=${TOKEN}'".into()];
     app.apply(Update::Servers(vec![server("fs", "ready"), pending]));
     type_str(&mut app, "/mcp\n");
     assert_eq!(
@@ -395,8 +396,28 @@ fn mcp_panel_keys_emit_server_commands() {
     // `a` only approves a server that waits for approval.
     assert!(app.on_key(key(KeyCode::Char('a'))).is_empty());
     app.on_key(key(KeyCode::Down));
+    // What approving lets it run is on screen before anything is asked.
+    let s = screen(&app, 80, 24);
+    assert!(s.contains("npx -y proj-server '--token=${TOKEN}'"), "{s}");
+    // `a` asks; only `y` then approves, any other key withdraws the question.
+    assert!(app.on_key(key(KeyCode::Char('a'))).is_empty());
+    let s = screen(&app, 80, 24);
+    assert!(
+        s.contains("Approve `proj`") && s.contains("y approves"),
+        "{s}"
+    );
+    assert!(
+        s.contains("npx -y proj-server"),
+        "the definition stays beside the question: {s}"
+    );
+    assert!(app.on_key(key(KeyCode::Char('n'))).is_empty());
+    assert!(
+        app.on_key(key(KeyCode::Char('y'))).is_empty(),
+        "no question open"
+    );
+    app.on_key(key(KeyCode::Char('a')));
     assert_eq!(
-        app.on_key(key(KeyCode::Char('a'))),
+        app.on_key(key(KeyCode::Char('y'))),
         vec![Command::ApproveProjectServer("proj".into())]
     );
 }

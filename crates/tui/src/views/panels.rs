@@ -1,5 +1,6 @@
 //! The overlays opened by slash commands: the `/mcp` server panel (table, then the selected
-//! server's error and stderr tail), the `/tools` browser (search box, list, description of
+//! server's error and stderr tail, or for a project server waiting for approval what it
+//! would run and send, and the question once `a` is pressed), the `/tools` browser (search box, list, description of
 //! the selected tool) and `/help`.
 
 use ratatui::Frame;
@@ -14,7 +15,10 @@ use crate::{App, ServerRow};
 
 pub(super) fn render(app: &App, overlay: &Overlay, frame: &mut Frame, area: Rect) {
     match overlay {
-        Overlay::Mcp { selected } => mcp(app, *selected, frame, area),
+        Overlay::Mcp {
+            selected,
+            confirming,
+        } => mcp(app, *selected, *confirming, frame, area),
         Overlay::Tools { query, selected } => tools(app, query, *selected, frame, area),
         Overlay::Help { scroll } => help(app, *scroll, frame, area),
     }
@@ -34,7 +38,7 @@ fn state_style(t: &Theme, state: &str) -> ratatui::style::Style {
     }
 }
 
-fn mcp(app: &App, selected: usize, frame: &mut Frame, area: Rect) {
+fn mcp(app: &App, selected: usize, confirming: bool, frame: &mut Frame, area: Rect) {
     let t = &app.theme;
     let inner = frame_box(
         frame,
@@ -119,13 +123,19 @@ fn mcp(app: &App, selected: usize, frame: &mut Frame, area: Rect) {
         ..inner
     };
     if let Some(s) = app.servers.get(selected) {
-        let detail = server_detail(s, t, w, detail_area.height as usize);
+        let detail = server_detail(s, confirming, t, w, detail_area.height as usize);
         draw_rows(frame, detail_area, &detail, 0);
     }
 }
 
 /// The selected server's facts, then as much of its stderr tail as fits (the newest lines).
-fn server_detail(s: &ServerRow, t: &Theme, w: usize, h: usize) -> Vec<Line<'static>> {
+fn server_detail(
+    s: &ServerRow,
+    confirming: bool,
+    t: &Theme,
+    w: usize,
+    h: usize,
+) -> Vec<Line<'static>> {
     let mut head = vec![LogicalLine::plain(vec![
         Span::styled(s.name.clone(), t.bold),
         Span::raw(" — "),
@@ -136,10 +146,30 @@ fn server_detail(s: &ServerRow, t: &Theme, w: usize, h: usize) -> Vec<Line<'stat
         head.push(LogicalLine::styled("disabled: press e to enable", t.dim));
     }
     if s.needs_approval {
+        // The question comes first so that it stays on screen however long the definition.
+        if confirming {
+            head.push(LogicalLine::styled(
+                format!(
+                    "Approve `{}` to run and send exactly what is shown below? y approves · any other key does not",
+                    s.name
+                ),
+                t.warn,
+            ));
+        } else {
+            head.push(LogicalLine::styled(
+                "project server waiting for your approval: press a to approve what is shown below",
+                t.warn,
+            ));
+        }
         head.push(LogicalLine::styled(
-            "project server waiting for your approval: press a to approve and start it",
-            t.warn,
+            "once approved it will (${VAR} shown as written):",
+            t.bold,
         ));
+        head.extend(
+            s.definition
+                .iter()
+                .map(|l| LogicalLine::styled(l.clone(), t.base)),
+        );
     }
     if let Some(e) = &s.last_error {
         head.extend(text_lines(
