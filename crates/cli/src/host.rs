@@ -49,7 +49,7 @@ impl Host {
         }
         for e in &config.entries {
             if let ServerReadiness::Invalid(p) = &e.readiness {
-                eprintln!("error: server `{}`: {p}", e.name);
+                eprintln!("error: server `{}`: {p}", mcp_host_config::visible(&e.name));
             }
         }
         let choice: VaultChoice = env

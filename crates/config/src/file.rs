@@ -3,6 +3,7 @@
 //! problem carries a severity: a file that cannot be read as written (or whose rules
 //! cannot) is fatal, a broken server entry drops that server, an unknown key is a warning.
 
+use crate::describe::visible;
 use crate::permissions::{RawHooks, RawPermissions};
 use crate::server::RawServer;
 use serde::Deserialize;
@@ -68,16 +69,18 @@ impl ConfigProblem {
     }
 }
 
+// Keys and messages quote the file, which may be a cloned repository's: what reaches the
+// terminal has its control and invisible characters escaped.
 impl fmt::Display for ConfigProblem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.file.display())?;
+        write!(f, "{}", visible(&self.file.display().to_string()))?;
         if self.line > 0 {
             write!(f, ":{}:{}", self.line, self.column)?;
         }
         if !self.key.is_empty() {
-            write!(f, ": key `{}`", self.key)?;
+            write!(f, ": key `{}`", visible(&self.key))?;
         }
-        write!(f, ": {}", self.message)
+        write!(f, ": {}", visible(&self.message))
     }
 }
 
@@ -507,5 +510,20 @@ mod tests {
         assert!(p.message.contains("Codex") && p.line == 1, "{p}");
         let p = &fatal("# goose\nextensions:\n  time:\n    cmd: uvx\n")[0];
         assert!(p.message.contains("goose") && p.line == 2, "{p}");
+    }
+
+    #[test]
+    fn keys_and_messages_from_the_file_are_printed_with_controls_escaped() {
+        let f = parse(
+            "{\"\\u001b]0;owned\\u0007\": 1, \"mcpServers\": {\"a\": {\"command\": \"x\", \"type\": 5}}}",
+        );
+        let shown: Vec<String> = f.problems.iter().map(ToString::to_string).collect();
+        assert!(
+            shown
+                .iter()
+                .all(|s| !s.contains('\u{1b}') && !s.contains('\u{7}')),
+            "{shown:?}"
+        );
+        assert!(shown[0].contains("\\u{001B}]0;owned\\u{0007}"), "{shown:?}");
     }
 }

@@ -161,10 +161,6 @@ fn server_detail(
                 t.warn,
             ));
         }
-        head.push(LogicalLine::styled(
-            "once approved it will (${VAR} shown as written):",
-            t.bold,
-        ));
         head.extend(
             s.definition
                 .iter()
