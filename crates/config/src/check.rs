@@ -2,7 +2,8 @@
 //! hook that could not work is a located, fatal problem instead of a rule silently left out
 //! when the commands compile it: a condition needs exactly one test, a JSON Pointer, a regex
 //! that compiles (with the same limits the policy uses), an absolute `under` directory; a
-//! glob uses only `*` and `?`; a hook matcher is a regex and a hook is a `command`.
+//! glob uses only `*`, `?` and the characters of model-visible names; a hook matcher is a
+//! regex and a hook is a `command`.
 
 use crate::file::{ConfigProblem, Entries, Located, Origin, Severity};
 use crate::permissions::{RawCondition, RawHooks, RawPermissions, RawRule};
@@ -42,13 +43,17 @@ fn check_rule(rule: &RawRule) -> Result<(), (&'static str, String)> {
     if pattern.is_empty() {
         return Err((key, "an empty pattern matches no tool".into()));
     }
+    // Model-visible names are `[A-Za-z0-9_-]`: a pattern with anything else (a regex such as
+    // `github__.*`) matches no tool, and a deny rule that matches nothing protects nothing.
     if let Some(c) = pattern
         .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '*' | '?')))
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '*' | '?')))
     {
         return Err((
             key,
-            format!("`{c}` cannot be in a tool name; patterns are globs with only `*` and `?`"),
+            format!(
+                "`{c}` is never in a model-visible tool name ([A-Za-z0-9_-]), so this pattern matches no tool; patterns are globs with only `*` and `?`"
+            ),
         ));
     }
     match rule.condition() {

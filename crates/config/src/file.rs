@@ -476,6 +476,7 @@ mod tests {
                 "whn",
             ),
             (r#""github__[a-z]*""#, "permissions.deny[1]", "globs"),
+            (r#""github__.*""#, "permissions.deny[1]", "matches no tool"),
             (r#""""#, "permissions.deny[1]", "empty"),
             ("7", "permissions.deny[1]", "pattern string"),
         ] {
