@@ -7,9 +7,9 @@ mod call;
 mod policy;
 mod run;
 mod servers;
+pub(crate) mod tools;
 
 pub(crate) use servers::approval_text;
-pub(crate) mod tools;
 
 use crate::cli::{Cli, Command};
 use crate::host::Host;

@@ -1,7 +1,7 @@
 //! The overlays opened by slash commands: the `/mcp` server panel (table, then the selected
 //! server's error and stderr tail, or for a project server waiting for approval what it
-//! would run and send, and the question once `a` is pressed), the `/tools` browser (search box, list, description of
-//! the selected tool) and `/help`.
+//! would run and send, and the question once `a` is pressed), the `/tools` browser (search
+//! box, list, description of the selected tool) and `/help`.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
