@@ -50,6 +50,7 @@ pub(crate) fn route(line: &str) -> Option<Routed> {
         "mcp" => Routed::Overlay(Overlay::Mcp {
             selected: 0,
             confirming: false,
+            scroll: 0,
         }),
         "tools" => Routed::Overlay(Overlay::Tools {
             query: args.to_string(),
@@ -170,9 +171,15 @@ impl App {
             },
             // Approving is a second key on purpose: the first shows the question beside what
             // the definition runs and sends; anything but `y` withdraws it.
+            // Scrolling the details keeps the question open: reading the rest is the point.
+            Overlay::Mcp { scroll, .. } if key.code == KeyCode::PageDown => *scroll += 5,
+            Overlay::Mcp { scroll, .. } if key.code == KeyCode::PageUp => {
+                *scroll = scroll.saturating_sub(5);
+            }
             Overlay::Mcp {
                 selected,
                 confirming,
+                ..
             } if *confirming => {
                 *confirming = false;
                 let row = self.servers.get(*selected);
@@ -186,9 +193,16 @@ impl App {
             Overlay::Mcp {
                 selected,
                 confirming,
+                scroll,
             } => match key.code {
-                KeyCode::Up => *selected = selected.saturating_sub(1),
-                KeyCode::Down => *selected = (*selected + 1).min(n_servers.saturating_sub(1)),
+                KeyCode::Up => {
+                    *selected = selected.saturating_sub(1);
+                    *scroll = 0;
+                }
+                KeyCode::Down => {
+                    *selected = (*selected + 1).min(n_servers.saturating_sub(1));
+                    *scroll = 0;
+                }
                 KeyCode::Char('q') => self.overlay = None,
                 KeyCode::Char(c @ ('r' | 'e' | 'a')) if !has_command_modifier(key) => {
                     let Some(row) = self.servers.get(*selected) else {
@@ -349,7 +363,8 @@ mod tests {
             route("/mcp"),
             Some(Routed::Overlay(Overlay::Mcp {
                 selected: 0,
-                confirming: false
+                confirming: false,
+                scroll: 0
             }))
         );
         assert_eq!(

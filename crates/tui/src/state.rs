@@ -360,9 +360,12 @@ pub(crate) fn clean_status(s: &StatusInfo) -> StatusInfo {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Overlay {
     /// `confirming`: `a` was pressed on a server waiting for approval; `y` approves it.
+    /// `scroll`: first row of the selected server's details (PgUp/PgDn), so that a long
+    /// definition is never cut off.
     Mcp {
         selected: usize,
         confirming: bool,
+        scroll: usize,
     },
     Tools {
         query: String,

@@ -423,6 +423,32 @@ fn mcp_panel_keys_emit_server_commands() {
 }
 
 #[test]
+fn a_long_definition_in_the_mcp_panel_scrolls_and_is_never_cut_silently() {
+    let (mut app, _) = app();
+    let mut pending = server("proj", "pending approval");
+    pending.needs_approval = true;
+    pending.definition = (0..40)
+        .map(|i| format!("  env:      VAR_{i}=${{V{i}}}"))
+        .collect();
+    app.apply(Update::Servers(vec![pending]));
+    type_str(&mut app, "/mcp\n");
+    let s = screen(&app, 80, 24);
+    assert!(s.contains("VAR_0=") && !s.contains("VAR_39="), "{s}");
+    assert!(s.contains("more lines: PgDn"), "{s}");
+    app.on_key(key(KeyCode::Char('a')));
+    for _ in 0..10 {
+        assert!(app.on_key(key(KeyCode::PageDown)).is_empty());
+    }
+    let s = screen(&app, 80, 24);
+    assert!(s.contains("VAR_39=") && !s.contains("more lines"), "{s}");
+    assert_eq!(
+        app.on_key(key(KeyCode::Char('y'))),
+        vec![Command::ApproveProjectServer("proj".into())],
+        "scrolling kept the question open"
+    );
+}
+
+#[test]
 fn tools_browser_filters_by_name_or_description() {
     let (mut app, _) = app();
     app.apply(Update::Tools(vec![

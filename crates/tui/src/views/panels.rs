@@ -18,7 +18,8 @@ pub(super) fn render(app: &App, overlay: &Overlay, frame: &mut Frame, area: Rect
         Overlay::Mcp {
             selected,
             confirming,
-        } => mcp(app, *selected, *confirming, frame, area),
+            scroll,
+        } => mcp(app, *selected, *confirming, *scroll, frame, area),
         Overlay::Tools { query, selected } => tools(app, query, *selected, frame, area),
         Overlay::Help { scroll } => help(app, *scroll, frame, area),
     }
@@ -38,7 +39,7 @@ fn state_style(t: &Theme, state: &str) -> ratatui::style::Style {
     }
 }
 
-fn mcp(app: &App, selected: usize, confirming: bool, frame: &mut Frame, area: Rect) {
+fn mcp(app: &App, selected: usize, confirming: bool, scroll: usize, frame: &mut Frame, area: Rect) {
     let t = &app.theme;
     let inner = frame_box(
         frame,
@@ -46,7 +47,7 @@ fn mcp(app: &App, selected: usize, confirming: bool, frame: &mut Frame, area: Re
         t,
         "MCP servers",
         None,
-        Some("↑↓ select · r reconnect · e enable/disable · a approve · Esc close"),
+        Some("↑↓ select · PgDn details · r reconnect · e on/off · a approve · Esc close"),
     );
     if inner.height == 0 {
         return;
@@ -123,8 +124,19 @@ fn mcp(app: &App, selected: usize, confirming: bool, frame: &mut Frame, area: Re
         ..inner
     };
     if let Some(s) = app.servers.get(selected) {
-        let detail = server_detail(s, confirming, t, w, detail_area.height as usize);
-        draw_rows(frame, detail_area, &detail, 0);
+        let h = detail_area.height as usize;
+        let mut detail = server_detail(s, confirming, t, w, h);
+        let top = scroll.min(detail.len().saturating_sub(h));
+        // What does not fit is announced, never silently cut.
+        if detail.len() > top + h && h > 0 {
+            let below = detail.len() - (top + h - 1);
+            detail.truncate(top + h - 1);
+            detail.push(Line::from(Span::styled(
+                format!("… {below} more lines: PgDn"),
+                t.warn,
+            )));
+        }
+        draw_rows(frame, detail_area, &detail, top);
     }
 }
 
@@ -309,7 +321,7 @@ const HELP: &[(&str, &str)] = &[
     ("/help", "this help"),
     (
         "/mcp",
-        "servers: state, errors, stderr; r reconnect, e enable, a approve",
+        "servers: state, errors, stderr; r reconnect, e enable, a approve (then y), PgUp/PgDn details",
     ),
     ("/tools [text]", "browse and search the tools"),
     ("/model /clear /resume", "handled by the host"),
