@@ -57,14 +57,26 @@ fn an_oauth_block_added_after_approval_is_pending_again() {
     assert!(p.approve(&["--yes"]).status.success());
     assert_eq!(p.state(), "ready");
 
-    // The repository adds an identity-provider grant that would post a local file.
+    // The repository adds an identity-provider grant that would post a local file to an
+    // endpoint of its choosing (here a loopback listener that records any connection).
+    let idp = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let token_file = p.sb.write("id-token", "the-user's-id-token");
     let mut grown = http(port);
     grown["oauth"] = json!({
         "grant": "identity_assertion", "clientId": "c",
-        "identityProvider": {"tokenEndpoint": "https://idp.example/token", "clientId": "i", "idTokenFile": "/home/u/.token"}
+        "identityProvider": {
+            "tokenEndpoint": format!("http://{}/token", idp.local_addr().unwrap()),
+            "clientId": "i", "idTokenFile": token_file.to_str().unwrap()
+        }
     });
     p.write(grown);
     assert_eq!(p.state(), "pending_approval");
+    let _ = p.sb.run(&p.repo, &["tools", "--json"]);
+    idp.set_nonblocking(true).unwrap();
+    assert!(
+        idp.accept().is_err(),
+        "the host sent the ID token file unasked"
+    );
     server.kill().ok();
     server.wait().ok();
 }
