@@ -178,6 +178,8 @@ impl Origin<'_> {
 /// Parses `text` (the contents of `file`). Syntax errors make the whole file a problem; a
 /// server whose entry has a wrong shape becomes a problem of its own.
 pub fn parse_config_text(file: &Path, text: &str) -> ConfigFile {
+    // Windows editors start UTF-8 files with a byte-order mark, which JSON does not allow.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     parse_config_slice(file, text, text)
 }
 
@@ -390,6 +392,13 @@ mod tests {
             .collect();
         assert!(!fatal.is_empty(), "expected a fatal problem in {text}");
         fatal
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_not_a_syntax_error() {
+        let f = parse("\u{feff}{\"mcpServers\": {\"a\": {\"command\": \"x\"}}}");
+        assert!(f.problems.is_empty(), "{:?}", f.problems);
+        assert_eq!(f.servers.len(), 1);
     }
 
     #[test]
