@@ -316,7 +316,8 @@ struct LocalFile<'a> {
 /// `local.json` is `{"projects": {"/abs/root": {"mcpServers": {...}}}}`.
 fn read_local(path: &Path, project_root: &Path) -> ConfigFile {
     let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
+        // As in `parse_config_text`: a byte-order mark is not JSON.
+        Ok(t) => t.strip_prefix('\u{feff}').map(str::to_string).unwrap_or(t),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return ConfigFile::default(),
         Err(_) => return read_file(path, true),
     };
