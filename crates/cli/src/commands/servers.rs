@@ -147,7 +147,7 @@ pub(crate) fn approval_text(server: &ProjectServer) -> String {
     let mut text = format!(
         "Project server `{}` ({}:{}:{}) will, once approved:\n",
         mcp_host_config::visible(&server.name),
-        server.file.display(),
+        mcp_host_config::visible(&server.file.display().to_string()),
         server.line,
         server.column
     );
