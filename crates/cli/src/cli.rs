@@ -202,8 +202,14 @@ pub struct ServersArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum ServersAction {
-    /// Allow a server from this project's .mcp.json to start (this exact definition).
-    Approve { name: String },
+    /// Allow a server from this project's .mcp.json to start (this exact definition): shows
+    /// what it will run and send, and asks on the terminal.
+    Approve {
+        name: String,
+        /// Approve without asking (needed when standard input is not a terminal).
+        #[arg(long)]
+        yes: bool,
+    },
     /// Keep a server from this project's .mcp.json from starting.
     Deny { name: String },
 }

@@ -1,5 +1,6 @@
 //! Wiring shared by every command: reading the environment once, loading the config scopes,
-//! reporting config problems, and starting the connection manager for the chosen servers.
+//! reporting config problems (and refusing calls while one is fatal), and starting the
+//! connection manager for the chosen servers.
 
 use crate::cli::ConfigArgs;
 use anyhow::Context;
@@ -40,12 +41,15 @@ impl Host {
             strict: args.strict_mcp_config,
         };
         let config = mcp_host_config::load(&paths, &opts, &ledger, &lookup);
-        for p in &config.problems {
-            crate::output::errln!("error: {p}");
+        let mut problems: Vec<_> = config.problems.iter().collect();
+        // The fatal ones first: they are why a command stops.
+        problems.sort_by_key(|p| p.severity);
+        for p in problems {
+            crate::output::errln!("{}: {p}", p.severity.label());
         }
         for e in &config.entries {
             if let ServerReadiness::Invalid(p) = &e.readiness {
-                crate::output::errln!("error: server `{}`: {p}", e.name);
+                crate::output::errln!("error: server `{}`: {p}", mcp_host_config::visible(&e.name));
             }
         }
         let choice: VaultChoice = env
@@ -62,6 +66,31 @@ impl Host {
             config,
             credentials,
         })
+    }
+
+    /// Stops a command that could make a call (or report what decides one) while a config
+    /// file, rule or hook could not be read as written: the rule that was lost might have
+    /// forbidden the call. Called before any server starts; the problems were printed by
+    /// [`Host::load`].
+    pub fn refuse_if_unsound(&self) -> anyhow::Result<()> {
+        let fatal = self.config.fatal_problems().count();
+        if fatal == 0 {
+            return Ok(());
+        }
+        anyhow::bail!(
+            "the configuration has {fatal} fatal problem{} (above); no server was started and no call made",
+            if fatal == 1 { "" } else { "s" }
+        )
+    }
+
+    /// The exit status of a command that ran with what it could read: a failure while any
+    /// file, rule or hook could not be read, whatever the command itself achieved.
+    pub fn exit_status(&self, code: std::process::ExitCode) -> std::process::ExitCode {
+        if self.config.is_sound() {
+            code
+        } else {
+            std::process::ExitCode::FAILURE
+        }
     }
 
     /// The SQLite store of remembered answers.

@@ -71,8 +71,6 @@ fn rule(raw: &RawRule, source: RuleSource) -> Result<Rule, String> {
 }
 
 fn regex_lite(pattern: &str) -> Result<regex::Regex, String> {
-    regex::RegexBuilder::new(pattern)
-        .size_limit(1 << 20)
-        .build()
-        .map_err(|e| format!("bad regex: {e}"))
+    // The builder the config loader checked the rule with, so a rule that loaded compiles.
+    mcp_host_config::condition_regex(pattern)
 }

@@ -1,18 +1,44 @@
 //! Parsing one `mcpServers` file into per-server raw entries, each with its position in the
-//! file, so that one broken server is reported precisely and the others still load.
+//! file, so that one broken server is reported precisely and the others still load. Each
+//! problem carries a severity: a file that cannot be read as written (or whose rules
+//! cannot) is fatal, a broken server entry drops that server, an unknown key is a warning.
 
+use crate::describe::visible;
 use crate::permissions::{RawHooks, RawPermissions};
 use crate::server::RawServer;
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
+
+/// How bad a problem is; it decides what a command does about it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Severity {
+    /// The file, or a rule or hook in it, cannot be read as written. A rule that cannot be
+    /// read might have forbidden a call, so every command that could make one refuses.
+    Fatal,
+    /// One server entry is dropped; the rest of the file applies.
+    Error,
+    /// Ignored as written (an unknown key); everything else applies.
+    Warning,
+}
+
+impl Severity {
+    /// How the problem is introduced on stderr.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Fatal | Self::Error => "error",
+            Self::Warning => "warning",
+        }
+    }
+}
 
 /// A problem in a config file, located as precisely as the parser allows.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConfigProblem {
+    pub severity: Severity,
     pub file: PathBuf,
+    /// 1-based; 0 when the file could not be read at all.
     pub line: usize,
     pub column: usize,
     /// Dotted path of the offending key, e.g. `mcpServers.git.args`; empty for syntax errors.
@@ -20,13 +46,41 @@ pub struct ConfigProblem {
     pub message: String,
 }
 
+impl ConfigProblem {
+    pub(crate) fn new(
+        severity: Severity,
+        file: &Path,
+        (line, column): (usize, usize),
+        key: &str,
+        message: impl Into<String>,
+    ) -> Self {
+        Self {
+            severity,
+            file: file.to_path_buf(),
+            line,
+            column,
+            key: key.to_string(),
+            message: message.into(),
+        }
+    }
+
+    pub fn is_fatal(&self) -> bool {
+        self.severity == Severity::Fatal
+    }
+}
+
+// Keys and messages quote the file, which may be a cloned repository's: what reaches the
+// terminal has its control and invisible characters escaped.
 impl fmt::Display for ConfigProblem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}:{}", self.file.display(), self.line, self.column)?;
-        if !self.key.is_empty() {
-            write!(f, ": key `{}`", self.key)?;
+        write!(f, "{}", visible(&self.file.display().to_string()))?;
+        if self.line > 0 {
+            write!(f, ":{}:{}", self.line, self.column)?;
         }
-        write!(f, ": {}", self.message)
+        if !self.key.is_empty() {
+            write!(f, ": key `{}`", visible(&self.key))?;
+        }
+        write!(f, ": {}", visible(&self.message))
     }
 }
 
@@ -49,66 +103,184 @@ pub struct ConfigFile {
     pub problems: Vec<ConfigProblem>,
 }
 
-#[derive(Deserialize)]
-struct TopLevel<'a> {
-    #[serde(rename = "mcpServers", borrow, default)]
-    mcp_servers: Option<BTreeMap<String, &'a RawValue>>,
-    #[serde(borrow, default)]
-    permissions: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    hooks: Option<&'a RawValue>,
+/// The members of a JSON object in order, duplicates kept (a map would keep only the last
+/// of two `permissions` keys, silently dropping the first one's rules).
+pub(crate) struct Entries<'a>(pub(crate) Vec<(String, &'a RawValue)>);
+
+impl<'de> Deserialize<'de> for Entries<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Entries<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Self::Value, A::Error> {
+                let mut out = Vec::new();
+                while let Some(entry) = map.next_entry::<String, &'de RawValue>()? {
+                    out.push(entry);
+                }
+                Ok(Entries(out))
+            }
+        }
+        d.deserialize_map(Visit)
+    }
+}
+
+/// Where one JSON fragment sits in the whole file, for locating problems inside it.
+#[derive(Clone, Copy)]
+pub(crate) struct Origin<'a> {
+    pub(crate) file: &'a Path,
+    pub(crate) full: &'a str,
+}
+
+impl Origin<'_> {
+    /// Line and column of a fragment of the file.
+    pub(crate) fn at(&self, raw: &RawValue) -> (usize, usize) {
+        position_of(self.full, raw.get())
+    }
+
+    pub(crate) fn problem(
+        &self,
+        severity: Severity,
+        at: (usize, usize),
+        key: &str,
+        message: impl Into<String>,
+    ) -> ConfigProblem {
+        ConfigProblem::new(severity, self.file, at, key, message)
+    }
+
+    /// Deserializes `raw`; an error is located in the file and keyed below `key`.
+    pub(crate) fn parse<'a, T: Deserialize<'a>>(
+        &self,
+        severity: Severity,
+        raw: &'a RawValue,
+        key: &str,
+    ) -> Result<T, ConfigProblem> {
+        let de = &mut serde_json::Deserializer::from_str(raw.get());
+        serde_path_to_error::deserialize::<_, T>(de).map_err(|e| {
+            let sub = path_or_empty(e.path());
+            let inner = e.into_inner();
+            let at = shift(self.at(raw), inner.line(), inner.column());
+            let key = match (key.is_empty(), sub.is_empty()) {
+                (_, true) => key.to_string(),
+                (true, false) => sub,
+                (false, false) => format!("{key}.{sub}"),
+            };
+            self.problem(severity, at, &key, describe(&inner))
+        })
+    }
 }
 
 /// Parses `text` (the contents of `file`). Syntax errors make the whole file a problem; a
 /// server whose entry has a wrong shape becomes a problem of its own.
 pub fn parse_config_text(file: &Path, text: &str) -> ConfigFile {
+    // Windows editors start UTF-8 files with a byte-order mark, which JSON does not allow.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     parse_config_slice(file, text, text)
 }
 
 /// Like [`parse_config_text`] for an object nested inside a larger file: `slice` must point
 /// into `full`, and positions are reported relative to `full`.
 pub(crate) fn parse_config_slice(file: &Path, full: &str, slice: &str) -> ConfigFile {
-    let (base_line, base_column) = position_of(full, slice);
-    let text = slice;
+    let origin = Origin { file, full };
     let mut out = ConfigFile::default();
-    let problem = |line, column, key: &str, message: String| ConfigProblem {
-        file: file.to_path_buf(),
-        line,
-        column,
-        key: key.to_string(),
-        message,
-    };
-    if text.trim().is_empty() {
+    if slice.trim().is_empty() {
         return out;
     }
-    let de = &mut serde_json::Deserializer::from_str(text);
-    let top: TopLevel<'_> = match serde_path_to_error::deserialize(de) {
+    let top: Entries<'_> = match serde_json::from_str(slice) {
         Ok(top) => top,
         Err(e) => {
-            let key = path_or_empty(e.path());
-            let inner = e.into_inner();
-            let (l, c) = shift((base_line, base_column), inner.line(), inner.column());
-            out.problems.push(problem(l, c, &key, describe(&inner)));
+            let problem = match crate::foreign::recognise(slice) {
+                Some((line, key, message)) => {
+                    let (l, c) = shift(position_of(full, slice), line, 1);
+                    origin.problem(Severity::Fatal, (l, c), key, message)
+                }
+                None => {
+                    let at = shift(position_of(full, slice), e.line(), e.column());
+                    origin.problem(Severity::Fatal, at, "", describe(&e))
+                }
+            };
+            out.problems.push(problem);
             return out;
         }
     };
-    if let Some(raw) = top.permissions {
-        match section(full, raw, "permissions") {
-            Ok(p) => out.permissions = Some(p),
-            Err((l, c, key, msg)) => out.problems.push(problem(l, c, &key, msg)),
+    let has_servers = top.0.iter().any(|(k, _)| k == "mcpServers");
+    let mut seen: Vec<&str> = Vec::new();
+    for (key, raw) in &top.0 {
+        if seen.contains(&key.as_str()) {
+            out.problems.push(origin.problem(
+                Severity::Fatal,
+                origin.at(raw),
+                key,
+                "appears twice in the file; the second would silently replace the first",
+            ));
+            continue;
+        }
+        seen.push(key);
+        match key.as_str() {
+            "mcpServers" => servers(origin, raw, &mut out),
+            "permissions" => {
+                out.permissions = crate::check::permissions(origin, raw, &mut out.problems)
+            }
+            "hooks" => out.hooks = crate::check::hooks(origin, raw, &mut out.problems),
+            // Editors' schema hints are not configuration.
+            "$schema" => {}
+            "servers" if !has_servers => out.problems.push(origin.problem(
+                Severity::Fatal,
+                origin.at(raw),
+                key,
+                crate::foreign::VSCODE,
+            )),
+            other => out.problems.push(crate::keys::unknown(
+                origin,
+                Severity::Warning,
+                origin.at(raw),
+                "",
+                other,
+                crate::keys::TOP_LEVEL,
+            )),
         }
     }
-    if let Some(raw) = top.hooks {
-        match section(full, raw, "hooks") {
-            Ok(h) => out.hooks = Some(h),
-            Err((l, c, key, msg)) => out.problems.push(problem(l, c, &key, msg)),
-        }
-    }
-    for (name, raw) in top.mcp_servers.unwrap_or_default() {
-        let (line, column) = position_of(full, raw.get());
+    out
+}
+
+fn servers(origin: Origin<'_>, raw: &RawValue, out: &mut ConfigFile) {
+    let entries: Entries<'_> = match origin.parse(Severity::Fatal, raw, "mcpServers") {
+        Ok(e) => e,
+        Err(p) => return out.problems.push(p),
+    };
+    for (name, raw) in entries.0 {
+        let (line, column) = origin.at(raw);
         let key = format!("mcpServers.{name}");
-        let de = &mut serde_json::Deserializer::from_str(raw.get());
-        match serde_path_to_error::deserialize::<_, RawServer>(de) {
+        if out.servers.iter().any(|(n, _)| *n == name) {
+            out.problems.push(origin.problem(
+                Severity::Error,
+                (line, column),
+                &key,
+                "the server is defined twice in this file; only the first definition applies",
+            ));
+            continue;
+        }
+        // Unknown keys would be ignored silently by the typed parse: say so, with a guess.
+        if let Ok(fields) = serde_json::from_str::<Entries<'_>>(raw.get()) {
+            for (field, value) in &fields.0 {
+                if !crate::keys::SERVER.contains(&field.as_str()) {
+                    out.problems.push(crate::keys::unknown(
+                        origin,
+                        Severity::Warning,
+                        origin.at(value),
+                        &key,
+                        field,
+                        crate::keys::SERVER,
+                    ));
+                }
+            }
+        }
+        match origin.parse::<RawServer>(Severity::Error, raw, &key) {
             Ok(server) => out.servers.push((
                 name,
                 Located {
@@ -117,52 +289,13 @@ pub(crate) fn parse_config_slice(file: &Path, full: &str, slice: &str) -> Config
                     column,
                 },
             )),
-            Err(e) => {
-                let sub = path_or_empty(e.path());
-                let inner = e.into_inner();
-                let (l, c) = shift((line, column), inner.line(), inner.column());
-                let full_key = if sub.is_empty() {
-                    key
-                } else {
-                    format!("{key}.{sub}")
-                };
-                out.problems
-                    .push(problem(l, c, &full_key, describe(&inner)));
-            }
+            Err(p) => out.problems.push(p),
         }
     }
-    out
-}
-
-/// Parses one top-level section; the error is (line, column, key, message).
-fn section<T: serde::de::DeserializeOwned>(
-    full: &str,
-    raw: &RawValue,
-    name: &str,
-) -> Result<Located<T>, (usize, usize, String, String)> {
-    let (line, column) = position_of(full, raw.get());
-    let de = &mut serde_json::Deserializer::from_str(raw.get());
-    serde_path_to_error::deserialize::<_, T>(de)
-        .map(|value| Located {
-            value,
-            line,
-            column,
-        })
-        .map_err(|e| {
-            let sub = path_or_empty(e.path());
-            let inner = e.into_inner();
-            let (l, c) = shift((line, column), inner.line(), inner.column());
-            let key = if sub.is_empty() {
-                name.to_string()
-            } else {
-                format!("{name}.{sub}")
-            };
-            (l, c, key, describe(&inner))
-        })
 }
 
 /// Converts a position inside a slice that starts at `base` into one in the whole file.
-fn shift(base: (usize, usize), line: usize, column: usize) -> (usize, usize) {
+pub(crate) fn shift(base: (usize, usize), line: usize, column: usize) -> (usize, usize) {
     if line <= 1 {
         (base.0, base.1 + column.saturating_sub(1))
     } else {
@@ -185,7 +318,7 @@ fn describe(e: &serde_json::Error) -> String {
 }
 
 /// Line and column (1-based) of `slice`, which must point into `text`.
-fn position_of(text: &str, slice: &str) -> (usize, usize) {
+pub(crate) fn position_of(text: &str, slice: &str) -> (usize, usize) {
     let offset = (slice.as_ptr() as usize)
         .saturating_sub(text.as_ptr() as usize)
         .min(text.len());
@@ -241,7 +374,166 @@ mod tests {
     #[test]
     fn files_without_servers_and_empty_files_are_fine() {
         assert!(parse("").problems.is_empty());
-        let f = parse("{\"other\": 1}");
-        assert!(f.problems.is_empty() && f.servers.is_empty());
+        let f = parse("{\"other\": 1, \"$schema\": \"x\"}");
+        assert!(f.servers.is_empty());
+        assert!(
+            f.problems.iter().all(|p| p.severity == Severity::Warning),
+            "{:?}",
+            f.problems
+        );
+    }
+
+    fn fatal(text: &str) -> Vec<ConfigProblem> {
+        let f = parse(text);
+        let fatal: Vec<ConfigProblem> = f
+            .problems
+            .into_iter()
+            .filter(ConfigProblem::is_fatal)
+            .collect();
+        assert!(!fatal.is_empty(), "expected a fatal problem in {text}");
+        fatal
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_not_a_syntax_error() {
+        let f = parse("\u{feff}{\"mcpServers\": {\"a\": {\"command\": \"x\"}}}");
+        assert!(f.problems.is_empty(), "{:?}", f.problems);
+        assert_eq!(f.servers.len(), 1);
+    }
+
+    #[test]
+    fn a_syntax_error_is_fatal() {
+        let p = &fatal("{\"permissions\": {\"deny\": [\"*\"],}}")[0];
+        assert_eq!((p.line, p.severity), (1, Severity::Fatal));
+    }
+
+    #[test]
+    fn unknown_server_keys_warn_with_a_guess_and_the_server_still_loads() {
+        let f = parse(
+            "{\"mcpServers\": {\"a\": {\"command\": \"x\",\n  \"tool_timeout\": 5, \"colour\": 1}},\n \"mcpservers\": {}}",
+        );
+        assert_eq!(f.servers.len(), 1);
+        let keys: Vec<(&str, Severity, usize)> = f
+            .problems
+            .iter()
+            .map(|p| (p.key.as_str(), p.severity, p.line))
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                ("mcpServers.a.tool_timeout", Severity::Warning, 2),
+                ("mcpServers.a.colour", Severity::Warning, 2),
+                ("mcpservers", Severity::Warning, 3)
+            ]
+        );
+        assert!(
+            f.problems[0]
+                .message
+                .contains("did you mean `toolTimeout`?"),
+            "{}",
+            f.problems[0]
+        );
+        assert!(
+            f.problems[2].message.contains("did you mean `mcpServers`?"),
+            "{}",
+            f.problems[2]
+        );
+    }
+
+    #[test]
+    fn unknown_keys_under_permissions_and_hooks_are_fatal() {
+        let p = &fatal("{\"permissions\": {\"deny\": [], \"denny\": [\"*\"]}}")[0];
+        assert_eq!(p.key, "permissions.denny");
+        assert!(p.message.contains("did you mean `deny`?"), "{p}");
+        let p = &fatal("{\"hooks\": {\"PreToolUse\": [], \"Stop\": []}}")[0];
+        assert_eq!(p.key, "hooks.Stop");
+        let p = &fatal(r#"{"hooks": {"PreToolUse": [{"matcher": "x", "hook": []}]}}"#)[0];
+        assert!(p.key.starts_with("hooks.PreToolUse[0]"), "{p}");
+        let p =
+            &fatal(r#"{"hooks": {"PreToolUse": [{"hooks": [{"command": "x", "timout": 5}]}]}}"#)[0];
+        assert!(p.message.contains("timout"), "{p}");
+        let p = &fatal(r#"{"permissions": {"deny": []}, "permissions": {}}"#)[0];
+        assert_eq!(p.key, "permissions");
+    }
+
+    #[test]
+    fn a_rule_that_could_not_work_is_fatal_and_located() {
+        for (rule, key, says) in [
+            (
+                r#"{"tool": "fs__*", "when": {"pointer": "/p", "regex": "("}}"#,
+                "permissions.deny[1].when.regex",
+                "bad regex",
+            ),
+            (
+                r#"{"tool": "fs__*", "when": {"pointer": "path", "equals": 1}}"#,
+                "permissions.deny[1].when.pointer",
+                "JSON Pointer",
+            ),
+            (
+                r#"{"tool": "fs__*", "when": {"pointer": "/p", "under": "src"}}"#,
+                "permissions.deny[1].when.under",
+                "absolute",
+            ),
+            (
+                r#"{"tool": "fs__*", "when": {"pointer": "/p", "prefix": "a", "equals": "b"}}"#,
+                "permissions.deny[1].when",
+                "exactly one",
+            ),
+            (
+                r#"{"tool": "fs__*", "whn": {"pointer": "/p", "prefix": "a"}}"#,
+                "permissions.deny[1]",
+                "whn",
+            ),
+            (r#""github__[a-z]*""#, "permissions.deny[1]", "globs"),
+            (r#""github__.*""#, "permissions.deny[1]", "matches no tool"),
+            (r#""""#, "permissions.deny[1]", "empty"),
+            ("7", "permissions.deny[1]", "pattern string"),
+        ] {
+            let text = format!("{{\"permissions\": {{\"deny\": [\"ok__*\",\n   {rule}]}}}}");
+            let p = &fatal(&text)[0];
+            assert!(p.key.starts_with(key), "{rule}: {p}");
+            assert!(p.message.contains(says), "{rule}: {p}");
+            assert_eq!(p.line, 2, "{rule}: {p}");
+        }
+        assert!(parse(r#"{"permissions": {"deny": ["a__*", {"tool": "b__?", "when": {"pointer": "/u", "regex": "^http:"}}]}}"#).problems.is_empty());
+    }
+
+    #[test]
+    fn a_hook_that_would_not_run_is_fatal() {
+        let p = &fatal(
+            r#"{"hooks": {"PreToolUse": [{"matcher": "git(", "hooks": [{"command": "x"}]}]}}"#,
+        )[0];
+        assert_eq!(p.key, "hooks.PreToolUse[0].matcher");
+        assert!(p.message.contains("not a regex"), "{p}");
+        let p = &fatal(
+            r#"{"hooks": {"PostToolUse": [{"hooks": [{"type": "prompt", "command": "x"}]}]}}"#,
+        )[0];
+        assert_eq!(p.key, "hooks.PostToolUse[0].hooks[0].type");
+        assert!(parse(r#"{"hooks": {"PreToolUse": [{"matcher": "git__.*", "hooks": [{"command": "x", "timeout": 3}]}]}}"#).problems.is_empty());
+    }
+
+    #[test]
+    fn other_hosts_formats_are_named() {
+        let p = &fatal("{\"servers\": {\"time\": {\"command\": \"uvx\"}}, \"inputs\": []}")[0];
+        assert!(p.message.contains("VS Code"), "{p}");
+        let p = &fatal("[mcp_servers.time]\ncommand = \"uvx\"\n")[0];
+        assert!(p.message.contains("Codex") && p.line == 1, "{p}");
+        let p = &fatal("# goose\nextensions:\n  time:\n    cmd: uvx\n")[0];
+        assert!(p.message.contains("goose") && p.line == 2, "{p}");
+    }
+
+    #[test]
+    fn keys_and_messages_from_the_file_are_printed_with_controls_escaped() {
+        let f = parse(
+            "{\"\\u001b]0;owned\\u0007\": 1, \"mcpServers\": {\"a\": {\"command\": \"x\", \"type\": 5}}}",
+        );
+        let shown: Vec<String> = f.problems.iter().map(ToString::to_string).collect();
+        assert!(
+            shown
+                .iter()
+                .all(|s| !s.contains('\u{1b}') && !s.contains('\u{7}')),
+            "{shown:?}"
+        );
+        assert!(shown[0].contains("\\u{001B}]0;owned\\u{0007}"), "{shown:?}");
     }
 }

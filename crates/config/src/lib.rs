@@ -1,20 +1,29 @@
 //! mcp-host configuration: reading `mcpServers` files (the `.mcp.json` /
 //! `claude_desktop_config.json` format), the user / project / local scopes and their
 //! precedence, `${VAR}` expansion, and the ledger of the user's answers about project servers.
-//! Every problem is reported with file, line, column and key, and never stops the other
-//! files or servers from loading.
+//! Every problem is reported with file, line, column, key and a severity: a file, rule or
+//! hook that cannot be read as written is fatal (the commands that make calls refuse to
+//! start), a broken server entry drops that server, an unknown key is a warning.
 
+mod check;
+mod describe;
 mod expand;
 mod file;
+mod foreign;
+mod keys;
 mod load;
 mod oauth;
 mod permissions;
 mod server;
 mod trust;
 
+pub use check::{condition_regex, hook_matcher};
+pub use describe::{describe_definition, visible};
 pub use expand::{ExpandError, expand};
-pub use file::{ConfigFile, ConfigProblem, Located, parse_config_text};
-pub use load::{ConfigPaths, LoadOptions, LoadedConfig, ServerEntry, ServerReadiness, load};
+pub use file::{ConfigFile, ConfigProblem, Located, Severity, parse_config_text};
+pub use load::{
+    ConfigPaths, LoadOptions, LoadedConfig, ProjectServer, ServerEntry, ServerReadiness, load,
+};
 pub use oauth::{
     IdToken, IdentityProviderConfig, OAuthConfig, OAuthGrant, RawIdentityProvider, RawOAuth,
     SIGNING_ALGORITHMS,

@@ -9,19 +9,18 @@
 //! }
 //! ```
 //!
-//! Compiling them (regexes) is the policy crate's business; this module only reads them.
+//! This module reads them; `check` rejects at load time what could not work, and the
+//! policy crate compiles them.
 
 use serde::Deserialize;
 use serde_json::Value;
 
 /// One rule: a glob over model-visible names, with an optional argument condition.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
-#[serde(untagged)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum RawRule {
     Pattern(String),
     Detailed {
         tool: String,
-        #[serde(default)]
         when: Option<RawCondition>,
     },
 }
@@ -38,6 +37,42 @@ impl RawRule {
             Self::Pattern(_) => None,
             Self::Detailed { when, .. } => when.as_ref(),
         }
+    }
+}
+
+/// The object form of a rule. Unknown keys are errors: a misspelt `when` would otherwise
+/// turn a narrow allow rule into one for every call of the tool.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DetailedRule {
+    tool: String,
+    #[serde(default)]
+    when: Option<RawCondition>,
+}
+
+// By hand rather than `untagged`, so that a mistake inside the object form keeps its own
+// message and path instead of "did not match any variant".
+impl<'de> Deserialize<'de> for RawRule {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = RawRule;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a pattern string or {\"tool\": ..., \"when\": {...}}")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<RawRule, E> {
+                Ok(RawRule::Pattern(v.to_string()))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<RawRule, A::Error> {
+                let d =
+                    DetailedRule::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+                Ok(RawRule::Detailed {
+                    tool: d.tool,
+                    when: d.when,
+                })
+            }
+        }
+        d.deserialize_any(Visit)
     }
 }
 
@@ -97,6 +132,12 @@ mod tests {
             serde_json::from_str::<RawPermissions>(r#"{"alow": []}"#).is_err(),
             "typos are errors"
         );
+        let typo = serde_json::from_str::<RawRule>(r#"{"tool": "fs__*", "whne": {}}"#);
+        assert!(
+            typo.unwrap_err()
+                .to_string()
+                .contains("unknown field `whne`")
+        );
     }
 }
 
@@ -105,6 +146,7 @@ mod tests {
 /// `matcher` is a regex over the model-visible tool name (empty or `*` matches every tool);
 /// `timeout` is in seconds.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RawHooks {
     #[serde(rename = "PreToolUse", default)]
     pub pre_tool_use: Vec<HookMatcher>,
@@ -113,6 +155,7 @@ pub struct RawHooks {
 }
 
 #[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct HookMatcher {
     #[serde(default)]
     pub matcher: String,
@@ -120,6 +163,7 @@ pub struct HookMatcher {
 }
 
 #[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct HookCommand {
     #[serde(rename = "type", default = "command_type")]
     pub kind: String,

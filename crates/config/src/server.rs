@@ -163,20 +163,51 @@ impl SpecError {
     }
 }
 
-/// A stable hash of what a definition runs or dials, as written. Editing the command, args,
-/// env, cwd, url or headers changes it, so a remembered approval no longer applies.
+/// A stable hash of everything a definition runs, dials or sends, as written: the command
+/// line, env and cwd; the url and headers; the whole `oauth` block (its grant, endpoints,
+/// secrets and the files it names); and the two switches that change what reaches the
+/// server (`allowUnvalidated` sends arguments no schema checked, `elicitationDefaults`
+/// answers its forms unasked). Any edit to these makes a remembered approval stale.
+///
+/// Left out, because they change only what the host does on its side: `enabled`, the
+/// timeouts, `trust` (never believed for a project file), `alwaysLoad`, `parallel` and the
+/// result caps. The files named are hashed by path, not contents: an ID token file is
+/// rewritten by its issuer by design, and a key file rotates.
 pub fn definition_hash(raw: &RawServer) -> String {
+    // Destructured in full so that a new field cannot be added without deciding here.
+    let RawServer {
+        kind,
+        command,
+        args,
+        env,
+        cwd,
+        url,
+        headers,
+        oauth,
+        allow_unvalidated,
+        elicitation_defaults,
+        enabled: _,
+        timeout: _,
+        tool_timeout: _,
+        trust: _,
+        always_load: _,
+        parallel: _,
+        max_result_tokens: _,
+        tools: _,
+    } = raw;
     // serde_json writes struct fields in declaration order and BTreeMaps sorted: canonical.
-    let bytes = serde_json::to_vec(&(
-        &raw.kind,
-        &raw.command,
-        &raw.args,
-        &raw.env,
-        &raw.cwd,
-        &raw.url,
-        &raw.headers,
-    ))
-    .unwrap_or_default();
+    let base = (kind, command, args, env, cwd, url, headers);
+    let bytes = if oauth.is_none() && allow_unvalidated.is_none() && elicitation_defaults.is_none()
+    {
+        // The encoding of the fields hashed before the rest were: approvals of servers that
+        // set none of the rest stay valid. A 10-element array never equals a 7-element one.
+        serde_json::to_vec(&base)
+    } else {
+        serde_json::to_vec(&(base, oauth, allow_unvalidated, elicitation_defaults))
+    };
+    // Strings, string-keyed maps and options always serialize; should that ever change, the
+    // Debug form still tells definitions apart (an empty input would make them all alike).
+    let bytes = bytes.unwrap_or_else(|_| format!("{raw:?}").into_bytes());
     let digest = Sha256::digest(&bytes);
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -484,5 +515,49 @@ mod tests {
         let c = raw(r#"{"command":"x","args":["1"],"timeout":5}"#);
         assert_ne!(definition_hash(&a), definition_hash(&b));
         assert_eq!(definition_hash(&a), definition_hash(&c));
+    }
+
+    #[test]
+    fn definition_hash_covers_the_whole_oauth_block_and_what_is_sent() {
+        let base = r#""url":"https://a/mcp""#;
+        let hash = |extra: &str| definition_hash(&raw(&format!("{{{base}{extra}}}")));
+        let idp = |endpoint: &str, file: &str| {
+            format!(
+                r#","oauth":{{"grant":"identity_assertion","clientId":"c","identityProvider":{{"tokenEndpoint":"{endpoint}","clientId":"i","idTokenFile":"{file}"}}}}"#
+            )
+        };
+        let variants = [
+            String::new(),
+            r#","oauth":{}"#.to_string(),
+            r#","oauth":{"clientId":"c"}"#.to_string(),
+            r#","oauth":{"scopes":["read","write"]}"#.to_string(),
+            r#","oauth":{"grant":"client_credentials","clientId":"c","privateKeyFile":"/k.pem"}"#
+                .to_string(),
+            r#","oauth":{"grant":"client_credentials","clientId":"c","privateKeyFile":"/other.pem"}"#
+                .to_string(),
+            idp("https://idp/token", "/t"),
+            idp("https://evil/token", "/t"),
+            idp("https://idp/token", "/home/u/.ssh/id_ed25519"),
+            r#","allowUnvalidated":true"#.to_string(),
+            r#","elicitationDefaults":true"#.to_string(),
+        ];
+        let hashes: std::collections::BTreeSet<String> = variants.iter().map(|v| hash(v)).collect();
+        assert_eq!(hashes.len(), variants.len(), "every variant hashes apart");
+        // Approvals recorded before the oauth block was hashed stay valid when there is none.
+        let old = serde_json::to_vec(&(
+            None::<String>,
+            None::<String>,
+            Vec::<String>::new(),
+            BTreeMap::<String, String>::new(),
+            None::<String>,
+            Some("https://a/mcp"),
+            BTreeMap::<String, String>::new(),
+        ))
+        .unwrap();
+        let old: String = Sha256::digest(&old)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert_eq!(hash(""), old);
     }
 }

@@ -30,7 +30,7 @@ pub struct Hooks {
 /// A hook that cannot be used. Hooks guard calls, so one that does not compile stops every
 /// command that could make a call instead of being left out.
 #[derive(Debug, thiserror::Error)]
-#[error("{file}: key `hooks.{event}[{index}].matcher`: {matcher:?} is not a regex ({reason})")]
+#[error("{file}: key `hooks.{event}[{index}].matcher`: {matcher:?}: {reason}")]
 pub struct HookError {
     pub file: String,
     pub event: &'static str,
@@ -49,16 +49,14 @@ impl Hooks {
             ];
             for (event, matchers, out) in lists {
                 for (index, m) in matchers.iter().enumerate() {
-                    let matcher = match m.matcher.as_str() {
-                        "" | "*" => None,
-                        re => Some(Regex::new(&format!("^(?:{re})$")).map_err(|e| HookError {
+                    let matcher =
+                        mcp_host_config::hook_matcher(&m.matcher).map_err(|reason| HookError {
                             file: file.display().to_string(),
                             event,
                             index,
-                            matcher: re.to_string(),
-                            reason: e.to_string(),
-                        })?),
-                    };
+                            matcher: m.matcher.clone(),
+                            reason,
+                        })?;
                     out.extend(
                         m.hooks
                             .iter()

@@ -47,7 +47,11 @@ pub(crate) fn route(line: &str) -> Option<Routed> {
     };
     Some(match name {
         "" | "help" | "?" => Routed::Overlay(Overlay::Help { scroll: 0 }),
-        "mcp" => Routed::Overlay(Overlay::Mcp { selected: 0 }),
+        "mcp" => Routed::Overlay(Overlay::Mcp {
+            selected: 0,
+            confirming: false,
+            scroll: 0,
+        }),
         "tools" => Routed::Overlay(Overlay::Tools {
             query: args.to_string(),
             selected: 0,
@@ -165,9 +169,40 @@ impl App {
                 KeyCode::PageDown => *scroll += 10,
                 _ => {}
             },
-            Overlay::Mcp { selected } => match key.code {
-                KeyCode::Up => *selected = selected.saturating_sub(1),
-                KeyCode::Down => *selected = (*selected + 1).min(n_servers.saturating_sub(1)),
+            // Approving is a second key on purpose: the first shows the question beside what
+            // the definition runs and sends; anything but `y` withdraws it.
+            // Scrolling the details keeps the question open: reading the rest is the point.
+            Overlay::Mcp { scroll, .. } if key.code == KeyCode::PageDown => *scroll += 5,
+            Overlay::Mcp { scroll, .. } if key.code == KeyCode::PageUp => {
+                *scroll = scroll.saturating_sub(5);
+            }
+            Overlay::Mcp {
+                selected,
+                confirming,
+                ..
+            } if *confirming => {
+                *confirming = false;
+                let row = self.servers.get(*selected);
+                if let (KeyCode::Char('y' | 'Y'), Some(row)) = (key.code, row)
+                    && row.needs_approval
+                    && !has_command_modifier(key)
+                {
+                    return vec![Command::ApproveProjectServer(row.name.clone())];
+                }
+            }
+            Overlay::Mcp {
+                selected,
+                confirming,
+                scroll,
+            } => match key.code {
+                KeyCode::Up => {
+                    *selected = selected.saturating_sub(1);
+                    *scroll = 0;
+                }
+                KeyCode::Down => {
+                    *selected = (*selected + 1).min(n_servers.saturating_sub(1));
+                    *scroll = 0;
+                }
                 KeyCode::Char('q') => self.overlay = None,
                 KeyCode::Char(c @ ('r' | 'e' | 'a')) if !has_command_modifier(key) => {
                     let Some(row) = self.servers.get(*selected) else {
@@ -179,10 +214,10 @@ impl App {
                             server: row.name.clone(),
                             enabled: !row.enabled,
                         }],
-                        _ if row.needs_approval => {
-                            vec![Command::ApproveProjectServer(row.name.clone())]
+                        _ => {
+                            *confirming = row.needs_approval;
+                            Vec::new()
                         }
-                        _ => Vec::new(),
                     };
                 }
                 _ => {}
@@ -326,7 +361,11 @@ mod tests {
         );
         assert_eq!(
             route("/mcp"),
-            Some(Routed::Overlay(Overlay::Mcp { selected: 0 }))
+            Some(Routed::Overlay(Overlay::Mcp {
+                selected: 0,
+                confirming: false,
+                scroll: 0
+            }))
         );
         assert_eq!(
             route("/help"),

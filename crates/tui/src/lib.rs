@@ -137,6 +137,9 @@ pub struct ServerRow {
     pub stderr_tail: Vec<String>,
     /// A project server waiting for the person's approval.
     pub needs_approval: bool,
+    /// For a server waiting for approval: what approving lets it run and send, as written
+    /// in its file, one line each (the `/mcp` panel shows it and asks before approving).
+    pub definition: Vec<String>,
     pub enabled: bool,
 }
 
@@ -309,7 +312,7 @@ impl App {
             Update::Notice(text) => self.transcript.notice(&text),
             Update::Servers(rows) => {
                 self.servers = rows.iter().map(state::clean_server).collect();
-                if let Some(Overlay::Mcp { selected }) = &mut self.overlay {
+                if let Some(Overlay::Mcp { selected, .. }) = &mut self.overlay {
                     *selected = (*selected).min(self.servers.len().saturating_sub(1));
                 }
             }

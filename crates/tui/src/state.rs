@@ -333,6 +333,7 @@ pub(crate) fn clean_server(r: &ServerRow) -> ServerRow {
         last_error: r.last_error.as_deref().map(clean_text),
         stderr_tail: r.stderr_tail.iter().map(|l| clean_line(l)).collect(),
         needs_approval: r.needs_approval,
+        definition: r.definition.iter().map(|l| clean_line(l)).collect(),
         enabled: r.enabled,
     }
 }
@@ -358,9 +359,21 @@ pub(crate) fn clean_status(s: &StatusInfo) -> StatusInfo {
 /// The full-screen panels opened by slash commands.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Overlay {
-    Mcp { selected: usize },
-    Tools { query: String, selected: usize },
-    Help { scroll: usize },
+    /// `confirming`: `a` was pressed on a server waiting for approval; `y` approves it.
+    /// `scroll`: first row of the selected server's details (PgUp/PgDn), so that a long
+    /// definition is never cut off.
+    Mcp {
+        selected: usize,
+        confirming: bool,
+        scroll: usize,
+    },
+    Tools {
+        query: String,
+        selected: usize,
+    },
+    Help {
+        scroll: usize,
+    },
 }
 
 /// The `/tools` browser's filter: a case-insensitive substring of the name or description.

@@ -379,6 +379,7 @@ fn mcp_panel_keys_emit_server_commands() {
     let mut pending = server("proj", "pending approval");
     pending.needs_approval = true;
     pending.enabled = true;
+    pending.definition = vec!["  run:      npx -y proj-server '--token=${TOKEN}'".into()];
     app.apply(Update::Servers(vec![server("fs", "ready"), pending]));
     type_str(&mut app, "/mcp\n");
     assert_eq!(
@@ -395,9 +396,55 @@ fn mcp_panel_keys_emit_server_commands() {
     // `a` only approves a server that waits for approval.
     assert!(app.on_key(key(KeyCode::Char('a'))).is_empty());
     app.on_key(key(KeyCode::Down));
+    // What approving lets it run is on screen before anything is asked.
+    let s = screen(&app, 80, 24);
+    assert!(s.contains("npx -y proj-server '--token=${TOKEN}'"), "{s}");
+    // `a` asks; only `y` then approves, any other key withdraws the question.
+    assert!(app.on_key(key(KeyCode::Char('a'))).is_empty());
+    let s = screen(&app, 80, 24);
+    assert!(
+        s.contains("Approve `proj`") && s.contains("y approves"),
+        "{s}"
+    );
+    assert!(
+        s.contains("npx -y proj-server"),
+        "the definition stays beside the question: {s}"
+    );
+    assert!(app.on_key(key(KeyCode::Char('n'))).is_empty());
+    assert!(
+        app.on_key(key(KeyCode::Char('y'))).is_empty(),
+        "no question open"
+    );
+    app.on_key(key(KeyCode::Char('a')));
     assert_eq!(
-        app.on_key(key(KeyCode::Char('a'))),
+        app.on_key(key(KeyCode::Char('y'))),
         vec![Command::ApproveProjectServer("proj".into())]
+    );
+}
+
+#[test]
+fn a_long_definition_in_the_mcp_panel_scrolls_and_is_never_cut_silently() {
+    let (mut app, _) = app();
+    let mut pending = server("proj", "pending approval");
+    pending.needs_approval = true;
+    pending.definition = (0..40)
+        .map(|i| format!("  env:      VAR_{i}=${{V{i}}}"))
+        .collect();
+    app.apply(Update::Servers(vec![pending]));
+    type_str(&mut app, "/mcp\n");
+    let s = screen(&app, 80, 24);
+    assert!(s.contains("VAR_0=") && !s.contains("VAR_39="), "{s}");
+    assert!(s.contains("more lines: PgDn"), "{s}");
+    app.on_key(key(KeyCode::Char('a')));
+    for _ in 0..10 {
+        assert!(app.on_key(key(KeyCode::PageDown)).is_empty());
+    }
+    let s = screen(&app, 80, 24);
+    assert!(s.contains("VAR_39=") && !s.contains("more lines"), "{s}");
+    assert_eq!(
+        app.on_key(key(KeyCode::Char('y'))),
+        vec![Command::ApproveProjectServer("proj".into())],
+        "scrolling kept the question open"
     );
 }
 

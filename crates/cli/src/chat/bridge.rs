@@ -177,11 +177,14 @@ pub fn updates(event: Event, pending: &mut Pending) -> Vec<Update> {
 }
 
 /// The servers as the status line and the `/mcp` panel show them.
-pub fn server_rows(m: &Manager, needs_approval: &[String]) -> Vec<ServerRow> {
+/// `needs_approval`: each project server waiting for approval, with what approving it lets
+/// run and send (the lines the `/mcp` panel shows before asking).
+pub fn server_rows(m: &Manager, needs_approval: &[(String, Vec<String>)]) -> Vec<ServerRow> {
     m.ids()
         .filter_map(|id| {
             let status = m.status(id)?;
             let last_error = status.state.error().map(ToString::to_string);
+            let waiting = needs_approval.iter().find(|(n, _)| n == id.as_str());
             Some(ServerRow {
                 name: id.to_string(),
                 state: status.state.label().replace('_', " "),
@@ -193,7 +196,8 @@ pub fn server_rows(m: &Manager, needs_approval: &[String]) -> Vec<ServerRow> {
                 tools: status.tool_count,
                 last_error,
                 stderr_tail: status.stderr_tail.clone(),
-                needs_approval: needs_approval.iter().any(|n| n == id.as_str()),
+                needs_approval: waiting.is_some(),
+                definition: waiting.map(|(_, d)| d.clone()).unwrap_or_default(),
                 enabled: !matches!(status.state, ServerState::Disabled),
             })
         })

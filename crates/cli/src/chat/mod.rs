@@ -270,18 +270,22 @@ impl<'a> Chat<'a> {
         Ok(())
     }
 
-    fn project_servers_waiting(&self) -> Vec<String> {
-        self.host
-            .config
-            .entries
-            .iter()
+    fn project_servers_waiting(&self) -> Vec<(String, Vec<String>)> {
+        let config = &self.host.config;
+        (config.entries.iter())
             .filter(|e| {
                 matches!(
                     e.readiness,
                     mcp_host_config::ServerReadiness::PendingApproval
                 )
             })
-            .map(|e| e.name.clone())
+            .map(|e| {
+                let text = config
+                    .project_server(&e.name)
+                    .map(crate::commands::approval_text)
+                    .unwrap_or_default();
+                (e.name.clone(), text.lines().map(str::to_string).collect())
+            })
             .collect()
     }
 
@@ -403,12 +407,13 @@ impl<'a> Chat<'a> {
 
     fn approve_project_server(&mut self, name: &str) {
         let config = &self.host.config;
-        let note = match config.project_servers.iter().find(|(n, _)| n == name) {
-            Some((_, hash)) => match self.host.ledger().and_then(|mut l| {
+        // The definition loaded at start-up is the one the panel showed; its hash is approved.
+        let note = match config.project_server(name) {
+            Some(server) => match self.host.ledger().and_then(|mut l| {
                 l.record(
                     &config.project_root,
                     name,
-                    hash,
+                    &server.hash,
                     mcp_host_config::TrustAnswer::Approved,
                 )?;
                 Ok(())

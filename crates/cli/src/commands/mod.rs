@@ -9,6 +9,8 @@ mod run;
 mod servers;
 pub(crate) mod tools;
 
+pub(crate) use servers::approval_text;
+
 use crate::cli::{Cli, Command};
 use crate::host::Host;
 use mcp_host_client::Manager;
@@ -18,7 +20,10 @@ use tokio_util::sync::CancellationToken;
 
 pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let host = Host::load(&cli.config)?;
-    match cli.command {
+    if makes_calls(cli.command.as_ref()) {
+        host.refuse_if_unsound()?;
+    }
+    let code = match cli.command {
         None => crate::chat::run(&host, crate::cli::ChatArgs::default()).await,
         Some(Command::Chat(args)) => crate::chat::run(&host, args).await,
         Some(Command::Servers(args)) => servers::run(&host, args).await,
@@ -27,6 +32,23 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Policy(command)) => policy::run(&host, command).await,
         Some(Command::Run(args)) => run::run(&host, args).await,
         Some(Command::Auth(command)) => auth::run(&host, command).await,
+    }?;
+    Ok(host.exit_status(code))
+}
+
+/// Whether a command could make a tool call, or reports the decision on one: such a command
+/// must not run on a configuration with a fatal problem. (Exhaustive, so that a new command
+/// has to be decided here.)
+fn makes_calls(command: Option<&Command>) -> bool {
+    use crate::cli::PolicyCommand;
+    match command {
+        None | Some(Command::Chat(_) | Command::Call(_) | Command::Run(_)) => true,
+        Some(Command::Policy(p)) => match p {
+            PolicyCommand::Explain { .. } | PolicyCommand::Test { .. } => true,
+            PolicyCommand::Remember { .. } | PolicyCommand::Forget { .. } => false,
+        },
+        // These show what they could read (or change stored answers) and exit non-zero.
+        Some(Command::Servers(_) | Command::Tools(_) | Command::Auth(_)) => false,
     }
 }
 

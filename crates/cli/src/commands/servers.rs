@@ -1,13 +1,16 @@
-//! `mcp-host servers [--json]` and `mcp-host servers approve|deny NAME`.
+//! `mcp-host servers [--json]` and `mcp-host servers approve|deny NAME`. Approving shows
+//! exactly what the definition runs and sends (as written) and asks on the terminal; without
+//! one it needs `--yes`.
 
 use super::with_manager;
 use crate::cli::{ServersAction, ServersArgs};
 use crate::host::Host;
 use crate::output::{one_line, table};
-use anyhow::bail;
-use mcp_host_config::TrustAnswer;
+use anyhow::{Context, bail};
+use mcp_host_config::{ProjectServer, TrustAnswer};
 use mcp_host_core::TransportKind;
 use serde::Serialize;
+use std::io::{BufRead, IsTerminal, Write};
 use std::process::ExitCode;
 
 #[derive(Serialize)]
@@ -110,18 +113,25 @@ pub async fn run(host: &Host, args: ServersArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn answer(host: &Host, action: ServersAction) -> anyhow::Result<ExitCode> {
-    let (name, answer) = match action {
-        ServersAction::Approve { name } => (name, TrustAnswer::Approved),
-        ServersAction::Deny { name } => (name, TrustAnswer::Denied),
+    let (name, answer, yes) = match action {
+        ServersAction::Approve { name, yes } => (name, TrustAnswer::Approved, yes),
+        ServersAction::Deny { name } => (name, TrustAnswer::Denied, true),
     };
-    let Some((_, hash)) = host.config.project_servers.iter().find(|(n, _)| *n == name) else {
+    let Some(server) = host.config.project_server(&name) else {
         bail!(
             "`{name}` is not a server of this project's .mcp.json (project root {}); only project servers need approval",
             host.config.project_root.display()
         );
     };
+    if answer == TrustAnswer::Approved {
+        crate::output::out!("{}", approval_text(server));
+        if !yes && !confirm()? {
+            crate::output::outln!("not approved");
+            return Ok(ExitCode::FAILURE);
+        }
+    }
     let mut ledger = host.ledger()?;
-    ledger.record(&host.config.project_root, &name, hash, answer)?;
+    ledger.record(&host.config.project_root, &name, &server.hash, answer)?;
     let verb = if answer == TrustAnswer::Approved {
         "approved"
     } else {
@@ -131,4 +141,47 @@ fn answer(host: &Host, action: ServersAction) -> anyhow::Result<ExitCode> {
         "{verb} project server `{name}` (this definition; an edit will ask again)"
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// What approving `server` lets run and be sent, as `servers approve` and chat's `/mcp`
+/// panel show it.
+pub(crate) fn approval_text(server: &ProjectServer) -> String {
+    let mut text = format!(
+        "Project server `{}` ({}:{}:{}) will, once approved:\n",
+        mcp_host_config::visible(&server.name),
+        mcp_host_config::visible(&server.file.display().to_string()),
+        server.line,
+        server.column
+    );
+    for line in mcp_host_config::describe_definition(&server.raw) {
+        text.push_str(&line);
+        text.push('\n');
+    }
+    text.push_str(
+        "${VAR} references are shown as written; they are read from your environment when it starts.\n",
+    );
+    text
+}
+
+/// Asks y/N on the terminal; without one, refuses (an approval must be someone's answer).
+fn confirm() -> anyhow::Result<bool> {
+    let stdin = std::io::stdin();
+    if !stdin.is_terminal() {
+        bail!(
+            "not approved: standard input is not a terminal to confirm on; pass --yes to approve this definition as shown"
+        );
+    }
+    // A constant prompt, no newline: written as it is.
+    let mut err = std::io::stderr();
+    err.write_all(b"Approve it? [y/N] ").ok();
+    err.flush().ok();
+    let mut line = String::new();
+    stdin
+        .lock()
+        .read_line(&mut line)
+        .context("cannot read the answer")?;
+    Ok(matches!(
+        line.trim().to_ascii_lowercase().as_str(),
+        "y" | "yes"
+    ))
 }

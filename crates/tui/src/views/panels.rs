@@ -1,6 +1,7 @@
 //! The overlays opened by slash commands: the `/mcp` server panel (table, then the selected
-//! server's error and stderr tail), the `/tools` browser (search box, list, description of
-//! the selected tool) and `/help`.
+//! server's error and stderr tail, or for a project server waiting for approval what it
+//! would run and send, and the question once `a` is pressed), the `/tools` browser (search
+//! box, list, description of the selected tool) and `/help`.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -14,7 +15,11 @@ use crate::{App, ServerRow};
 
 pub(super) fn render(app: &App, overlay: &Overlay, frame: &mut Frame, area: Rect) {
     match overlay {
-        Overlay::Mcp { selected } => mcp(app, *selected, frame, area),
+        Overlay::Mcp {
+            selected,
+            confirming,
+            scroll,
+        } => mcp(app, *selected, *confirming, *scroll, frame, area),
         Overlay::Tools { query, selected } => tools(app, query, *selected, frame, area),
         Overlay::Help { scroll } => help(app, *scroll, frame, area),
     }
@@ -34,7 +39,7 @@ fn state_style(t: &Theme, state: &str) -> ratatui::style::Style {
     }
 }
 
-fn mcp(app: &App, selected: usize, frame: &mut Frame, area: Rect) {
+fn mcp(app: &App, selected: usize, confirming: bool, scroll: usize, frame: &mut Frame, area: Rect) {
     let t = &app.theme;
     let inner = frame_box(
         frame,
@@ -42,7 +47,7 @@ fn mcp(app: &App, selected: usize, frame: &mut Frame, area: Rect) {
         t,
         "MCP servers",
         None,
-        Some("↑↓ select · r reconnect · e enable/disable · a approve · Esc close"),
+        Some("↑↓ select · PgDn details · r reconnect · e on/off · a approve · Esc close"),
     );
     if inner.height == 0 {
         return;
@@ -119,13 +124,30 @@ fn mcp(app: &App, selected: usize, frame: &mut Frame, area: Rect) {
         ..inner
     };
     if let Some(s) = app.servers.get(selected) {
-        let detail = server_detail(s, t, w, detail_area.height as usize);
-        draw_rows(frame, detail_area, &detail, 0);
+        let h = detail_area.height as usize;
+        let mut detail = server_detail(s, confirming, t, w, h);
+        let top = scroll.min(detail.len().saturating_sub(h));
+        // What does not fit is announced, never silently cut.
+        if detail.len() > top + h && h > 0 {
+            let below = detail.len() - (top + h - 1);
+            detail.truncate(top + h - 1);
+            detail.push(Line::from(Span::styled(
+                format!("… {below} more lines: PgDn"),
+                t.warn,
+            )));
+        }
+        draw_rows(frame, detail_area, &detail, top);
     }
 }
 
 /// The selected server's facts, then as much of its stderr tail as fits (the newest lines).
-fn server_detail(s: &ServerRow, t: &Theme, w: usize, h: usize) -> Vec<Line<'static>> {
+fn server_detail(
+    s: &ServerRow,
+    confirming: bool,
+    t: &Theme,
+    w: usize,
+    h: usize,
+) -> Vec<Line<'static>> {
     let mut head = vec![LogicalLine::plain(vec![
         Span::styled(s.name.clone(), t.bold),
         Span::raw(" — "),
@@ -136,10 +158,26 @@ fn server_detail(s: &ServerRow, t: &Theme, w: usize, h: usize) -> Vec<Line<'stat
         head.push(LogicalLine::styled("disabled: press e to enable", t.dim));
     }
     if s.needs_approval {
-        head.push(LogicalLine::styled(
-            "project server waiting for your approval: press a to approve and start it",
-            t.warn,
-        ));
+        // The question comes first so that it stays on screen however long the definition.
+        if confirming {
+            head.push(LogicalLine::styled(
+                format!(
+                    "Approve `{}` to run and send exactly what is shown below? y approves · any other key does not",
+                    s.name
+                ),
+                t.warn,
+            ));
+        } else {
+            head.push(LogicalLine::styled(
+                "project server waiting for your approval: press a to approve what is shown below",
+                t.warn,
+            ));
+        }
+        head.extend(
+            s.definition
+                .iter()
+                .map(|l| LogicalLine::styled(l.clone(), t.base)),
+        );
     }
     if let Some(e) = &s.last_error {
         head.extend(text_lines(
@@ -287,7 +325,7 @@ const HELP: &[(&str, &str)] = &[
     ("/help", "this help"),
     (
         "/mcp",
-        "servers: state, errors, stderr; r reconnect, e enable, a approve",
+        "servers: state, errors, stderr; r reconnect, e enable, a approve (then y), PgUp/PgDn details",
     ),
     ("/tools [text]", "browse and search the tools"),
     ("/model /clear /resume", "handled by the host"),

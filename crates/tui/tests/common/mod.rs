@@ -128,6 +128,7 @@ pub fn server(name: &str, state: &str) -> ServerRow {
         last_error: None,
         stderr_tail: Vec::new(),
         needs_approval: false,
+        definition: Vec::new(),
         enabled: true,
     }
 }
