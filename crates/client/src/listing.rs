@@ -193,6 +193,19 @@ fn or_issue<T>(what: &str, listed: Result<Listing<T>, RequestError>) -> Listing<
     })
 }
 
+/// One line per issue of a `what` listing, for a server's status.
+pub fn warnings(what: &str, issues: &[ListIssue]) -> Vec<String> {
+    // Names and reasons can carry the server's text.
+    let clean = mcp_host_core::sanitize::strip_terminal_escapes;
+    issues
+        .iter()
+        .map(|i| match i.item.as_str() {
+            "*" => format!("{what}: {}", clean(&i.reason)),
+            item => format!("{what}: `{}` left out: {}", clean(item), clean(&i.reason)),
+        })
+        .collect()
+}
+
 fn issue(item: &str, reason: String) -> ListIssue {
     ListIssue {
         item: item.to_string(),

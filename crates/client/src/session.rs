@@ -9,6 +9,7 @@ use crate::http::{self, HttpFailure};
 use crate::lenient;
 use crate::oauth::{self, OAuth, OAuthError};
 use crate::stdio::{ProcessExit, SpawnError, StdioLaunch, StdioProcess, SupervisorCommand};
+use crate::wire::{Verdicts, Wire};
 use mcp_host_core::{CallOutcome, Era};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest,
@@ -19,14 +20,15 @@ use rmcp::service::{
     ClientInitializeError, ClientLifecycleMode, PeerRequestOptions, RoleClient, RunningService,
     ServiceError, serve_client_with_lifecycle,
 };
-use rmcp::transport::{Transport, async_rw::AsyncRwTransport};
+use rmcp::transport::Transport;
 use rmcp::{service::RxJsonRpcMessage, service::TxJsonRpcMessage};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{Notify, mpsc};
+use tokio::process::{ChildStdin, ChildStdout};
+use tokio::sync::{Notify, OnceCell, mpsc};
 use tokio_util::sync::CancellationToken;
 
 /// The protocol versions this host speaks: 2026-07-28 without a handshake, the rest via
@@ -141,6 +143,12 @@ pub enum RequestError {
     Cancelled,
     #[error("connection to the server is closed")]
     Closed,
+    /// The server process ended while the request was open.
+    #[error("{how}{}", stderr_suffix(.stderr_tail))]
+    Exited {
+        how: String,
+        stderr_tail: Vec<String>,
+    },
     #[error("server error {code}: {message}")]
     Server { code: i32, message: String },
     #[error("invalid response: {0}")]
@@ -208,8 +216,14 @@ pub struct Session {
     /// Taken out (under the lock, never held across an await) when the session ends.
     process: std::sync::Mutex<Option<StdioProcess>>,
     stderr: Option<Arc<std::sync::Mutex<crate::stdio::StderrRing>>>,
+    /// The stdio decoder's verdicts (refused answers, a desynchronised stream).
+    verdicts: Option<Verdicts>,
+    /// How the server process ended, once known (shared by the runner and open requests).
+    ended: OnceCell<Option<(String, Vec<String>)>>,
     closed: CancellationToken,
     era: Era,
+    /// Why the session is in the older era although the newer one was tried.
+    era_note: Option<String>,
     /// Notified when the server says its tool list changed.
     pub tools_changed: Arc<Notify>,
     /// Notified when the server says its prompt or resource list changed.
@@ -228,36 +242,113 @@ impl std::fmt::Debug for Session {
 }
 
 impl Session {
-    /// Connects, choosing the era. With `Auto`, a handshake that fails at the protocol level
-    /// is retried once as legacy on a fresh connection (a new process for stdio), because
-    /// some servers lock a connection to the era of its first request.
+    /// Connects, choosing the era. With `Auto` the host drives the probe itself:
+    /// `server/discover` may take the whole start-up timeout (a server still starting is
+    /// not mistaken for an old one, as rmcp's fixed 10 s probe does); a correlated error
+    /// answer, or silence for that long, falls back to `initialize` on the same connection
+    /// (the same process for stdio), and the reason is kept ([`Session::era_note`]). A
+    /// probe that fails otherwise (the process died, the answer was unusable) is retried
+    /// once as legacy on a fresh connection, because some servers lock a connection to the
+    /// era of its first request.
     pub async fn connect(
         endpoint: &Endpoint,
         choice: EraChoice,
         timeout: Duration,
         features: ClientFeatures,
     ) -> Result<Self, ConnectError> {
-        let first = match choice {
-            EraChoice::Auto => ClientLifecycleMode::Auto {
-                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-                legacy_version: Some(ProtocolVersion::V_2025_11_25),
-            },
-            EraChoice::Modern => ClientLifecycleMode::Discover {
-                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-            },
-            EraChoice::Legacy => ClientLifecycleMode::Initialize,
+        let discover = ClientLifecycleMode::Discover {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
         };
-        let stdio = matches!(endpoint, Endpoint::Stdio { .. });
-        match Self::open(endpoint, first, timeout, features.clone()).await {
-            // A stdio server that died or misbehaved during the probe may simply be a legacy
-            // server that insists on `initialize` first: treat it as legacy and respawn.
-            Err(ConnectError::Handshake {
-                detail, transient, ..
-            }) if choice == EraChoice::Auto && (stdio || !transient) => {
-                tracing::debug!(%detail, "probe failed; retrying as legacy on a fresh connection");
+        match choice {
+            EraChoice::Modern => Self::open(endpoint, discover, timeout, features).await,
+            EraChoice::Legacy => {
                 Self::open(endpoint, ClientLifecycleMode::Initialize, timeout, features).await
             }
-            other => other,
+            EraChoice::Auto => Self::probe(endpoint, timeout, features).await,
+        }
+    }
+
+    async fn probe(
+        endpoint: &Endpoint,
+        timeout: Duration,
+        features: ClientFeatures,
+    ) -> Result<Self, ConnectError> {
+        let discover = ClientLifecycleMode::Discover {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        };
+        let parts = Parts::new(&features);
+        let conn = Conn::new(endpoint)?;
+        let probe_closed = CancellationToken::new();
+        let first = conn
+            .handshake(endpoint, parts.handler(), discover, timeout, &probe_closed)
+            .await?;
+        let note = match first {
+            // A garbled answer to `server/discover` is an answer: the server speaks it.
+            Ok(Err(e)) if conn.refused_during_handshake() => {
+                return Err(conn.fail(endpoint, &e).await);
+            }
+            Ok(Ok(service)) => {
+                // The probe's transport is the session's: its end is the session's end.
+                let result = Ok(Ok(service));
+                return Self::finish(endpoint, conn, result, timeout, probe_closed, parts, None)
+                    .await;
+            }
+            Ok(Err(ClientInitializeError::JsonRpcError(e))) if !is_modern_rejection(&e) => {
+                format!(
+                    "server/discover was answered with error {}: {}",
+                    e.code.0,
+                    mcp_host_core::sanitize::strip_terminal_escapes(&e.message)
+                )
+            }
+            Err(_) => format!("server/discover had no answer within {timeout:?}"),
+            Ok(Err(e)) => {
+                let err = conn.fail(endpoint, &e).await;
+                let note = "the probe with server/discover failed";
+                return Self::afresh(endpoint, err, timeout, features, note).await;
+            }
+        };
+        tracing::debug!(%note, "falling back to initialize on the same connection");
+        conn.forget_pending();
+        let closed = CancellationToken::new();
+        let second = conn
+            .handshake(
+                endpoint,
+                parts.handler(),
+                ClientLifecycleMode::Initialize,
+                timeout,
+                &closed,
+            )
+            .await?;
+        if let Ok(Err(e)) = &second {
+            let err = conn.fail(endpoint, e).await;
+            let note = format!("{note}; initialize on that connection failed too");
+            return Self::afresh(endpoint, err, timeout, features, &note).await;
+        }
+        Self::finish(endpoint, conn, second, timeout, closed, parts, Some(note)).await
+    }
+
+    /// After a failed handshake: once more with `initialize` on a fresh connection (a new
+    /// process), since some servers lock a connection to the era of its first request or
+    /// exit on a request they do not know; a failure that says nothing about eras stands.
+    async fn afresh(
+        endpoint: &Endpoint,
+        err: ConnectError,
+        timeout: Duration,
+        features: ClientFeatures,
+        note: &str,
+    ) -> Result<Self, ConnectError> {
+        match err {
+            ConnectError::Handshake {
+                detail, transient, ..
+            } if matches!(endpoint, Endpoint::Stdio { .. }) || !transient => {
+                tracing::debug!(%detail, "retrying as legacy on a fresh connection");
+                let mut s =
+                    Self::open(endpoint, ClientLifecycleMode::Initialize, timeout, features)
+                        .await?;
+                s.era_note = Some(format!("{note} ({detail})"));
+                Ok(s)
+            }
+            other => Err(other),
         }
     }
 
@@ -267,66 +358,30 @@ impl Session {
         timeout: Duration,
         features: ClientFeatures,
     ) -> Result<Self, ConnectError> {
-        let tools_changed = Arc::new(Notify::new());
-        let offers_changed = Arc::new(Notify::new());
-        let progress = ProgressRoutes::default();
-        let handler = HostHandler {
-            info: client_config(ProtocolVersion::V_2025_11_25, &features),
-            tools_changed: tools_changed.clone(),
-            offers_changed: offers_changed.clone(),
-            features,
-            progress: progress.clone(),
-        };
+        let parts = Parts::new(&features);
+        let conn = Conn::new(endpoint)?;
         let closed = CancellationToken::new();
-        let (result, process) = match endpoint {
-            Endpoint::Stdio {
-                launch,
-                supervisor,
-                host_env,
-            } => {
-                let (process, stdin, stdout) = StdioProcess::spawn(launch, supervisor, host_env)?;
-                let inner = AsyncRwTransport::new_client(stdout, stdin)
-                    .with_max_line_length(MAX_STDIO_LINE);
-                (
-                    handshake(inner, handler, mode, timeout, &closed).await,
-                    Some(process),
-                )
-            }
-            Endpoint::Http {
-                url,
-                headers,
-                client,
-                auth: None,
-            } => {
-                let inner = http::transport(client.clone(), url, headers, false)?;
-                (
-                    handshake(inner, handler, mode, timeout, &closed).await,
-                    None,
-                )
-            }
-            Endpoint::Http {
-                url,
-                headers,
-                client,
-                auth: Some(auth),
-            } => {
-                let inner = http::transport(auth.client(client.clone()), url, headers, true)?;
-                (
-                    handshake(inner, handler, mode, timeout, &closed).await,
-                    None,
-                )
-            }
-        };
+        let result = conn
+            .handshake(endpoint, parts.handler(), mode, timeout, &closed)
+            .await?;
+        Self::finish(endpoint, conn, result, timeout, closed, parts, None).await
+    }
+
+    /// Turns a handshake's outcome into a session (or the error that says why not).
+    async fn finish(
+        endpoint: &Endpoint,
+        conn: Conn,
+        result: Handshake,
+        timeout: Duration,
+        closed: CancellationToken,
+        parts: Parts,
+        era_note: Option<String>,
+    ) -> Result<Self, ConnectError> {
         let service = match result {
             Ok(Ok(service)) => service,
-            Ok(Err(e)) => {
-                let err = handshake_error(&e, process).await;
-                return Err(match endpoint {
-                    Endpoint::Http { url, .. } => err.redact_url(url),
-                    Endpoint::Stdio { .. } => err,
-                });
-            }
+            Ok(Err(e)) => return Err(conn.fail(endpoint, &e).await),
             Err(_) => {
+                let (process, _) = conn.into_parts();
                 let transient = process.is_none();
                 if let Some(mut p) = process {
                     tokio::spawn(async move { p.shutdown().await });
@@ -337,6 +392,7 @@ impl Session {
                 });
             }
         };
+        let (process, verdicts) = conn.into_parts();
         let info = service.peer().peer_info();
         let era = Era {
             version: info.as_ref().map_or_else(
@@ -375,7 +431,7 @@ impl Session {
                 resources: caps.resources.as_ref().and_then(|r| r.list_changed) == Some(true),
             };
             if wants.tools || wants.prompts || wants.resources {
-                let notify = (tools_changed.clone(), offers_changed.clone());
+                let notify = (parts.tools_changed.clone(), parts.offers_changed.clone());
                 tokio::spawn(listen_for_changes(
                     service.peer().clone(),
                     wants,
@@ -390,13 +446,22 @@ impl Session {
             service,
             process,
             stderr,
+            verdicts,
+            ended: OnceCell::new(),
             closed,
             era,
-            tools_changed,
-            offers_changed,
+            era_note,
+            tools_changed: parts.tools_changed,
+            offers_changed: parts.offers_changed,
             server_name,
-            progress,
+            progress: parts.progress,
         })
+    }
+
+    /// Why this session is in the older era although 2026-07-28 was tried first; `None`
+    /// when the probe was answered, or was not made (a reconnect in a known era).
+    pub fn era_note(&self) -> Option<&str> {
+        self.era_note.as_deref()
     }
 
     /// Whether the server declared prompts and resources (in `initialize` or `server/discover`).
@@ -475,11 +540,14 @@ impl Session {
             token,
         };
         // On its own deadline rmcp tells the server; cancellation is ours to announce.
+        // Biased: an answer already delivered wins over the connection closing right after
+        // it (the wire fails pending requests with the reason, then ends).
         let result = tokio::select! {
+            biased;
             r = handle.await_response() => r.map_err(map_service_error),
             () = cancel.cancelled() => {
                 let params = CancelledNotificationParam::new(
-                    Some(id),
+                    Some(id.clone()),
                     Some("cancelled by the host".into()),
                 );
                 // Best effort: a dead connection cannot be told anything.
@@ -489,7 +557,19 @@ impl Session {
             () = self.closed.cancelled() => Err(RequestError::Closed),
         };
         drop(routed);
-        result
+        match result {
+            // The decoder refused the answer: say why, not what rmcp was told.
+            Err(RequestError::Server { .. })
+                if let Some(reason) = self.verdicts.as_ref().and_then(|v| v.rejection(&id)) =>
+            {
+                Err(RequestError::Protocol(reason))
+            }
+            Err(RequestError::Closed) => match self.process_end().await {
+                Some((how, stderr_tail)) => Err(RequestError::Exited { how, stderr_tail }),
+                None => Err(RequestError::Closed),
+            },
+            other => other,
+        }
     }
 
     /// Asks whether the server is still there: `ping` in the legacy era, `server/discover`
@@ -546,18 +626,205 @@ impl Session {
     /// After [`Session::closed`] fired: says why, reaping the process (stdio) and
     /// returning the last stderr lines.
     pub async fn reap(&self) -> (String, Vec<String>) {
-        self.close_transport(Duration::from_secs(1)).await;
-        let Some(mut p) = self.take_process() else {
-            return ("the connection closed".into(), Vec::new());
-        };
-        let how = match tokio::time::timeout(Duration::from_secs(3), p.wait_exit()).await {
-            Ok(how) => how,
-            // stdout closed but the process lives on: stop it.
-            Err(_) => p.shutdown().await,
-        };
-        p.stderr_closed().await;
-        (format!("server {how}"), p.stderr_tail(5))
+        self.process_end()
+            .await
+            .unwrap_or_else(|| ("the connection closed".into(), Vec::new()))
     }
+
+    /// How the server process ended and its last stderr lines, worked out once (the runner
+    /// and every request open at the time ask); `None` without a process to reap (HTTP, or
+    /// one already stopped by [`Session::shutdown`]).
+    async fn process_end(&self) -> Option<(String, Vec<String>)> {
+        self.ended
+            .get_or_init(|| async {
+                self.close_transport(Duration::from_secs(1)).await;
+                let mut p = self.take_process()?;
+                let fault = self.verdicts.as_ref().and_then(Verdicts::fault);
+                let how = match &fault {
+                    // Out of step: it will not stop by itself, and is not worth waiting for.
+                    Some(_) => p.shutdown().await,
+                    None => match tokio::time::timeout(Duration::from_secs(3), p.wait_exit()).await
+                    {
+                        Ok(how) => how,
+                        // stdout closed but the process lives on: stop it.
+                        Err(_) => p.shutdown().await,
+                    },
+                };
+                p.stderr_closed().await;
+                let why = match fault {
+                    Some(fault) => format!("{fault}; the server was stopped"),
+                    None => format!("server {how}"),
+                };
+                Some((why, p.stderr_tail(5)))
+            })
+            .await
+            .clone()
+    }
+}
+
+type Handshake = Result<Result<Service, ClientInitializeError>, tokio::time::error::Elapsed>;
+
+/// What every handshake attempt of one connection shares: the channels the handler pokes.
+struct Parts {
+    tools_changed: Arc<Notify>,
+    offers_changed: Arc<Notify>,
+    progress: ProgressRoutes,
+    features: ClientFeatures,
+}
+
+impl Parts {
+    fn new(features: &ClientFeatures) -> Self {
+        Self {
+            tools_changed: Arc::new(Notify::new()),
+            offers_changed: Arc::new(Notify::new()),
+            progress: ProgressRoutes::default(),
+            features: features.clone(),
+        }
+    }
+
+    fn handler(&self) -> HostHandler {
+        HostHandler {
+            info: client_config(ProtocolVersion::V_2025_11_25, &self.features),
+            tools_changed: self.tools_changed.clone(),
+            offers_changed: self.offers_changed.clone(),
+            features: self.features.clone(),
+            progress: self.progress.clone(),
+        }
+    }
+}
+
+type StdioWire = Wire<ChildStdout, ChildStdin>;
+
+/// A connection being set up. A stdio process and its wire outlive a handshake attempt,
+/// so a fallback to `initialize` talks to the same process; HTTP gets a fresh transport
+/// per attempt (cheap, and a new session for the server).
+#[allow(clippy::large_enum_variant)] // One per connection attempt, and short-lived.
+enum Conn {
+    Stdio {
+        process: Option<StdioProcess>,
+        wire: StdioWire,
+    },
+    Http,
+}
+
+impl Conn {
+    fn new(endpoint: &Endpoint) -> Result<Self, ConnectError> {
+        match endpoint {
+            Endpoint::Stdio {
+                launch,
+                supervisor,
+                host_env,
+            } => {
+                let (process, stdin, stdout) = StdioProcess::spawn(launch, supervisor, host_env)?;
+                Ok(Self::Stdio {
+                    process: Some(process),
+                    wire: Wire::new(stdout, stdin, MAX_STDIO_LINE),
+                })
+            }
+            Endpoint::Http { .. } => Ok(Self::Http),
+        }
+    }
+
+    async fn handshake(
+        &self,
+        endpoint: &Endpoint,
+        handler: HostHandler,
+        mode: ClientLifecycleMode,
+        timeout: Duration,
+        closed: &CancellationToken,
+    ) -> Result<Handshake, ConnectError> {
+        Ok(match (self, endpoint) {
+            (Self::Stdio { wire, .. }, _) => {
+                handshake(wire.clone(), handler, mode, timeout, closed).await
+            }
+            (
+                Self::Http,
+                Endpoint::Http {
+                    url,
+                    headers,
+                    client,
+                    auth: None,
+                },
+            ) => {
+                let inner = http::transport(client.clone(), url, headers, false)?;
+                handshake(inner, handler, mode, timeout, closed).await
+            }
+            (
+                Self::Http,
+                Endpoint::Http {
+                    url,
+                    headers,
+                    client,
+                    auth: Some(auth),
+                },
+            ) => {
+                let inner = http::transport(auth.client(client.clone()), url, headers, true)?;
+                handshake(inner, handler, mode, timeout, closed).await
+            }
+            // `Conn::new` made the connection from this endpoint.
+            (Self::Http, Endpoint::Stdio { .. }) => Ok(Err(
+                ClientInitializeError::ConnectionClosed("not an HTTP endpoint".into()),
+            )),
+        })
+    }
+
+    /// Whether the decoder refused an answer during the handshake: a garbled answer to
+    /// `server/discover` says nothing about the server's era.
+    fn refused_during_handshake(&self) -> bool {
+        match self {
+            Self::Stdio { wire, .. } => wire.verdicts().refused_any(),
+            Self::Http => false,
+        }
+    }
+
+    /// Before a second handshake on the same connection: nothing sent so far is awaited.
+    fn forget_pending(&self) {
+        if let Self::Stdio { wire, .. } = self {
+            wire.verdicts().forget_pending();
+        }
+    }
+
+    fn into_parts(self) -> (Option<StdioProcess>, Option<Verdicts>) {
+        match self {
+            Self::Stdio { process, wire } => (process, Some(wire.verdicts())),
+            Self::Http => (None, None),
+        }
+    }
+
+    async fn fail(self, endpoint: &Endpoint, e: &ClientInitializeError) -> ConnectError {
+        let refusal = match &self {
+            Self::Stdio { wire, .. } => wire.verdicts().take_any(),
+            Self::Http => None,
+        };
+        let (process, _) = self.into_parts();
+        let err = match refusal {
+            Some(reason) => {
+                if let Some(mut p) = process {
+                    tokio::spawn(async move { p.shutdown().await });
+                }
+                ConnectError::Handshake {
+                    detail: format!("invalid answer to the handshake: {reason}"),
+                    transient: false,
+                    stderr_tail: Vec::new(),
+                }
+            }
+            None => handshake_error(e, process).await,
+        };
+        match endpoint {
+            Endpoint::Http { url, .. } => err.redact_url(url),
+            Endpoint::Stdio { .. } => err,
+        }
+    }
+}
+
+/// Errors to `server/discover` that come from a 2026-07-28 server refusing this request,
+/// not from an older server that does not know the method.
+fn is_modern_rejection(e: &rmcp::model::ErrorData) -> bool {
+    use rmcp::model::ErrorCode;
+    matches!(
+        e.code,
+        ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY | ErrorCode::HEADER_MISMATCH
+    )
 }
 
 /// Runs the lifecycle handshake over `inner`, watched so that `closed` fires when it ends.
