@@ -189,11 +189,21 @@ pub fn server_rows(m: &Manager, needs_approval: &[String]) -> Vec<ServerRow> {
                 tools: status.tool_count,
                 last_error,
                 stderr_tail: status.stderr_tail.clone(),
+                notes: notes(&status),
                 needs_approval: needs_approval.iter().any(|n| n == id.as_str()),
                 enabled: !matches!(status.state, ServerState::Disabled),
             })
         })
         .collect()
+}
+
+/// A server's list warnings and era fallback, for the `/mcp` panel.
+fn notes(status: &mcp_host_core::ServerStatus) -> Vec<String> {
+    let mut out = status.warnings.clone();
+    if let (Some(note), Some(era)) = (&status.era_note, &status.era) {
+        out.push(format!("era {}: {note}", era.version));
+    }
+    out
 }
 
 /// The catalogue as the `/tools` browser lists it.

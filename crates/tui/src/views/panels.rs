@@ -149,6 +149,14 @@ fn server_detail(s: &ServerRow, t: &Theme, w: usize, h: usize) -> Vec<Line<'stat
             &[Span::raw("  ")],
         ));
     }
+    for note in &s.notes {
+        head.extend(text_lines(
+            note,
+            t.warn,
+            &[Span::styled("note: ", t.bold)],
+            &[Span::raw("  ")],
+        ));
+    }
     let mut rows = wrap_all(&head, w);
     if s.stderr_tail.is_empty() {
         return rows;
