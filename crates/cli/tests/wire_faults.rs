@@ -293,3 +293,41 @@ fn a_cut_listing_leaves_the_server_ready_with_a_warning_in_servers() {
     // The legacy fake server's fallback is reported with its reason.
     assert!(text.contains("-32601"), "{text}");
 }
+
+/// Where scripts/install-test-deps.sh put the real servers.
+fn deps_dir() -> std::path::PathBuf {
+    std::env::var_os("MCP_HOST_DEPS").map_or_else(
+        || {
+            std::path::PathBuf::from(std::env::var("HOME").unwrap_or_default())
+                .join(".cache/mcp-host-deps")
+        },
+        std::path::PathBuf::from,
+    )
+}
+
+#[test]
+fn twelve_python_servers_started_together_all_end_in_the_modern_era() {
+    let time = deps_dir().join("venv/bin/mcp-server-time");
+    if !time.exists() {
+        eprintln!(
+            "SKIPPED: {} is not installed (run scripts/install-test-deps.sh)",
+            time.display()
+        );
+        return;
+    }
+    let sb = Sandbox::new();
+    let servers: serde_json::Map<String, serde_json::Value> = (0..12)
+        .map(|i| {
+            let def = serde_json::json!({"command": time, "args": ["--local-timezone", "UTC"]});
+            (format!("time{i}"), def)
+        })
+        .collect();
+    let cfg = sb.config("c.json", serde_json::Value::Object(servers));
+    let rows = sb.servers_json(&cfg);
+    for i in 0..12 {
+        let r = row(&rows, &format!("time{i}"));
+        assert_eq!(r["state"], "ready", "{r}");
+        assert_eq!(r["era"], "2026-07-28", "{r}");
+        assert_eq!(r["era_note"], serde_json::Value::Null, "{r}");
+    }
+}
