@@ -331,3 +331,51 @@ fn twelve_python_servers_started_together_all_end_in_the_modern_era() {
         assert_eq!(r["era_note"], serde_json::Value::Null, "{r}");
     }
 }
+
+#[tokio::test]
+async fn over_http_an_answer_with_a_string_id_never_answers_an_integer_request() {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(fake())
+        .args(["--http", "0", "--fault", "string-id"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line.trim().rsplit(' ').next().unwrap().to_string();
+    let raw = mcp_host_config::RawServer {
+        kind: Some("http".into()),
+        url: Some(format!("http://{addr}/mcp")),
+        timeout: Some(5000),
+        tool_timeout: Some(1000),
+        ..mcp_host_config::RawServer::default()
+    };
+    let m = start(vec![mcp_host_client::ServerSetup {
+        id: ServerId::new("h"),
+        transport: mcp_host_core::TransportKind::Http,
+        spec: Some(
+            raw.to_spec("h", mcp_host_config::Scope::Flag, &|_| None)
+                .unwrap(),
+        ),
+        initial: ServerState::Starting,
+    }]);
+    wait_status(&m, "h", is("ready")).await;
+    // The answer comes back as {"id": "2", ...} for request 2: it is not the answer.
+    let err = call(&m, "h", "echo").await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            CallError::Request {
+                source: RequestError::Timeout(_),
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    m.shutdown().await;
+    let _ = child.kill();
+    let _ = child.wait();
+}

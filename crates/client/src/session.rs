@@ -9,7 +9,7 @@ use crate::http::{self, HttpFailure};
 use crate::lenient;
 use crate::oauth::{self, OAuth, OAuthError};
 use crate::stdio::{ProcessExit, SpawnError, StdioLaunch, StdioProcess, SupervisorCommand};
-use crate::wire::{Verdicts, Wire};
+use crate::wire::{Correlated, Verdicts, Wire};
 use mcp_host_core::{CallOutcome, Era};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest,
@@ -747,7 +747,7 @@ impl Conn {
                 },
             ) => {
                 let inner = http::transport(client.clone(), url, headers, false)?;
-                handshake(inner, handler, mode, timeout, closed).await
+                handshake(Correlated::new(inner), handler, mode, timeout, closed).await
             }
             (
                 Self::Http,
@@ -759,7 +759,7 @@ impl Conn {
                 },
             ) => {
                 let inner = http::transport(auth.client(client.clone()), url, headers, true)?;
-                handshake(inner, handler, mode, timeout, closed).await
+                handshake(Correlated::new(inner), handler, mode, timeout, closed).await
             }
             // `Conn::new` made the connection from this endpoint.
             (Self::Http, Endpoint::Stdio { .. }) => Ok(Err(

@@ -206,6 +206,23 @@ impl Shared {
         }
     }
 
+    /// Whether `msg` may reach rmcp: anything but an answer to no pending request. An
+    /// error without an id (the server could not read ours) passes, as JSON-RPC allows.
+    fn admits(&self, msg: &RxJsonRpcMessage<RoleClient>) -> bool {
+        let id = match msg {
+            JsonRpcMessage::Response(r) => Some(&r.id),
+            JsonRpcMessage::Error(e) => e.id.as_ref(),
+            _ => None,
+        };
+        match id {
+            Some(id) if !self.take_outstanding(id) => {
+                tracing::debug!(%id, "dropped a response to no pending request");
+                false
+            }
+            _ => true,
+        }
+    }
+
     /// Whether an answer to `id` is awaited; if so it is not any more.
     fn take_outstanding(&self, id: &RequestId) -> bool {
         self.with(|c| c.outstanding.remove(id)).unwrap_or(false)
@@ -407,16 +424,8 @@ where
             reader.line.clear();
             match decoded {
                 Decoded::Message(msg) => {
-                    let id = match msg.as_ref() {
-                        JsonRpcMessage::Response(r) => Some(&r.id),
-                        JsonRpcMessage::Error(e) => e.id.as_ref(),
-                        _ => None,
-                    };
-                    match id {
-                        Some(id) if !self.shared.take_outstanding(id) => {
-                            tracing::debug!(%id, "dropped a response to no pending request");
-                        }
-                        _ => return Some(*msg),
+                    if self.shared.admits(&msg) {
+                        return Some(*msg);
                     }
                 }
                 Decoded::BadResponse { id, reason } => {
@@ -474,6 +483,47 @@ where
             let _ = w.shutdown().await;
         }
         Ok(())
+    }
+}
+
+/// Any other transport (Streamable HTTP) with the same id correlation as the stdio wire:
+/// an answer is delivered only for an id this side sent and has not seen answered.
+pub struct Correlated<T> {
+    inner: T,
+    shared: Arc<Shared>,
+}
+
+impl<T> Correlated<T> {
+    pub fn new(inner: T) -> Self {
+        Self {
+            inner,
+            shared: Arc::default(),
+        }
+    }
+}
+
+impl<T: Transport<RoleClient>> Transport<RoleClient> for Correlated<T> {
+    type Error = T::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        self.shared.note_sent(&item);
+        self.inner.send(item)
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
+        loop {
+            let msg = self.inner.receive().await?;
+            if self.shared.admits(&msg) {
+                return Some(msg);
+            }
+        }
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        self.inner.close().await
     }
 }
 

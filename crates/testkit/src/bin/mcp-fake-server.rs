@@ -16,7 +16,8 @@ faults: crash-at-start, hang, garbage, stderr-flood, exit-on-probe,
   wire faults (the `add` tool's answer): bad-utf16, bad-envelope, result-and-error, deep-result;
   bad-utf16-handshake (the handshake answer), early-responses (stray answers before each one),
   invalid-id-request (a ping with an object id before `add` answers; the reply is logged),
-  ask-roots (adds a `roots` tool that asks roots/list and returns the answer)
+  ask-roots (adds a `roots` tool that asks roots/list and returns the answer),
+  string-id (over --http: tools/call answered with its id as a string)
   [--discover-delay-ms N] answers server/discover after N ms
 tools: echo{message}, add{a,b}, crash, hang, huge, slow{ms,progressEvery}, grow, error, evil, ask (elicitation), plus toolN";
 
@@ -325,10 +326,19 @@ fn serve_http(server: &mut Server, port: u16, buf: &SharedBuf) {
             msg.get("params").cloned().unwrap_or(json!({})),
         );
         let written = std::mem::take(&mut *buf.0.lock().unwrap());
-        let reply = String::from_utf8_lossy(&written)
+        let mut reply = String::from_utf8_lossy(&written)
             .lines()
             .find(|l| serde_json::from_str::<Value>(l).is_ok_and(|v| v.get("id") == Some(&id)))
             .map(str::to_string);
+        // `string-id`: tools/call is answered with its integer id as a string.
+        if server.has("string-id") && method == "tools/call" {
+            reply = reply
+                .and_then(|r| serde_json::from_str::<Value>(&r).ok())
+                .map(|mut v| {
+                    v["id"] = json!(id.to_string());
+                    v.to_string()
+                });
+        }
         match reply {
             Some(r) => respond(&mut stream, "200 OK", &r),
             None => respond(&mut stream, "202 Accepted", ""),
