@@ -528,5 +528,4 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Correlated<T> {
 }
 
 #[cfg(test)]
-#[path = "wire_tests.rs"]
 mod tests;

@@ -1,0 +1,474 @@
+//! One protocol session with one server, behind host-owned types: it puts a deadline on
+//! every request, cancels what it gives up on, turns the wire's verdicts into typed errors
+//! (a refused answer, a server that exited) and decodes results leniently; `connect` picks
+//! the era. With `wire`, `listing`, `reading`, `handler`, `http` and `oauth/`, the only code
+//! that touches rmcp.
+
+use crate::handler::{ClientFeatures, HostHandler, Progress, ProgressRoutes, client_config};
+use crate::http::{self, HttpFailure};
+use crate::lenient;
+use crate::oauth::{self, OAuth, OAuthError};
+use crate::stdio::{ProcessExit, SpawnError, StdioLaunch, StdioProcess, SupervisorCommand};
+use crate::wire::{Correlated, Verdicts, Wire};
+use mcp_host_core::{CallOutcome, Era};
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest,
+    DiscoverRequest, DiscoverRequestParams, PingRequest, ProtocolVersion, ServerNotification,
+    ServerResult, SubscriptionFilter,
+};
+use rmcp::service::{
+    ClientInitializeError, ClientLifecycleMode, PeerRequestOptions, RoleClient, RunningService,
+    ServiceError, serve_client_with_lifecycle,
+};
+use rmcp::transport::Transport;
+use rmcp::{service::RxJsonRpcMessage, service::TxJsonRpcMessage};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::process::{ChildStdin, ChildStdout};
+use tokio::sync::{Notify, OnceCell, mpsc};
+use tokio_util::sync::CancellationToken;
+
+mod connect;
+
+/// The protocol versions this host speaks: 2026-07-28 without a handshake, the rest via
+/// `initialize`. A server that settles on anything else is refused.
+pub const SUPPORTED_VERSIONS: &[&str] = &["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"];
+
+/// Largest stdout line (one JSON-RPC message) accepted from a stdio server. Large results
+/// are legitimate (the engine spills them to the result store), unbounded ones are not.
+pub const MAX_STDIO_LINE: usize = 64 * 1024 * 1024;
+
+/// Where a server lives.
+#[derive(Clone, Debug)]
+pub enum Endpoint {
+    Stdio {
+        launch: StdioLaunch,
+        supervisor: SupervisorCommand,
+        host_env: Arc<BTreeMap<String, String>>,
+    },
+    Http {
+        url: String,
+        headers: BTreeMap<String, String>,
+        client: reqwest::Client,
+        /// OAuth for this server; `None` sends requests as configured (static headers only).
+        auth: Option<OAuth>,
+    },
+}
+
+/// Which lifecycle to use. `Auto` probes; the others are used once the era is known.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EraChoice {
+    Auto,
+    Modern,
+    Legacy,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    #[error(transparent)]
+    Spawn(#[from] SpawnError),
+    #[error(transparent)]
+    Header(#[from] http::HeaderError),
+    #[error("server requires authorization: {0}")]
+    NeedsAuth(String),
+    /// Authorization was attempted and did not succeed.
+    #[error(transparent)]
+    Auth(OAuthError),
+    #[error("no answer to the handshake within {after:?}")]
+    Timeout {
+        after: Duration,
+        /// A remote server may be briefly overloaded; a local process that hangs at start
+        /// will hang again.
+        transient: bool,
+    },
+    #[error("{detail}{}", stderr_suffix(.stderr_tail))]
+    Handshake {
+        detail: String,
+        /// Worth another try with a fresh connection (network blips, 5xx, a crash).
+        transient: bool,
+        stderr_tail: Vec<String>,
+    },
+}
+
+fn stderr_suffix(tail: &[String]) -> String {
+    match tail.last() {
+        Some(line) => format!(" (stderr: {line})"),
+        None => String::new(),
+    }
+}
+
+impl ConnectError {
+    /// Hides credentials in `url` wherever the message repeats it.
+    fn redact_url(self, url: &str) -> Self {
+        match self {
+            Self::Handshake {
+                detail,
+                transient,
+                stderr_tail,
+            } => Self::Handshake {
+                detail: http::redact_in(&detail, url),
+                transient,
+                stderr_tail,
+            },
+            Self::NeedsAuth(challenge) => Self::NeedsAuth(http::redact_in(&challenge, url)),
+            Self::Auth(e) => Self::Auth(e.map_text(|t| http::redact_in(t, url))),
+            other => other,
+        }
+    }
+
+    /// Whether retrying later might succeed.
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self,
+            Self::Handshake {
+                transient: true,
+                ..
+            } | Self::Timeout {
+                transient: true,
+                ..
+            }
+        )
+    }
+}
+
+/// How many idle deadlines a request may last in all, progress or not.
+pub const MAX_TOTAL_FACTOR: u32 = 10;
+
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum RequestError {
+    #[error("no response within {0:?} (request cancelled)")]
+    Timeout(Duration),
+    #[error("request cancelled")]
+    Cancelled,
+    #[error("connection to the server is closed")]
+    Closed,
+    /// The server process ended while the request was open.
+    #[error("{how}{}", stderr_suffix(.stderr_tail))]
+    Exited {
+        how: String,
+        stderr_tail: Vec<String>,
+    },
+    #[error("server error {code}: {message}")]
+    Server { code: i32, message: String },
+    #[error("invalid response: {0}")]
+    Protocol(String),
+    #[error("server requires authorization")]
+    NeedsAuth,
+    #[error(transparent)]
+    Auth(OAuthError),
+}
+
+/// Unregisters a request's progress route however the request ends (cancelled futures too).
+struct Routed<'a> {
+    routes: &'a ProgressRoutes,
+    token: rmcp::model::ProgressToken,
+}
+
+impl Drop for Routed<'_> {
+    fn drop(&mut self) {
+        self.routes.remove(&self.token);
+    }
+}
+
+/// Marks `closed` when the transport ends, however it ends.
+struct Watched<T> {
+    inner: T,
+    closed: CancellationToken,
+}
+
+impl<T: Transport<RoleClient>> Transport<RoleClient> for Watched<T> {
+    type Error = T::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        self.inner.send(item)
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
+        let msg = self.inner.receive().await;
+        if msg.is_none() {
+            self.closed.cancel();
+        }
+        msg
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        let r = self.inner.close().await;
+        self.closed.cancel();
+        r
+    }
+}
+
+impl<T> Drop for Watched<T> {
+    fn drop(&mut self) {
+        self.closed.cancel();
+    }
+}
+
+type Service = RunningService<RoleClient, HostHandler>;
+
+/// A live session.
+pub struct Session {
+    service: Service,
+    /// Taken out (under the lock, never held across an await) when the session ends.
+    process: std::sync::Mutex<Option<StdioProcess>>,
+    stderr: Option<Arc<std::sync::Mutex<crate::stdio::StderrRing>>>,
+    /// The stdio decoder's verdicts (refused answers, a desynchronised stream).
+    verdicts: Option<Verdicts>,
+    /// How the server process ended, once known (shared by the runner and open requests).
+    ended: OnceCell<Option<(String, Vec<String>)>>,
+    closed: CancellationToken,
+    era: Era,
+    /// Why the session is in the older era although the newer one was tried.
+    era_note: Option<String>,
+    /// Notified when the server says its tool list changed.
+    pub tools_changed: Arc<Notify>,
+    /// Notified when the server says its prompt or resource list changed.
+    pub offers_changed: Arc<Notify>,
+    pub server_name: Option<String>,
+    /// Where progress notifications for in-flight requests go.
+    progress: ProgressRoutes,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("era", &self.era)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Session {
+    /// Why this session is in the older era although 2026-07-28 was tried first; `None`
+    /// when the probe was answered, or was not made (a reconnect in a known era).
+    pub fn era_note(&self) -> Option<&str> {
+        self.era_note.as_deref()
+    }
+
+    /// Whether the server declared prompts and resources (in `initialize` or `server/discover`).
+    pub fn offers_declared(&self) -> (bool, bool) {
+        let info = self.service.peer().peer_info();
+        let caps = info.as_ref().map(|i| &i.capabilities);
+        (
+            caps.is_some_and(|c| c.prompts.is_some()),
+            caps.is_some_and(|c| c.resources.is_some()),
+        )
+    }
+
+    /// The server's `instructions` (untrusted text meant for the model), if it gave any.
+    pub fn instructions(&self) -> Option<String> {
+        self.service
+            .peer()
+            .peer_info()
+            .and_then(|i| i.instructions.clone())
+            .filter(|t| !t.trim().is_empty())
+    }
+
+    pub fn era(&self) -> &Era {
+        &self.era
+    }
+
+    pub fn stderr_tail(&self, n: usize) -> Vec<String> {
+        (self
+            .stderr
+            .as_ref()
+            .and_then(|r| r.lock().ok().map(|r| r.tail(n))))
+        .unwrap_or_default()
+    }
+
+    fn take_process(&self) -> Option<StdioProcess> {
+        self.process.lock().ok().and_then(|mut p| p.take())
+    }
+
+    /// Ends the protocol loop, which drops the transport and so closes the server's stdin.
+    async fn close_transport(&self, wait: Duration) {
+        self.service.cancellation_token().cancel();
+        let _ = tokio::time::timeout(wait, self.closed.cancelled()).await;
+    }
+
+    /// Resolves when the connection has ended (server exited, stream closed).
+    pub async fn closed(&self) {
+        self.closed.cancelled().await;
+    }
+
+    /// Sends one request with an idle deadline; on timeout or cancellation the server is
+    /// told. Every progress notification the server sends for this request restarts the idle
+    /// deadline (rmcp matches them by the progress token it puts on every request), and a
+    /// hard ceiling of [`MAX_TOTAL_FACTOR`] times the deadline stops a server that reports
+    /// progress forever.
+    pub(crate) async fn request(
+        &self,
+        req: ClientRequest,
+        timeout: Duration,
+        cancel: &CancellationToken,
+        progress: Option<mpsc::UnboundedSender<Progress>>,
+    ) -> Result<ServerResult, RequestError> {
+        let options = PeerRequestOptions::with_timeout(timeout)
+            .reset_timeout_on_progress()
+            .with_max_total_timeout(timeout.saturating_mul(MAX_TOTAL_FACTOR));
+        let peer = self.service.peer().clone();
+        let handle = peer
+            .send_request_with_option(req, options)
+            .await
+            .map_err(map_service_error)?;
+        let id = handle.id.clone();
+        let token = handle.progress_token.clone();
+        if let Some(sink) = progress {
+            self.progress.add(token.clone(), sink);
+        }
+        let routed = Routed {
+            routes: &self.progress,
+            token,
+        };
+        // On its own deadline rmcp tells the server; cancellation is ours to announce.
+        // Biased: an answer already delivered wins over the connection closing right after
+        // it (the wire fails pending requests with the reason, then ends).
+        let result = tokio::select! {
+            biased;
+            r = handle.await_response() => r.map_err(map_service_error),
+            () = cancel.cancelled() => {
+                let params = CancelledNotificationParam::new(
+                    Some(id.clone()),
+                    Some("cancelled by the host".into()),
+                );
+                // Best effort: a dead connection cannot be told anything.
+                let _ = tokio::time::timeout(Duration::from_secs(1), peer.notify_cancelled(params)).await;
+                Err(RequestError::Cancelled)
+            }
+            () = self.closed.cancelled() => Err(RequestError::Closed),
+        };
+        drop(routed);
+        match result {
+            // The decoder refused the answer: say why, not what rmcp was told.
+            Err(RequestError::Server { .. })
+                if let Some(reason) = self.verdicts.as_ref().and_then(|v| v.rejection(&id)) =>
+            {
+                Err(RequestError::Protocol(reason))
+            }
+            Err(RequestError::Closed) => match self.process_end().await {
+                Some((how, stderr_tail)) => Err(RequestError::Exited { how, stderr_tail }),
+                None => Err(RequestError::Closed),
+            },
+            other => other,
+        }
+    }
+
+    /// Asks whether the server is still there: `ping` in the legacy era, `server/discover`
+    /// in 2026-07-28 (which has no ping). An error *answer* still proves it is alive.
+    pub async fn check_alive(&self, timeout: Duration) -> Result<(), RequestError> {
+        let req = if self.era.is_modern() {
+            ClientRequest::DiscoverRequest(DiscoverRequest::new(DiscoverRequestParams {}))
+        } else {
+            ClientRequest::PingRequest(PingRequest::default())
+        };
+        match self
+            .request(req, timeout, &CancellationToken::new(), None)
+            .await
+        {
+            Ok(_) | Err(RequestError::Server { .. }) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Calls a tool. `Ok` even when the tool reports `isError`; `Err` for protocol trouble.
+    /// The server's progress notifications for this call go to `progress`.
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: Option<serde_json::Map<String, Value>>,
+        timeout: Duration,
+        cancel: &CancellationToken,
+        progress: Option<mpsc::UnboundedSender<Progress>>,
+    ) -> Result<CallOutcome, RequestError> {
+        let mut params = CallToolRequestParams::new(name.to_string());
+        if let Some(args) = arguments {
+            params = params.with_arguments(args);
+        }
+        let req = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        match self.request(req, timeout, cancel, progress).await? {
+            ServerResult::InputRequiredResult(_) => Err(RequestError::Protocol(
+                "the server asked for more input (input_required), which this host does not support yet".into(),
+            )),
+            ServerResult::CreateTaskResult(_) => Err(RequestError::Protocol(
+                "the server answered with a task, which this host does not support yet".into(),
+            )),
+            other => lenient::parse_call_result(&to_value(&other)?).map_err(RequestError::Protocol),
+        }
+    }
+
+    /// Closes the session: stdin is closed first, then the process is stopped in order.
+    /// Returns how the server process ended (`None` for HTTP).
+    pub async fn shutdown(&self) -> Option<ProcessExit> {
+        self.close_transport(Duration::from_secs(2)).await;
+        let mut p = self.take_process()?;
+        Some(p.shutdown().await)
+    }
+
+    /// After [`Session::closed`] fired: says why, reaping the process (stdio) and
+    /// returning the last stderr lines.
+    pub async fn reap(&self) -> (String, Vec<String>) {
+        self.process_end()
+            .await
+            .unwrap_or_else(|| ("the connection closed".into(), Vec::new()))
+    }
+
+    /// How the server process ended and its last stderr lines, worked out once (the runner
+    /// and every request open at the time ask); `None` without a process to reap (HTTP, or
+    /// one already stopped by [`Session::shutdown`]).
+    async fn process_end(&self) -> Option<(String, Vec<String>)> {
+        self.ended
+            .get_or_init(|| async {
+                self.close_transport(Duration::from_secs(1)).await;
+                let mut p = self.take_process()?;
+                let fault = self.verdicts.as_ref().and_then(Verdicts::fault);
+                let how = match &fault {
+                    // Out of step: it will not stop by itself, and is not worth waiting for.
+                    Some(_) => p.shutdown().await,
+                    None => match tokio::time::timeout(Duration::from_secs(3), p.wait_exit()).await
+                    {
+                        Ok(how) => how,
+                        // stdout closed but the process lives on: stop it.
+                        Err(_) => p.shutdown().await,
+                    },
+                };
+                p.stderr_closed().await;
+                let why = match fault {
+                    Some(fault) => format!("{fault}; the server was stopped"),
+                    None => format!("server {how}"),
+                };
+                Some((why, p.stderr_tail(5)))
+            })
+            .await
+            .clone()
+    }
+}
+
+pub(crate) fn to_value(r: &ServerResult) -> Result<Value, RequestError> {
+    serde_json::to_value(r).map_err(|e| RequestError::Protocol(e.to_string()))
+}
+
+fn map_service_error(e: ServiceError) -> RequestError {
+    if let ServiceError::TransportSend(t) = &e
+        && let Some(failure) = oauth::auth_failure(t.error.as_ref())
+    {
+        return RequestError::Auth(failure);
+    }
+    if e.is_authorization_required() {
+        return RequestError::NeedsAuth;
+    }
+    match e {
+        ServiceError::McpError(d) => RequestError::Server {
+            code: d.code.0,
+            message: d.message.to_string(),
+        },
+        ServiceError::Timeout { timeout } => RequestError::Timeout(timeout),
+        ServiceError::Cancelled { .. } => RequestError::Cancelled,
+        ServiceError::TransportClosed | ServiceError::TransportSend(_) => RequestError::Closed,
+        other => RequestError::Protocol(other.to_string()),
+    }
+}
