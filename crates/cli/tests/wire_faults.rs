@@ -77,7 +77,7 @@ async fn answers_the_decoder_refuses_fail_that_call_at_once_and_the_server_stays
         ("bad-utf16", "escape"),
         ("bad-envelope", "not \"2.0\""),
         ("result-and-error", "both `result` and `error`"),
-        ("deep-result", "nested deeper than 100"),
+        ("deep-result", "nested deeper than 127"),
     ];
     let m = start(
         cases

@@ -31,11 +31,12 @@ use std::future::Future;
 use std::sync::{Arc, Mutex, OnceLock};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 
-/// Deepest nesting of arrays and objects accepted in one message. Below serde_json's own
-/// recursion limit (128), so the reason given is ours; above the 64 levels a tool schema may
-/// have plus the few levels of the envelope around it, so such a tool is still refused
-/// alone (by the lenient decoder), not with its whole page.
-pub const MAX_MESSAGE_DEPTH: usize = 100;
+/// Deepest nesting of arrays and objects accepted in one message: serde_json's own
+/// recursion limit, so a message that decodes is never scanned twice; the depth is counted
+/// only when decoding failed, to name this reason. Above the 64 levels a tool schema may
+/// have plus the envelope around it, so such a tool is still refused alone (by the lenient
+/// decoder), not with its whole page.
+pub const MAX_MESSAGE_DEPTH: usize = 127;
 
 /// What a line turned out to be.
 #[derive(Debug)]
@@ -125,13 +126,12 @@ pub(crate) fn decode(line: &[u8]) -> Decoded {
     if line.iter().all(u8::is_ascii_whitespace) {
         return Decoded::Ignored("empty line".into());
     }
-    let failure = if nesting_depth(line) > MAX_MESSAGE_DEPTH {
-        format!("the message is nested deeper than {MAX_MESSAGE_DEPTH} levels")
-    } else {
-        match serde_json::from_slice::<RxJsonRpcMessage<RoleClient>>(line) {
-            Ok(msg) => return Decoded::Message(Box::new(msg)),
-            Err(e) => format!("it does not decode ({e})"),
+    let failure = match serde_json::from_slice::<RxJsonRpcMessage<RoleClient>>(line) {
+        Ok(msg) => return Decoded::Message(Box::new(msg)),
+        Err(_) if nesting_depth(line) > MAX_MESSAGE_DEPTH => {
+            format!("the message is nested deeper than {MAX_MESSAGE_DEPTH} levels")
         }
+        Err(e) => format!("it does not decode ({e})"),
     };
     let Ok(head) = serde_json::from_slice::<Head>(line) else {
         return Decoded::Ignored(format!("not a JSON-RPC message ({failure})"));

@@ -44,7 +44,7 @@ fn deep_nesting_is_refused_with_the_limit_and_the_id_is_still_found() {
     );
     let (id, r) = reason_of(decode(deep.as_bytes()));
     assert_eq!(id, Some(RequestId::String("x".into())));
-    assert!(r.contains("nested deeper than 100"), "{r}");
+    assert!(r.contains("nested deeper than 127"), "{r}");
     assert_eq!(nesting_depth(br#"{"a":"[[[[","b":[{}]}"#), 3);
 }
 
@@ -166,4 +166,11 @@ async fn an_endless_line_stops_at_the_cap_and_fails_every_pending_request() {
     assert_eq!(failed, [RequestId::Number(1), RequestId::Number(2)]);
     let fault = wire.verdicts().fault().unwrap();
     assert!(fault.contains("longer than 65536 bytes"), "{fault}");
+}
+
+#[test]
+fn serde_json_refuses_exactly_what_is_deeper_than_the_limit() {
+    let nest = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+    assert!(serde_json::from_str::<Value>(&nest(MAX_MESSAGE_DEPTH)).is_ok());
+    assert!(serde_json::from_str::<Value>(&nest(MAX_MESSAGE_DEPTH + 1)).is_err());
 }
