@@ -595,20 +595,21 @@ impl Runner {
     fn list_warnings(&self) -> Vec<String> {
         let tools = self.slot.tools.read().ok().map(|t| t.clone());
         let offers = self.slot.offers.read().ok().map(|o| o.clone());
-        let mut all = Vec::new();
+        let mut lists = Vec::new();
         if let Some(t) = &tools {
-            all.extend(crate::listing::warnings("tools/list", &t.issues));
+            lists.push(("tools/list", &t.issues));
         }
         if let Some(o) = &offers {
-            all.extend(crate::listing::warnings("prompts/list", &o.prompts.issues));
-            all.extend(crate::listing::warnings(
-                "resources/list",
-                &o.resources.issues,
-            ));
-            all.extend(crate::listing::warnings(
-                "resources/templates/list",
-                &o.templates.issues,
-            ));
+            lists.push(("prompts/list", &o.prompts.issues));
+            lists.push(("resources/list", &o.resources.issues));
+            lists.push(("resources/templates/list", &o.templates.issues));
+        }
+        // What cut a whole list first, so the truncation below never hides it.
+        let mut all = Vec::new();
+        for whole in [true, false] {
+            for (what, issues) in &lists {
+                all.extend(crate::listing::warnings(what, issues, whole));
+            }
         }
         if all.len() > MAX_WARNINGS {
             let more = all.len() - (MAX_WARNINGS - 1);
