@@ -379,3 +379,30 @@ async fn over_http_an_answer_with_a_string_id_never_answers_an_integer_request()
     let _ = child.kill();
     let _ = child.wait();
 }
+
+#[tokio::test]
+async fn a_server_silent_to_discover_falls_back_after_the_startup_timeout_and_says_so() {
+    // The probe waits the whole start-up timeout (here 1 s), then `initialize` goes out on
+    // the same process.
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let spawns = log.path().to_str().unwrap().to_string();
+    let m = start(vec![setup(
+        "quiet",
+        &["--fault", "silent-discover", "--spawn-log", &spawns],
+        1000,
+        5000,
+    )]);
+    let st = wait_status(&m, "quiet", |s| s.state.is_settled()).await;
+    assert_eq!(st.state, ServerState::Ready, "{st:?}");
+    assert_eq!(st.era.unwrap().version, "2025-11-25");
+    let note = st.era_note.unwrap();
+    assert!(note.contains("no answer within 1s"), "{note}");
+    assert_eq!(std::fs::read_to_string(&spawns).unwrap().lines().count(), 1);
+    assert!(
+        call(&m, "quiet", "echo")
+            .await
+            .unwrap()
+            .contains("still here")
+    );
+    m.shutdown().await;
+}

@@ -17,7 +17,8 @@ faults: crash-at-start, hang, garbage, stderr-flood, exit-on-probe,
   bad-utf16-handshake (the handshake answer), early-responses (stray answers before each one),
   invalid-id-request (a ping with an object id before `add` answers; the reply is logged),
   ask-roots (adds a `roots` tool that asks roots/list and returns the answer),
-  string-id (over --http: tools/call answered with its id as a string)
+  string-id (over --http: tools/call answered with its id as a string),
+  silent-discover (server/discover is never answered)
   [--discover-delay-ms N] answers server/discover after N ms
 tools: echo{message}, add{a,b}, crash, hang, huge, slow{ms,progressEvery}, grow, error, evil, ask (elicitation), plus toolN";
 
@@ -447,6 +448,8 @@ impl Server {
         let modern_request = Self::modern_meta_ok(&params);
         match method {
             "initialize" => self.initialize(id, &params),
+            // `silent-discover`: an old server that ignores what it does not know.
+            "server/discover" if self.has("silent-discover") => {}
             "server/discover" => self.discover(id),
             // Like the Python SDK: without a handshake, only enveloped requests are served.
             _ if !modern_request
