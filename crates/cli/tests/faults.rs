@@ -108,11 +108,12 @@ async fn a_server_that_crashes_mid_call_fails_that_call_and_is_restarted() {
         )
         .await
         .unwrap_err();
+    // How it ended is part of the error (wire_faults.rs checks the details).
     assert!(
         matches!(
             err,
             CallError::Request {
-                source: RequestError::Closed,
+                source: RequestError::Exited { .. },
                 ..
             }
         ),
@@ -132,35 +133,26 @@ async fn a_server_that_crashes_mid_call_fails_that_call_and_is_restarted() {
     m.shutdown().await;
 }
 
+// An over-long line is no timeout any more: wire_faults.rs checks it fails at once and the
+// server is restarted.
 #[tokio::test]
-async fn an_oversized_line_and_a_hung_call_time_out_and_the_server_stays_usable() {
+async fn a_hung_call_times_out_and_the_server_stays_usable() {
     let m = Manager::start(vec![setup("big", &[], 5000, 1500)], options());
     wait_until(&m, "big", is("ready")).await;
     let id = ServerId::new("big");
-    for tool in ["huge", "hang"] {
-        let err = m
-            .call(&id, tool, None, &CancellationToken::new())
-            .await
-            .unwrap_err();
-        let timed_out = matches!(
-            err,
-            CallError::Request {
-                source: RequestError::Timeout(_),
-                ..
-            }
-        );
-        assert!(timed_out, "{tool}: {err:?}");
-    }
-    // The host may still be discarding the oversized line; the server must answer again
-    // once it is gone, on the same connection.
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        match echo(&m, "big").await {
-            Ok(text) => break assert!(text.contains("still here")),
-            Err(e) if std::time::Instant::now() < deadline => eprintln!("not yet: {e}"),
-            Err(e) => panic!("the server never became usable again: {e}"),
+    let err = m
+        .call(&id, "hang", None, &CancellationToken::new())
+        .await
+        .unwrap_err();
+    let timed_out = matches!(
+        err,
+        CallError::Request {
+            source: RequestError::Timeout(_),
+            ..
         }
-    }
+    );
+    assert!(timed_out, "{err:?}");
+    assert!(echo(&m, "big").await.unwrap().contains("still here"));
     assert_eq!(m.status(&id).unwrap().restarts, 0);
     m.shutdown().await;
 }

@@ -237,6 +237,18 @@ impl ClientHandler for HostHandler {
         Ok(self.elicit(request).await)
     }
 
+    /// Roots are never declared (they are deprecated in 2026-07-28), so a server that asks
+    /// anyway is told the method does not exist rather than handed an empty list.
+    #[allow(deprecated)] // The trait method exists until rmcp removes roots; we refuse it.
+    async fn list_roots(
+        &self,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ListRootsResult, rmcp::ErrorData> {
+        Err(rmcp::ErrorData::method_not_found::<
+            rmcp::model::ListRootsRequestMethod,
+        >())
+    }
+
     fn on_prompt_list_changed(
         &self,
         _context: NotificationContext<RoleClient>,

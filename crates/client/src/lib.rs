@@ -17,6 +17,7 @@ mod reading;
 pub mod session;
 pub mod stdio;
 pub mod supervisor;
+pub mod wire;
 
 pub use handler::{
     ClientFeatures, ElicitationAsk, ElicitationKind, ElicitationReply, Progress, defaults_answer,

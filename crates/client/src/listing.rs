@@ -193,6 +193,21 @@ fn or_issue<T>(what: &str, listed: Result<Listing<T>, RequestError>) -> Listing<
     })
 }
 
+/// One line per issue of a `what` listing, for a server's status: those that cut the whole
+/// list (`whole`: caps, a cursor loop, a failed listing) or those about single entries.
+pub fn warnings(what: &str, issues: &[ListIssue], whole: bool) -> Vec<String> {
+    // Names and reasons can carry the server's text.
+    let clean = mcp_host_core::sanitize::strip_terminal_escapes;
+    issues
+        .iter()
+        .filter(|i| (i.item == "*") == whole)
+        .map(|i| match i.item.as_str() {
+            "*" => format!("{what}: {}", clean(&i.reason)),
+            item => format!("{what}: `{}` left out: {}", clean(item), clean(&i.reason)),
+        })
+        .collect()
+}
+
 fn issue(item: &str, reason: String) -> ListIssue {
     ListIssue {
         item: item.to_string(),

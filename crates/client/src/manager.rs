@@ -36,6 +36,9 @@ pub struct ManagerOptions {
     pub credentials: Option<mcp_host_store::CredentialVault>,
 }
 
+/// How many list warnings a status carries; the rest are counted (and in the log).
+const MAX_WARNINGS: usize = 8;
+
 /// How long a liveness check may take before the server counts as gone.
 const HEALTH_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -539,9 +542,14 @@ impl Runner {
             *s = Some(session.clone());
         }
         let era = session.era().clone();
+        let note = session.era_note().map(str::to_string);
         self.publish(|s| {
             s.state = ServerState::Ready;
             s.era = Some(era);
+            // A reconnect in the known era makes no probe: the first one's reason stands.
+            if note.is_some() {
+                s.era_note = note;
+            }
         });
         let remote = matches!(self.endpoint, Endpoint::Http { .. });
         let every = self.opts.health_interval;
@@ -600,7 +608,39 @@ impl Runner {
         if let Ok(mut o) = self.slot.offers.write() {
             *o = Arc::new(offers);
         }
-        self.publish(|s| s.revision += 1);
+        let warnings = self.list_warnings();
+        self.publish(|s| {
+            s.revision += 1;
+            s.warnings = warnings;
+        });
+    }
+
+    /// What the current lists left out, one line each (at most [`MAX_WARNINGS`]).
+    fn list_warnings(&self) -> Vec<String> {
+        let tools = self.slot.tools.read().ok().map(|t| t.clone());
+        let offers = self.slot.offers.read().ok().map(|o| o.clone());
+        let mut lists = Vec::new();
+        if let Some(t) = &tools {
+            lists.push(("tools/list", &t.issues));
+        }
+        if let Some(o) = &offers {
+            lists.push(("prompts/list", &o.prompts.issues));
+            lists.push(("resources/list", &o.resources.issues));
+            lists.push(("resources/templates/list", &o.templates.issues));
+        }
+        // What cut a whole list first, so the truncation below never hides it.
+        let mut all = Vec::new();
+        for whole in [true, false] {
+            for (what, issues) in &lists {
+                all.extend(crate::listing::warnings(what, issues, whole));
+            }
+        }
+        if all.len() > MAX_WARNINGS {
+            let more = all.len() - (MAX_WARNINGS - 1);
+            all.truncate(MAX_WARNINGS - 1);
+            all.push(format!("… and {more} more (see the log)"));
+        }
+        all
     }
 
     async fn refresh_tools(&self, session: &Session) -> Result<(), RequestError> {
@@ -613,9 +653,11 @@ impl Runner {
         if let Ok(mut t) = self.slot.tools.write() {
             *t = Arc::new(list);
         }
+        let warnings = self.list_warnings();
         self.publish(|s| {
             s.tool_count = count;
             s.revision += 1;
+            s.warnings = warnings;
         });
         session.tools_changed.refreshed(covers);
         Ok(())

@@ -92,6 +92,11 @@ pub struct ServerStatus {
     /// Last lines the server wrote to stderr (sanitised), newest last.
     pub stderr_tail: Vec<String>,
     pub restarts: u32,
+    /// Why the server is in an older era although 2026-07-28 was tried first.
+    pub era_note: Option<String>,
+    /// What a ready server's lists left out and why (page caps, cursor loops, broken
+    /// entries), so a partial listing is never silent.
+    pub warnings: Vec<String>,
 }
 
 impl ServerStatus {
@@ -103,6 +108,8 @@ impl ServerStatus {
             revision: 0,
             stderr_tail: Vec::new(),
             restarts: 0,
+            era_note: None,
+            warnings: Vec::new(),
         }
     }
 }

@@ -135,6 +135,8 @@ pub struct ServerRow {
     pub tools: usize,
     pub last_error: Option<String>,
     pub stderr_tail: Vec<String>,
+    /// What its lists left out, and why it is in an older era: shown, never only logged.
+    pub notes: Vec<String>,
     /// A project server waiting for the person's approval.
     pub needs_approval: bool,
     /// For a server waiting for approval: what approving lets it run and send, as written

@@ -332,6 +332,7 @@ pub(crate) fn clean_server(r: &ServerRow) -> ServerRow {
         tools: r.tools,
         last_error: r.last_error.as_deref().map(clean_text),
         stderr_tail: r.stderr_tail.iter().map(|l| clean_line(l)).collect(),
+        notes: r.notes.iter().map(|l| clean_line(l)).collect(),
         needs_approval: r.needs_approval,
         definition: r.definition.iter().map(|l| clean_line(l)).collect(),
         enabled: r.enabled,

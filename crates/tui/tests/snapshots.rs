@@ -274,6 +274,28 @@ fn mcp_panel_with_a_failed_server() {
 }
 
 #[test]
+fn mcp_panel_shows_a_ready_servers_list_warnings_and_era_fallback() {
+    let (mut app, _) = app();
+    with_status(&mut app);
+    let mut cut = server("looping", "ready");
+    cut.notes = vec![
+        "tools/list: cursor \"0\" repeated; stopped listing".into(),
+        "era 2025-11-25: server/discover had no answer within 30s".into(),
+    ];
+    app.apply(Update::Servers(vec![cut]));
+    type_str(&mut app, "/mcp\n");
+    let text = screen(&app, 80, 24);
+    assert!(
+        text.contains("note: tools/list: cursor \"0\" repeated"),
+        "{text}"
+    );
+    assert!(
+        text.contains("note: era 2025-11-25: server/discover had no answer"),
+        "{text}"
+    );
+}
+
+#[test]
 fn tools_browser_with_a_search() {
     let (mut app, _) = app();
     with_status(&mut app);

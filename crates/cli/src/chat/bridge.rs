@@ -198,10 +198,20 @@ pub fn server_rows(m: &Manager, needs_approval: &[(String, Vec<String>)]) -> Vec
                 stderr_tail: status.stderr_tail.clone(),
                 needs_approval: waiting.is_some(),
                 definition: waiting.map(|(_, d)| d.clone()).unwrap_or_default(),
+                notes: notes(&status),
                 enabled: !matches!(status.state, ServerState::Disabled),
             })
         })
         .collect()
+}
+
+/// A server's list warnings and era fallback, for the `/mcp` panel.
+fn notes(status: &mcp_host_core::ServerStatus) -> Vec<String> {
+    let mut out = status.warnings.clone();
+    if let (Some(note), Some(era)) = (&status.era_note, &status.era) {
+        out.push(format!("era {}: {note}", era.version));
+    }
+    out
 }
 
 /// The catalogue as the `/tools` browser lists it.

@@ -28,6 +28,10 @@ struct Row {
     error: Option<String>,
     restarts: u32,
     stderr_tail: Vec<String>,
+    /// Why the server is in an older era although 2026-07-28 was tried.
+    era_note: Option<String>,
+    /// What its lists left out (page caps, cursor loops, broken entries).
+    warnings: Vec<String>,
 }
 
 pub async fn run(host: &Host, args: ServersArgs) -> anyhow::Result<ExitCode> {
@@ -63,6 +67,8 @@ pub async fn run(host: &Host, args: ServersArgs) -> anyhow::Result<ExitCode> {
                     },
                     restarts: st.restarts,
                     stderr_tail: st.stderr_tail,
+                    era_note: st.era_note,
+                    warnings: st.warnings,
                 }
             })
             .collect();
@@ -101,6 +107,7 @@ pub async fn run(host: &Host, args: ServersArgs) -> anyhow::Result<ExitCode> {
                     &cells
                 )
             );
+            crate::output::out!("{}", notes(&rows));
             if rows.iter().any(|r| r.state == "pending_approval") {
                 crate::output::outln!(
                     "\nProject servers wait for you: mcp-host servers approve NAME (or deny NAME)."
@@ -110,6 +117,24 @@ pub async fn run(host: &Host, args: ServersArgs) -> anyhow::Result<ExitCode> {
         Ok(ExitCode::SUCCESS)
     })
     .await
+}
+
+/// Below the table: each server's list warnings and era fallback, one line each.
+fn notes(rows: &[Row]) -> String {
+    let mut out = String::new();
+    for r in rows {
+        for w in &r.warnings {
+            out.push_str(&format!("{}: {}\n", r.name, one_line(w, 160)));
+        }
+        if let (Some(note), Some(era)) = (&r.era_note, &r.era) {
+            out.push_str(&format!("{}: era {era}: {}\n", r.name, one_line(note, 160)));
+        }
+    }
+    if out.is_empty() {
+        out
+    } else {
+        format!("\n{out}")
+    }
 }
 
 fn answer(host: &Host, action: ServersAction) -> anyhow::Result<ExitCode> {

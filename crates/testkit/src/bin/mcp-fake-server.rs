@@ -15,6 +15,13 @@ const HELP: &str =
 faults: crash-at-start, hang, garbage, stderr-flood, exit-on-probe,
   hostile-text (terminal escapes in descriptions, instructions, results, errors, stderr;
   NUL bytes and a 1 MiB line on stdout before every answer; adds the tool hostile_error)
+  wire faults (the `add` tool's answer): bad-utf16, bad-envelope, result-and-error, deep-result;
+  bad-utf16-handshake (the handshake answer), early-responses (stray answers before each one),
+  invalid-id-request (a ping with an object id before `add` answers; the reply is logged),
+  ask-roots (adds a `roots` tool that asks roots/list and returns the answer),
+  string-id (over --http: tools/call answered with its id as a string),
+  silent-discover (server/discover is never answered)
+  [--discover-delay-ms N] answers server/discover after N ms
 tools: echo{message}, add{a,b}, crash, hang, huge, slow{ms,progressEvery}, grow, error, evil, ask (elicitation), plus toolN";
 
 #[derive(Clone, Copy, PartialEq)]
@@ -49,6 +56,8 @@ struct Opts {
     read_only: Vec<String>,
     /// `instructions` returned by `initialize` and `server/discover`.
     instructions: Option<String>,
+    /// How long `server/discover` takes to answer (a server slow to start).
+    discover_delay: Duration,
 }
 
 fn parse_opts() -> Opts {
@@ -67,6 +76,7 @@ fn parse_opts() -> Opts {
         echo_name: "echo".into(),
         read_only: Vec::new(),
         instructions: None,
+        discover_delay: Duration::ZERO,
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -93,6 +103,9 @@ fn parse_opts() -> Opts {
             "--annotate-readonly" => o.read_only.push(val()),
             "--instructions" => o.instructions = Some(val()),
             "--start-delay-ms" => o.start_delay = Duration::from_millis(val().parse().unwrap_or(0)),
+            "--discover-delay-ms" => {
+                o.discover_delay = Duration::from_millis(val().parse().unwrap_or(0))
+            }
             "--spawn-log" => {
                 let path = val();
                 let mut f = std::fs::OpenOptions::new()
@@ -147,6 +160,8 @@ struct Server {
     http_head: String,
     /// The `ask` tool's call, waiting for the client's answer to our `elicitation/create`.
     asking: Option<Value>,
+    /// The `roots` tool's call, waiting for the client's answer to our `roots/list`.
+    asking_roots: Option<Value>,
 }
 
 fn main() {
@@ -187,6 +202,7 @@ fn main() {
         listen: None,
         http_head: String::new(),
         asking: None,
+        asking_roots: None,
     };
     if let Some(port) = http {
         return serve_http(&mut server, port, &buf);
@@ -231,6 +247,14 @@ fn main() {
             server.log_request(&method, &msg.get("params").cloned().unwrap_or(json!({})));
             continue;
         };
+        if id.is_null() && msg.get("error").is_some() {
+            // What the client said to our request with an invalid id.
+            server.log_request(
+                &format!("response id=null {}", msg["error"]["code"]),
+                &json!({}),
+            );
+            continue;
+        }
         if msg.get("result").is_some() || msg.get("error").is_some() {
             // The answer to the `ask` tool's question ends that call with what came back;
             // any other response is to something we never sent.
@@ -244,6 +268,14 @@ fn main() {
                 server.reply(
                     call,
                     json!({"content": [{"type": "text", "text": answer.to_string()}]}),
+                );
+            }
+            if id == json!("roots")
+                && let Some(call) = server.asking_roots.take()
+            {
+                server.reply(
+                    call,
+                    json!({"content": [{"type": "text", "text": msg.to_string()}]}),
                 );
             }
             continue;
@@ -312,10 +344,19 @@ fn serve_http(server: &mut Server, port: u16, buf: &SharedBuf) {
             msg.get("params").cloned().unwrap_or(json!({})),
         );
         let written = std::mem::take(&mut *buf.0.lock().unwrap());
-        let reply = String::from_utf8_lossy(&written)
+        let mut reply = String::from_utf8_lossy(&written)
             .lines()
             .find(|l| serde_json::from_str::<Value>(l).is_ok_and(|v| v.get("id") == Some(&id)))
             .map(str::to_string);
+        // `string-id`: tools/call is answered with its integer id as a string.
+        if server.has("string-id") && method == "tools/call" {
+            reply = reply
+                .and_then(|r| serde_json::from_str::<Value>(&r).ok())
+                .map(|mut v| {
+                    v["id"] = json!(id.to_string());
+                    v.to_string()
+                });
+        }
         match reply {
             Some(r) => respond(&mut stream, "200 OK", &r),
             None => respond(&mut stream, "202 Accepted", ""),
@@ -339,10 +380,44 @@ impl Server {
     }
 
     fn reply(&self, id: Value, result: Value) {
+        self.stray_answers(&id);
         self.send(json!({"jsonrpc": "2.0", "id": id, "result": result}));
     }
 
+    /// `early-responses`: before the real answer to `id`, an answer to the request the
+    /// client has not sent yet (`id + 1`) and one with `id` as a string.
+    fn stray_answers(&self, id: &Value) {
+        if let (true, Some(n)) = (self.has("early-responses"), id.as_i64()) {
+            self.send(json!({"jsonrpc": "2.0", "id": n + 1, "result": {"stray": true}}));
+            self.send(json!({"jsonrpc": "2.0", "id": n.to_string(), "result": {"stray": true}}));
+        }
+    }
+
+    /// The wire faults: raw answers to `add` that no decoder should accept. Returns whether
+    /// it answered.
+    fn wire_fault(&self, id: &Value) -> bool {
+        let line = if self.has("bad-utf16") {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":"\ud800"}}]}}}}"#
+            )
+        } else if self.has("bad-envelope") {
+            format!(r#"{{"jsonrpc":"1.0","id":{id},"result":{{"content":[]}}}}"#)
+        } else if self.has("result-and-error") {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[]}},"error":{{"code":1,"message":"both"}}}}"#
+            )
+        } else if self.has("deep-result") {
+            let (open, close) = ("[".repeat(200), "]".repeat(200));
+            format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[],"x":{open}{close}}}}}"#)
+        } else {
+            return false;
+        };
+        self.write_raw(&format!("{line}\n"));
+        true
+    }
+
     fn error(&self, id: Value, code: i64, message: &str, data: Option<Value>) {
+        self.stray_answers(&id);
         let mut e = json!({"code": code, "message": message});
         if let Some(d) = data {
             e["data"] = d;
@@ -390,6 +465,8 @@ impl Server {
         let modern_request = Self::modern_meta_ok(&params);
         match method {
             "initialize" => self.initialize(id, &params),
+            // `silent-discover`: an old server that ignores what it does not know.
+            "server/discover" if self.has("silent-discover") => {}
             "server/discover" => self.discover(id),
             // Like the Python SDK: without a handshake, only enveloped requests are served.
             _ if !modern_request
@@ -496,7 +573,16 @@ impl Server {
             result["instructions"] = json!(mcp_host_testkit::HOSTILE_TEXT);
             result["serverInfo"]["name"] = json!(format!("fake{}", mcp_host_testkit::HOSTILE_TEXT));
         }
+        if self.has("bad-utf16-handshake") {
+            return self.bad_handshake_answer(&id, &result);
+        }
         self.reply(id, result);
+    }
+
+    /// `bad-utf16-handshake`: the answer with a lone surrogate in the server's name.
+    fn bad_handshake_answer(&self, id: &Value, result: &Value) {
+        let text = json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string();
+        self.write_raw(&format!("{}\n", text.replace("\"fake\"", "\"\\ud800\"")));
     }
 
     fn discover(&mut self, id: Value) {
@@ -511,6 +597,12 @@ impl Server {
             }
             _ => {
                 self.locked = Locked::Modern;
+                std::thread::sleep(self.opts.discover_delay);
+                if self.has("bad-utf16-handshake") {
+                    let answer = json!({"resultType": "complete", "supportedVersions": ["2026-07-28"], "capabilities": {},
+                        "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "fake", "version": "1.0.0"}}});
+                    return self.bad_handshake_answer(&id, &answer);
+                }
                 self.reply(id, json!({
                     "resultType": "complete",
                     "supportedVersions": ["2026-07-28"],
@@ -540,6 +632,9 @@ impl Server {
         ];
         if self.opts.broken_tool {
             tools.push(json!({"name": "broken", "description": "no schema"}));
+        }
+        if self.has("ask-roots") {
+            tools.push(json!({"name": "roots", "description": "Asks the client for roots", "inputSchema": obj(json!({}))}));
         }
         if self.opts.http_port.is_some() {
             tools.push(json!({"name": "headers", "description": "Returns the HTTP request headers", "inputSchema": obj(json!({}))}));
@@ -611,6 +706,15 @@ impl Server {
                 id,
                 text(format!("{hostile}{}", args["message"].as_str().unwrap_or_default())),
             ),
+            "add" if self.wire_fault(&id) => {}
+            "add" if self.has("invalid-id-request") => {
+                self.send(json!({"jsonrpc": "2.0", "id": {"not": "an id"}, "method": "ping"}));
+                self.reply(id, text("asked".into()))
+            }
+            "roots" => {
+                self.asking_roots = Some(id);
+                self.send(json!({"jsonrpc": "2.0", "id": "roots", "method": "roots/list"}));
+            }
             "add" => {
                 let sum = args["a"].as_f64().unwrap_or(0.0) + args["b"].as_f64().unwrap_or(0.0);
                 self.reply(id, text(sum.to_string()))

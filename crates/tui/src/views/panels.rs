@@ -187,6 +187,14 @@ fn server_detail(
             &[Span::raw("  ")],
         ));
     }
+    for note in &s.notes {
+        head.extend(text_lines(
+            note,
+            t.warn,
+            &[Span::styled("note: ", t.bold)],
+            &[Span::raw("  ")],
+        ));
+    }
     let mut rows = wrap_all(&head, w);
     if s.stderr_tail.is_empty() {
         return rows;

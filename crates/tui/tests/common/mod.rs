@@ -127,6 +127,7 @@ pub fn server(name: &str, state: &str) -> ServerRow {
         tools: 3,
         last_error: None,
         stderr_tail: Vec::new(),
+        notes: Vec::new(),
         needs_approval: false,
         definition: Vec::new(),
         enabled: true,

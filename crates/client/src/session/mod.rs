@@ -1,14 +1,15 @@
-//! One protocol session with one server, behind host-owned types. This is the only module
-//! (with `http.rs` and `oauth/`) that touches rmcp: it picks the era (probe
-//! `server/discover`, fall back to `initialize` on a fresh connection), puts a deadline on
-//! every request, cancels what it gives up on, follows cursors with caps, and decodes
-//! results leniently.
+//! One protocol session with one server, behind host-owned types: it puts a deadline on
+//! every request, cancels what it gives up on, turns the wire's verdicts into typed errors
+//! (a refused answer, a server that exited) and decodes results leniently; `connect` picks
+//! the era. With `wire`, `listing`, `reading`, `handler`, `http` and `oauth/`, the only code
+//! that touches rmcp.
 
 use crate::handler::{ClientFeatures, HostHandler, Progress, ProgressRoutes, client_config};
 use crate::http::{self, HttpFailure};
 use crate::lenient;
 use crate::oauth::{self, OAuth, OAuthError};
 use crate::stdio::{ProcessExit, SpawnError, StdioLaunch, StdioProcess, SupervisorCommand};
+use crate::wire::{Correlated, Verdicts, Wire};
 use mcp_host_core::{CallOutcome, Era};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest,
@@ -19,15 +20,18 @@ use rmcp::service::{
     ClientInitializeError, ClientLifecycleMode, PeerRequestOptions, RoleClient, RunningService,
     ServiceError, serve_client_with_lifecycle,
 };
-use rmcp::transport::{Transport, async_rw::AsyncRwTransport};
+use rmcp::transport::Transport;
 use rmcp::{service::RxJsonRpcMessage, service::TxJsonRpcMessage};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{Notify, mpsc};
+use tokio::process::{ChildStdin, ChildStdout};
+use tokio::sync::{Notify, OnceCell, mpsc};
 use tokio_util::sync::CancellationToken;
+
+mod connect;
 
 /// The protocol versions this host speaks: 2026-07-28 without a handshake, the rest via
 /// `initialize`. A server that settles on anything else is refused.
@@ -141,6 +145,12 @@ pub enum RequestError {
     Cancelled,
     #[error("connection to the server is closed")]
     Closed,
+    /// The server process ended while the request was open.
+    #[error("{how}{}", stderr_suffix(.stderr_tail))]
+    Exited {
+        how: String,
+        stderr_tail: Vec<String>,
+    },
     #[error("server error {code}: {message}")]
     Server { code: i32, message: String },
     #[error("invalid response: {0}")]
@@ -208,8 +218,14 @@ pub struct Session {
     /// Taken out (under the lock, never held across an await) when the session ends.
     process: std::sync::Mutex<Option<StdioProcess>>,
     stderr: Option<Arc<std::sync::Mutex<crate::stdio::StderrRing>>>,
+    /// The stdio decoder's verdicts (refused answers, a desynchronised stream).
+    verdicts: Option<Verdicts>,
+    /// How the server process ended, once known (shared by the runner and open requests).
+    ended: OnceCell<Option<(String, Vec<String>)>>,
     closed: CancellationToken,
     era: Era,
+    /// Why the session is in the older era although the newer one was tried.
+    era_note: Option<String>,
     /// Told when the server says its tool list changed; counts what refreshes applied.
     pub tools_changed: Arc<crate::changes::ListChanges>,
     /// Notified when the server says its prompt or resource list changed.
@@ -228,175 +244,10 @@ impl std::fmt::Debug for Session {
 }
 
 impl Session {
-    /// Connects, choosing the era. With `Auto`, a handshake that fails at the protocol level
-    /// is retried once as legacy on a fresh connection (a new process for stdio), because
-    /// some servers lock a connection to the era of its first request.
-    pub async fn connect(
-        endpoint: &Endpoint,
-        choice: EraChoice,
-        timeout: Duration,
-        features: ClientFeatures,
-    ) -> Result<Self, ConnectError> {
-        let first = match choice {
-            EraChoice::Auto => ClientLifecycleMode::Auto {
-                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-                legacy_version: Some(ProtocolVersion::V_2025_11_25),
-            },
-            EraChoice::Modern => ClientLifecycleMode::Discover {
-                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-            },
-            EraChoice::Legacy => ClientLifecycleMode::Initialize,
-        };
-        let stdio = matches!(endpoint, Endpoint::Stdio { .. });
-        match Self::open(endpoint, first, timeout, features.clone()).await {
-            // A stdio server that died or misbehaved during the probe may simply be a legacy
-            // server that insists on `initialize` first: treat it as legacy and respawn.
-            Err(ConnectError::Handshake {
-                detail, transient, ..
-            }) if choice == EraChoice::Auto && (stdio || !transient) => {
-                tracing::debug!(%detail, "probe failed; retrying as legacy on a fresh connection");
-                Self::open(endpoint, ClientLifecycleMode::Initialize, timeout, features).await
-            }
-            other => other,
-        }
-    }
-
-    async fn open(
-        endpoint: &Endpoint,
-        mode: ClientLifecycleMode,
-        timeout: Duration,
-        features: ClientFeatures,
-    ) -> Result<Self, ConnectError> {
-        let tools_changed = Arc::new(crate::changes::ListChanges::default());
-        let offers_changed = Arc::new(Notify::new());
-        let progress = ProgressRoutes::default();
-        let handler = HostHandler {
-            info: client_config(ProtocolVersion::V_2025_11_25, &features),
-            tools_changed: tools_changed.clone(),
-            offers_changed: offers_changed.clone(),
-            features,
-            progress: progress.clone(),
-        };
-        let closed = CancellationToken::new();
-        let (result, process) = match endpoint {
-            Endpoint::Stdio {
-                launch,
-                supervisor,
-                host_env,
-            } => {
-                let (process, stdin, stdout) = StdioProcess::spawn(launch, supervisor, host_env)?;
-                let inner = AsyncRwTransport::new_client(stdout, stdin)
-                    .with_max_line_length(MAX_STDIO_LINE);
-                (
-                    handshake(inner, handler, mode, timeout, &closed).await,
-                    Some(process),
-                )
-            }
-            Endpoint::Http {
-                url,
-                headers,
-                client,
-                auth: None,
-            } => {
-                let inner = http::transport(client.clone(), url, headers, false)?;
-                (
-                    handshake(inner, handler, mode, timeout, &closed).await,
-                    None,
-                )
-            }
-            Endpoint::Http {
-                url,
-                headers,
-                client,
-                auth: Some(auth),
-            } => {
-                let inner = http::transport(auth.client(client.clone()), url, headers, true)?;
-                (
-                    handshake(inner, handler, mode, timeout, &closed).await,
-                    None,
-                )
-            }
-        };
-        let service = match result {
-            Ok(Ok(service)) => service,
-            Ok(Err(e)) => {
-                let err = handshake_error(&e, process).await;
-                return Err(match endpoint {
-                    Endpoint::Http { url, .. } => err.redact_url(url),
-                    Endpoint::Stdio { .. } => err,
-                });
-            }
-            Err(_) => {
-                let transient = process.is_none();
-                if let Some(mut p) = process {
-                    tokio::spawn(async move { p.shutdown().await });
-                }
-                return Err(ConnectError::Timeout {
-                    after: timeout,
-                    transient,
-                });
-            }
-        };
-        let info = service.peer().peer_info();
-        let era = Era {
-            version: info.as_ref().map_or_else(
-                || "unknown".to_string(),
-                |i| i.protocol_version.as_str().to_string(),
-            ),
-        };
-        if !SUPPORTED_VERSIONS.contains(&era.version.as_str()) {
-            let detail = format!(
-                "the server speaks protocol version {:?}; this host supports {}",
-                era.version,
-                SUPPORTED_VERSIONS.join(", ")
-            );
-            service.cancellation_token().cancel();
-            if let Some(mut p) = process {
-                p.shutdown().await;
-            }
-            return Err(ConnectError::Handshake {
-                detail,
-                transient: false,
-                stderr_tail: Vec::new(),
-            });
-        }
-        let server_name = info.and_then(|i| i.server_info.as_ref().map(|s| s.name.clone()));
-        service
-            .peer()
-            .set_response_cache_config(rmcp::service::ClientCacheConfig::disabled())
-            .await;
-        if era.is_modern()
-            && let Some(info) = service.peer().peer_info()
-        {
-            let caps = &info.capabilities;
-            let wants = Changes {
-                tools: caps.tools.as_ref().and_then(|t| t.list_changed) == Some(true),
-                prompts: caps.prompts.as_ref().and_then(|p| p.list_changed) == Some(true),
-                resources: caps.resources.as_ref().and_then(|r| r.list_changed) == Some(true),
-            };
-            if wants.tools || wants.prompts || wants.resources {
-                let notify = (tools_changed.clone(), offers_changed.clone());
-                tokio::spawn(listen_for_changes(
-                    service.peer().clone(),
-                    wants,
-                    notify,
-                    closed.clone(),
-                ));
-            }
-        }
-        let stderr = process.as_ref().map(|p| p.stderr.clone());
-        let process = std::sync::Mutex::new(process);
-        Ok(Self {
-            service,
-            process,
-            stderr,
-            closed,
-            era,
-            tools_changed,
-            offers_changed,
-            server_name,
-            progress,
-        })
+    /// Why this session is in the older era although 2026-07-28 was tried first; `None`
+    /// when the probe was answered, or was not made (a reconnect in a known era).
+    pub fn era_note(&self) -> Option<&str> {
+        self.era_note.as_deref()
     }
 
     /// Whether the server declared prompts and resources (in `initialize` or `server/discover`).
@@ -475,11 +326,14 @@ impl Session {
             token,
         };
         // On its own deadline rmcp tells the server; cancellation is ours to announce.
+        // Biased: an answer already delivered wins over the connection closing right after
+        // it (the wire fails pending requests with the reason, then ends).
         let result = tokio::select! {
+            biased;
             r = handle.await_response() => r.map_err(map_service_error),
             () = cancel.cancelled() => {
                 let params = CancelledNotificationParam::new(
-                    Some(id),
+                    Some(id.clone()),
                     Some("cancelled by the host".into()),
                 );
                 // Best effort: a dead connection cannot be told anything.
@@ -489,7 +343,19 @@ impl Session {
             () = self.closed.cancelled() => Err(RequestError::Closed),
         };
         drop(routed);
-        result
+        match result {
+            // The decoder refused the answer: say why, not what rmcp was told.
+            Err(RequestError::Server { .. })
+                if let Some(reason) = self.verdicts.as_ref().and_then(|v| v.rejection(&id)) =>
+            {
+                Err(RequestError::Protocol(reason))
+            }
+            Err(RequestError::Closed) => match self.process_end().await {
+                Some((how, stderr_tail)) => Err(RequestError::Exited { how, stderr_tail }),
+                None => Err(RequestError::Closed),
+            },
+            other => other,
+        }
     }
 
     /// Asks whether the server is still there: `ping` in the legacy era, `server/discover`
@@ -546,86 +412,39 @@ impl Session {
     /// After [`Session::closed`] fired: says why, reaping the process (stdio) and
     /// returning the last stderr lines.
     pub async fn reap(&self) -> (String, Vec<String>) {
-        self.close_transport(Duration::from_secs(1)).await;
-        let Some(mut p) = self.take_process() else {
-            return ("the connection closed".into(), Vec::new());
-        };
-        let how = match tokio::time::timeout(Duration::from_secs(3), p.wait_exit()).await {
-            Ok(how) => how,
-            // stdout closed but the process lives on: stop it.
-            Err(_) => p.shutdown().await,
-        };
-        p.stderr_closed().await;
-        (format!("server {how}"), p.stderr_tail(5))
+        self.process_end()
+            .await
+            .unwrap_or_else(|| ("the connection closed".into(), Vec::new()))
     }
-}
 
-/// Runs the lifecycle handshake over `inner`, watched so that `closed` fires when it ends.
-async fn handshake<T: Transport<RoleClient> + 'static>(
-    inner: T,
-    handler: HostHandler,
-    mode: ClientLifecycleMode,
-    timeout: Duration,
-    closed: &CancellationToken,
-) -> Result<Result<Service, ClientInitializeError>, tokio::time::error::Elapsed> {
-    let transport = Watched {
-        inner,
-        closed: closed.clone(),
-    };
-    tokio::time::timeout(
-        timeout,
-        serve_client_with_lifecycle(handler, transport, mode),
-    )
-    .await
-}
-
-/// Which list changes a 2026-07-28 server declared it can announce.
-#[derive(Clone, Copy, Debug)]
-struct Changes {
-    tools: bool,
-    prompts: bool,
-    resources: bool,
-}
-
-/// In 2026-07-28 a server pushes list changes only on a `subscriptions/listen` stream the
-/// client opened; this keeps one open for the life of the session.
-async fn listen_for_changes(
-    peer: rmcp::service::Peer<RoleClient>,
-    wants: Changes,
-    (tools_changed, offers_changed): (Arc<crate::changes::ListChanges>, Arc<Notify>),
-    closed: CancellationToken,
-) {
-    let mut filter = SubscriptionFilter::builder();
-    if wants.tools {
-        filter = filter.tools_list_changed();
-    }
-    if wants.prompts {
-        filter = filter.prompts_list_changed();
-    }
-    if wants.resources {
-        filter = filter.resources_list_changed();
-    }
-    let opened = tokio::select! {
-        r = tokio::time::timeout(Duration::from_secs(10), peer.listen(filter.build())) => r,
-        () = closed.cancelled() => return,
-    };
-    let Ok(Ok(mut subscription)) = opened else {
-        tracing::debug!("server declared listChanged but refused subscriptions/listen");
-        return;
-    };
-    loop {
-        tokio::select! {
-            n = subscription.next() => match n {
-                Ok(Some(ServerNotification::ToolListChangedNotification(_))) => tools_changed.notify_one(),
-                Ok(Some(
-                    ServerNotification::PromptListChangedNotification(_)
-                    | ServerNotification::ResourceListChangedNotification(_),
-                )) => offers_changed.notify_one(),
-                Ok(Some(_)) => {}
-                Ok(None) | Err(_) => break,
-            },
-            () = closed.cancelled() => break,
-        }
+    /// How the server process ended and its last stderr lines, worked out once (the runner
+    /// and every request open at the time ask); `None` without a process to reap (HTTP, or
+    /// one already stopped by [`Session::shutdown`]).
+    async fn process_end(&self) -> Option<(String, Vec<String>)> {
+        self.ended
+            .get_or_init(|| async {
+                self.close_transport(Duration::from_secs(1)).await;
+                let mut p = self.take_process()?;
+                let fault = self.verdicts.as_ref().and_then(Verdicts::fault);
+                let how = match &fault {
+                    // Out of step: it will not stop by itself, and is not worth waiting for.
+                    Some(_) => p.shutdown().await,
+                    None => match tokio::time::timeout(Duration::from_secs(3), p.wait_exit()).await
+                    {
+                        Ok(how) => how,
+                        // stdout closed but the process lives on: stop it.
+                        Err(_) => p.shutdown().await,
+                    },
+                };
+                p.stderr_closed().await;
+                let why = match fault {
+                    Some(fault) => format!("{fault}; the server was stopped"),
+                    None => format!("server {how}"),
+                };
+                Some((why, p.stderr_tail(5)))
+            })
+            .await
+            .clone()
     }
 }
 
@@ -651,57 +470,5 @@ fn map_service_error(e: ServiceError) -> RequestError {
         ServiceError::Cancelled { .. } => RequestError::Cancelled,
         ServiceError::TransportClosed | ServiceError::TransportSend(_) => RequestError::Closed,
         other => RequestError::Protocol(other.to_string()),
-    }
-}
-
-async fn handshake_error(e: &ClientInitializeError, process: Option<StdioProcess>) -> ConnectError {
-    if let Some(failure) = transport_error(e).and_then(|t| oauth::auth_failure(t.error.as_ref())) {
-        return ConnectError::Auth(failure);
-    }
-    if e.is_authorization_required() {
-        let challenge = e.auth_challenge().unwrap_or("401/403 from server");
-        return ConnectError::NeedsAuth(challenge.to_string());
-    }
-    let mut stderr_tail = Vec::new();
-    let mut transient = false;
-    if let Some(mut p) = process {
-        // A crash at start: wait briefly for the exit so its last words are in the ring.
-        if let Ok(how) = tokio::time::timeout(Duration::from_secs(2), p.wait_exit()).await {
-            p.stderr_closed().await;
-            stderr_tail = p.stderr_tail(5);
-            transient = how != ProcessExit::SpawnFailed;
-            let detail = format!("server {how} during the handshake ({e})");
-            return ConnectError::Handshake {
-                detail,
-                transient,
-                stderr_tail,
-            };
-        }
-        stderr_tail = p.stderr_tail(5);
-        tokio::spawn(async move { p.shutdown().await });
-    } else if let Some(error) = transport_error(e) {
-        transient = http::classify(error.error.as_ref()) == HttpFailure::Transient;
-        let detail = http::describe(error.error.as_ref());
-        return ConnectError::Handshake {
-            detail,
-            transient,
-            stderr_tail,
-        };
-    }
-    ConnectError::Handshake {
-        detail: e.to_string(),
-        transient,
-        stderr_tail,
-    }
-}
-
-/// The transport failure behind a handshake error, looking through a failed legacy fallback.
-fn transport_error(e: &ClientInitializeError) -> Option<&rmcp::transport::DynamicTransportError> {
-    match e {
-        ClientInitializeError::TransportError { error, .. } => Some(error),
-        ClientInitializeError::LegacyFallbackFailed { fallback, discover } => {
-            transport_error(fallback).or_else(|| transport_error(discover))
-        }
-        _ => None,
     }
 }

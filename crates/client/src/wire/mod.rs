@@ -1,0 +1,531 @@
+//! The stdio wire: newline-delimited JSON-RPC read under a byte cap, decoded and checked
+//! here instead of inside rmcp, so that every fault a server can put on its stdout ends in
+//! an immediate, visible outcome rather than a silently dropped line and a deadline:
+//!
+//! - a line the decoder rejects (a lone UTF-16 surrogate, a wrong envelope, `result` and
+//!   `error` together, nesting deeper than [`MAX_MESSAGE_DEPTH`]) fails the request it
+//!   answers at once, with the reason ([`Verdicts::rejection`] tells it from a server's
+//!   own error);
+//! - a server→client request that cannot be served is answered with an error, and one
+//!   whose id is not a string or an integer is answered with `"id": null`;
+//! - a line longer than the cap stops being read at the cap: every pending request fails
+//!   at once and the connection ends, since the stream is out of step from there on (the
+//!   caller stops the process);
+//! - a response is delivered only for an id this side sent and has not seen answered, with
+//!   the same type (a string `"1"` never answers request `1`); others are dropped, so an
+//!   early or stray response can neither break a handshake nor answer the wrong request.
+//!
+//! A [`Wire`] is a cheap handle: a handshake that learns the server is of the older era
+//! goes on over the same process with a new handle.
+
+use rmcp::model::{
+    ClientNotification, ErrorCode, ErrorData, JsonRpcError, JsonRpcMessage, RequestId,
+};
+use rmcp::service::{RoleClient, RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::transport::Transport;
+use serde::Deserialize;
+use serde::de::IgnoredAny;
+use serde_json::Value;
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::future::Future;
+use std::sync::{Arc, Mutex, OnceLock};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+
+/// Deepest nesting of arrays and objects accepted in one message: serde_json's own
+/// recursion limit, so a message that decodes is never scanned twice; the depth is counted
+/// only when decoding failed, to name this reason. Above the 64 levels a tool schema may
+/// have plus the envelope around it, so such a tool is still refused alone (by the lenient
+/// decoder), not with its whole page.
+pub const MAX_MESSAGE_DEPTH: usize = 127;
+
+/// What a line turned out to be.
+#[derive(Debug)]
+pub(crate) enum Decoded {
+    Message(Box<RxJsonRpcMessage<RoleClient>>),
+    /// Meant as a response to `id`, but unusable: that request fails with `reason`.
+    BadResponse {
+        id: RequestId,
+        reason: String,
+    },
+    /// A request from the server that cannot be served; `id: None` is answered with
+    /// `"id": null` because the id itself is invalid.
+    BadRequest {
+        id: Option<RequestId>,
+        reason: String,
+    },
+    /// Nothing to answer or fail (stdout noise, a broken notification, a response to no
+    /// valid id).
+    Ignored(String),
+}
+
+/// The envelope of a message that did not decode, read without interpreting its contents
+/// (ignored values are skipped without a recursion limit or string validation, so the id
+/// can be recovered from a line that is otherwise broken).
+#[derive(Deserialize)]
+struct Head {
+    #[serde(default, deserialize_with = "present")]
+    jsonrpc: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    id: Option<Value>,
+    #[serde(default, deserialize_with = "present_any")]
+    method: Option<IgnoredAny>,
+    #[serde(default, deserialize_with = "present_any")]
+    result: Option<IgnoredAny>,
+    #[serde(default, deserialize_with = "present_any")]
+    error: Option<IgnoredAny>,
+}
+
+/// A member that is there, even as `null` (`Option` alone reads `null` as absent).
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
+}
+
+fn present_any<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<IgnoredAny>, D::Error> {
+    IgnoredAny::deserialize(d).map(Some)
+}
+
+/// JSON-RPC ids in MCP are strings or integers, never null, fractions or structures.
+fn valid_id(v: &Value) -> Option<RequestId> {
+    match v {
+        Value::String(s) => Some(RequestId::String(s.as_str().into())),
+        Value::Number(n) => n.as_i64().map(RequestId::Number),
+        _ => None,
+    }
+}
+
+/// How deeply arrays and objects nest in `line`, not counting brackets inside strings.
+pub(crate) fn nesting_depth(line: &[u8]) -> usize {
+    let (mut depth, mut max, mut in_string, mut escaped) = (0usize, 0usize, false, false);
+    for &b in line {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    max
+}
+
+/// Decodes one line (without its newline).
+pub(crate) fn decode(line: &[u8]) -> Decoded {
+    let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    if line.iter().all(u8::is_ascii_whitespace) {
+        return Decoded::Ignored("empty line".into());
+    }
+    let failure = match serde_json::from_slice::<RxJsonRpcMessage<RoleClient>>(line) {
+        Ok(msg) => return Decoded::Message(Box::new(msg)),
+        Err(_) if nesting_depth(line) > MAX_MESSAGE_DEPTH => {
+            format!("the message is nested deeper than {MAX_MESSAGE_DEPTH} levels")
+        }
+        Err(e) => format!("it does not decode ({e})"),
+    };
+    let Ok(head) = serde_json::from_slice::<Head>(line) else {
+        return Decoded::Ignored(format!("not a JSON-RPC message ({failure})"));
+    };
+    let reason = envelope_problem(&head).unwrap_or(failure);
+    let id = head.id.as_ref().map(valid_id);
+    match (head.method.is_some(), id) {
+        (true, Some(Some(id))) => Decoded::BadRequest {
+            id: Some(id),
+            reason,
+        },
+        (true, Some(None)) => Decoded::BadRequest {
+            id: None,
+            reason: "the request id is not a string or an integer".into(),
+        },
+        (false, Some(Some(id))) => Decoded::BadResponse { id, reason },
+        (_, _) => Decoded::Ignored(reason),
+    }
+}
+
+/// What is wrong with a message's envelope, if anything is.
+fn envelope_problem(head: &Head) -> Option<String> {
+    match &head.jsonrpc {
+        Some(Value::String(v)) if v == "2.0" => {}
+        Some(other) => return Some(format!("`jsonrpc` is {other}, not \"2.0\"")),
+        None => return Some("the `jsonrpc` member is missing".into()),
+    }
+    if head.method.is_some() {
+        return None;
+    }
+    match (head.result.is_some(), head.error.is_some()) {
+        (true, true) => Some("the response has both `result` and `error`".into()),
+        (false, false) => Some("the response has neither `result` nor `error`".into()),
+        _ => None,
+    }
+}
+
+/// Which requests this side has sent and not seen answered, and which answers were
+/// refused by the decoder (by id, so a server cannot forge one).
+#[derive(Debug, Default)]
+struct Correlation {
+    outstanding: HashSet<RequestId>,
+    rejected: HashMap<RequestId, String>,
+}
+
+#[derive(Debug, Default)]
+struct Shared {
+    correlation: Mutex<Correlation>,
+    /// Why the stream can no longer be trusted (set once, on an over-long line).
+    fault: OnceLock<String>,
+}
+
+impl Shared {
+    fn with<T>(&self, f: impl FnOnce(&mut Correlation) -> T) -> Option<T> {
+        self.correlation.lock().ok().map(|mut c| f(&mut c))
+    }
+
+    fn note_sent(&self, msg: &TxJsonRpcMessage<RoleClient>) {
+        match msg {
+            JsonRpcMessage::Request(r) => {
+                self.with(|c| c.outstanding.insert(r.id.clone()));
+            }
+            // A request given up on is not waited for: a late answer is dropped here.
+            JsonRpcMessage::Notification(n) => {
+                if let ClientNotification::CancelledNotification(c) = &n.notification
+                    && let Some(id) = &c.params.request_id
+                {
+                    self.with(|c| c.outstanding.remove(id));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Whether `msg` may reach rmcp: anything but an answer to no pending request. An
+    /// error without an id (the server could not read ours) passes, as JSON-RPC allows.
+    fn admits(&self, msg: &RxJsonRpcMessage<RoleClient>) -> bool {
+        let id = match msg {
+            JsonRpcMessage::Response(r) => Some(&r.id),
+            JsonRpcMessage::Error(e) => e.id.as_ref(),
+            _ => None,
+        };
+        match id {
+            Some(id) if !self.take_outstanding(id) => {
+                tracing::debug!(%id, "dropped a response to no pending request");
+                false
+            }
+            _ => true,
+        }
+    }
+
+    /// Whether an answer to `id` is awaited; if so it is not any more.
+    fn take_outstanding(&self, id: &RequestId) -> bool {
+        self.with(|c| c.outstanding.remove(id)).unwrap_or(false)
+    }
+
+    /// Fails the request `id` with `reason`, as an error message rmcp routes to it.
+    fn reject(&self, id: RequestId, reason: String) -> RxJsonRpcMessage<RoleClient> {
+        self.with(|c| c.rejected.insert(id.clone(), reason.clone()));
+        JsonRpcMessage::Error(JsonRpcError::new(
+            Some(id),
+            ErrorData::new(
+                ErrorCode::INTERNAL_ERROR,
+                format!("invalid response: {reason}"),
+                None,
+            ),
+        ))
+    }
+}
+
+/// The decoder's verdicts on one connection, readable after rmcp took the wire.
+#[derive(Clone, Debug)]
+pub struct Verdicts(Arc<Shared>);
+
+impl Verdicts {
+    /// Why the decoder refused the answer to `id`, if it did.
+    pub fn rejection(&self, id: &RequestId) -> Option<String> {
+        self.0.with(|c| c.rejected.remove(id)).flatten()
+    }
+
+    /// Why the stream is out of step and the server must be stopped, if it is.
+    pub fn fault(&self) -> Option<String> {
+        self.0.fault.get().cloned()
+    }
+
+    /// Whether any answer was refused so far (the reason stays for [`Verdicts::take_any`]).
+    pub(crate) fn refused_any(&self) -> bool {
+        self.0.with(|c| !c.rejected.is_empty()).unwrap_or(false)
+    }
+
+    /// The reason of some refused answer, if there was one.
+    pub(crate) fn take_any(&self) -> Option<String> {
+        self.0
+            .with(|c| {
+                let id = c.rejected.keys().next().cloned()?;
+                c.rejected.remove(&id)
+            })
+            .flatten()
+    }
+
+    /// Nothing sent so far is awaited any more (before a second handshake on the same
+    /// connection, whose ids start again where the first one's did).
+    pub(crate) fn forget_pending(&self) {
+        self.0.with(|c| c.outstanding.clear());
+    }
+}
+
+/// The read half: a bounded line buffer (kept across cancelled reads, since rmcp polls
+/// `receive` inside `select!`) and messages made up here waiting to be delivered.
+struct Reader<R> {
+    read: BufReader<R>,
+    line: Vec<u8>,
+    cap: usize,
+    queue: VecDeque<RxJsonRpcMessage<RoleClient>>,
+    ended: bool,
+}
+
+enum LineRead {
+    Line,
+    Overlong,
+    Eof,
+}
+
+impl<R: AsyncRead + Unpin> Reader<R> {
+    /// Reads one line into `self.line`, never holding more than `cap` bytes of it.
+    async fn next_line(&mut self) -> LineRead {
+        loop {
+            let (take, done) = {
+                let Ok(available) = self.read.fill_buf().await else {
+                    return LineRead::Eof;
+                };
+                if available.is_empty() {
+                    return LineRead::Eof;
+                }
+                let newline = available.iter().position(|b| *b == b'\n');
+                let take = newline.map_or(available.len(), |i| i + 1);
+                let body = newline.map_or(take, |i| i);
+                if self.line.len() + body > self.cap {
+                    return LineRead::Overlong;
+                }
+                self.line.extend_from_slice(&available[..body]);
+                (take, newline.is_some())
+            };
+            self.read.consume(take);
+            if done {
+                return LineRead::Line;
+            }
+        }
+    }
+}
+
+/// A stdio connection to one server as an rmcp transport. Clones share the connection.
+pub struct Wire<R, W> {
+    reader: Arc<tokio::sync::Mutex<Reader<R>>>,
+    writer: Arc<tokio::sync::Mutex<Option<W>>>,
+    shared: Arc<Shared>,
+}
+
+impl<R, W> Clone for Wire<R, W> {
+    fn clone(&self) -> Self {
+        Self {
+            reader: self.reader.clone(),
+            writer: self.writer.clone(),
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+impl<R, W> Wire<R, W>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    /// A wire over a server's stdout (`read`) and stdin (`write`), taking lines of at most
+    /// `cap` bytes.
+    pub fn new(read: R, write: W, cap: usize) -> Self {
+        Self {
+            reader: Arc::new(tokio::sync::Mutex::new(Reader {
+                read: BufReader::new(read),
+                line: Vec::new(),
+                cap,
+                queue: VecDeque::new(),
+                ended: false,
+            })),
+            writer: Arc::new(tokio::sync::Mutex::new(Some(write))),
+            shared: Arc::default(),
+        }
+    }
+
+    /// What the session keeps of the wire once rmcp owns it.
+    pub fn verdicts(&self) -> Verdicts {
+        Verdicts(self.shared.clone())
+    }
+
+    /// Writes a reply this side makes up (to a request it cannot serve) on its own task,
+    /// so a cancelled `receive` never leaves half a line on the server's stdin.
+    fn answer(&self, id: Option<RequestId>, reason: &str) {
+        let id = id.map_or(Value::Null, |id| serde_json::json!(id));
+        let reply = serde_json::json!({
+            "jsonrpc": "2.0",
+            "id": id,
+            "error": {"code": ErrorCode::INVALID_REQUEST.0, "message": format!("Invalid request: {reason}")},
+        });
+        let mut bytes = reply.to_string().into_bytes();
+        bytes.push(b'\n');
+        let writer = self.writer.clone();
+        tokio::spawn(async move {
+            if let Some(w) = writer.lock().await.as_mut() {
+                // Best effort: a server that closed its stdin cannot be told.
+                let _ = w.write_all(&bytes).await;
+                let _ = w.flush().await;
+            }
+        });
+    }
+
+    /// The next message for rmcp, or `None` when the connection has ended.
+    async fn next(&self) -> Option<RxJsonRpcMessage<RoleClient>> {
+        let mut reader = self.reader.lock().await;
+        loop {
+            if let Some(msg) = reader.queue.pop_front() {
+                return Some(msg);
+            }
+            if reader.ended {
+                return None;
+            }
+            match reader.next_line().await {
+                LineRead::Line => {}
+                LineRead::Eof => {
+                    reader.ended = true;
+                    continue;
+                }
+                LineRead::Overlong => {
+                    let reason =
+                        format!("the server sent a message longer than {} bytes", reader.cap);
+                    tracing::warn!(%reason, "stopping a desynchronised stdio stream");
+                    let _ = self.shared.fault.set(reason.clone());
+                    let pending: Vec<RequestId> = self
+                        .shared
+                        .with(|c| c.outstanding.drain().collect())
+                        .unwrap_or_default();
+                    for id in pending {
+                        let msg = self.shared.reject(id, reason.clone());
+                        reader.queue.push_back(msg);
+                    }
+                    reader.ended = true;
+                    continue;
+                }
+            }
+            let decoded = decode(&reader.line);
+            reader.line.clear();
+            match decoded {
+                Decoded::Message(msg) => {
+                    if self.shared.admits(&msg) {
+                        return Some(*msg);
+                    }
+                }
+                Decoded::BadResponse { id, reason } => {
+                    if self.shared.take_outstanding(&id) {
+                        tracing::debug!(%id, %reason, "refused a response");
+                        return Some(self.shared.reject(id, reason));
+                    }
+                    tracing::debug!(%id, %reason, "dropped a broken response to no pending request");
+                }
+                Decoded::BadRequest { id, reason } => {
+                    tracing::debug!(%reason, "refused a request from the server");
+                    self.answer(id, &reason);
+                }
+                Decoded::Ignored(reason) => {
+                    tracing::debug!(%reason, "ignored a line from the server");
+                }
+            }
+        }
+    }
+}
+
+impl<R, W> Transport<RoleClient> for Wire<R, W>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    type Error = std::io::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        // Registered before the bytes leave, so the answer can never arrive first.
+        self.shared.note_sent(&item);
+        let writer = self.writer.clone();
+        async move {
+            let mut bytes = serde_json::to_vec(&item)?;
+            bytes.push(b'\n');
+            let mut w = writer.lock().await;
+            let w = w.as_mut().ok_or_else(|| {
+                std::io::Error::new(std::io::ErrorKind::NotConnected, "stdin is closed")
+            })?;
+            w.write_all(&bytes).await?;
+            w.flush().await
+        }
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
+        self.next().await
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        // Dropping stdin is how a stdio server is told to stop.
+        if let Some(mut w) = self.writer.lock().await.take() {
+            let _ = w.shutdown().await;
+        }
+        Ok(())
+    }
+}
+
+/// Any other transport (Streamable HTTP) with the same id correlation as the stdio wire:
+/// an answer is delivered only for an id this side sent and has not seen answered.
+pub struct Correlated<T> {
+    inner: T,
+    shared: Arc<Shared>,
+}
+
+impl<T> Correlated<T> {
+    pub fn new(inner: T) -> Self {
+        Self {
+            inner,
+            shared: Arc::default(),
+        }
+    }
+}
+
+impl<T: Transport<RoleClient>> Transport<RoleClient> for Correlated<T> {
+    type Error = T::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        self.shared.note_sent(&item);
+        self.inner.send(item)
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
+        loop {
+            let msg = self.inner.receive().await?;
+            if self.shared.admits(&msg) {
+                return Some(msg);
+            }
+        }
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        self.inner.close().await
+    }
+}
+
+#[cfg(test)]
+mod tests;

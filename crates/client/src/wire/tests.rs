@@ -1,0 +1,176 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a panic is the failure report.
+
+use super::*;
+use rmcp::model::{ClientRequest, PingRequest};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+
+fn reason_of(d: Decoded) -> (Option<RequestId>, String) {
+    match d {
+        Decoded::BadResponse { id, reason } => (Some(id), reason),
+        other => panic!("expected a refused response, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_lone_surrogate_fails_the_response_it_answers_with_the_reason() {
+    let (id, reason) = reason_of(decode(
+        br#"{"jsonrpc":"2.0","id":3,"result":{"name":"\ud800"}}"#,
+    ));
+    assert_eq!(id, Some(RequestId::Number(3)));
+    assert!(
+        reason.contains("does not decode") && reason.contains("escape"),
+        "{reason}"
+    );
+}
+
+#[test]
+fn wrong_envelopes_are_named() {
+    let (_, r) = reason_of(decode(br#"{"jsonrpc":"1.0","id":1,"result":{}}"#));
+    assert!(r.contains("not \"2.0\""), "{r}");
+    let (_, r) = reason_of(decode(
+        br#"{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":"x"}}"#,
+    ));
+    assert!(r.contains("both `result` and `error`"), "{r}");
+    let (_, r) = reason_of(decode(br#"{"jsonrpc":"2.0","id":1}"#));
+    assert!(r.contains("neither"), "{r}");
+}
+
+#[test]
+fn deep_nesting_is_refused_with_the_limit_and_the_id_is_still_found() {
+    let deep = format!(
+        r#"{{"jsonrpc":"2.0","id":"x","result":{}{}}}"#,
+        "[".repeat(500),
+        "]".repeat(500)
+    );
+    let (id, r) = reason_of(decode(deep.as_bytes()));
+    assert_eq!(id, Some(RequestId::String("x".into())));
+    assert!(r.contains("nested deeper than 127"), "{r}");
+    assert_eq!(nesting_depth(br#"{"a":"[[[[","b":[{}]}"#), 3);
+}
+
+#[test]
+fn requests_with_invalid_ids_are_answered_with_a_null_id_and_noise_is_ignored() {
+    for id in ["null", "1.5", "{\"a\":1}", "true"] {
+        let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#);
+        assert!(
+            matches!(
+                decode(line.as_bytes()),
+                Decoded::BadRequest { id: None, .. }
+            ),
+            "{id}"
+        );
+    }
+    assert!(matches!(decode(b"starting up..."), Decoded::Ignored(_)));
+    assert!(matches!(
+        decode(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#),
+        Decoded::Message(_)
+    ));
+}
+
+type Duplex = tokio::io::DuplexStream;
+
+/// A wire whose server side the test plays: returns the wire and the server's ends.
+fn pair(cap: usize) -> (Wire<Duplex, Duplex>, Duplex, BufReader<Duplex>) {
+    let (server_out, client_in) = tokio::io::duplex(1 << 20);
+    let (client_out, server_in) = tokio::io::duplex(1 << 20);
+    (
+        Wire::new(client_in, client_out, cap),
+        server_out,
+        BufReader::new(server_in),
+    )
+}
+
+async fn send_ping<R>(wire: &mut Wire<R, Duplex>, id: i64)
+where
+    R: tokio::io::AsyncRead + Unpin + Send + 'static,
+{
+    let msg = JsonRpcMessage::request(
+        ClientRequest::PingRequest(PingRequest::default()),
+        RequestId::Number(id),
+    );
+    wire.send(msg).await.unwrap();
+}
+
+#[tokio::test]
+async fn only_an_exactly_matching_pending_id_is_answered() {
+    let (mut wire, mut server, _from_client) = pair(1024);
+    send_ping(&mut wire, 1).await;
+    // A string "1" for request 1, an answer to a request never sent, then the real one.
+    server
+        .write_all(
+            b"{\"jsonrpc\":\"2.0\",\"id\":\"1\",\"result\":{}}\n\
+              {\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{}}\n\
+              {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\
+              {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n",
+        )
+        .await
+        .unwrap();
+    drop(server);
+    let got = wire.receive().await.unwrap();
+    assert!(
+        matches!(&got, JsonRpcMessage::Response(r) if r.id == RequestId::Number(1)),
+        "{got:?}"
+    );
+    // The duplicate answer is to no pending request any more.
+    assert!(wire.receive().await.is_none());
+}
+
+#[tokio::test]
+async fn a_refused_answer_fails_its_request_and_says_why() {
+    let (mut wire, mut server, _from_client) = pair(1024);
+    send_ping(&mut wire, 7).await;
+    server
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"t\":\"\\udc00\"}}\n")
+        .await
+        .unwrap();
+    let got = wire.receive().await.unwrap();
+    let JsonRpcMessage::Error(e) = got else {
+        panic!("{got:?}")
+    };
+    assert_eq!(e.id, Some(RequestId::Number(7)));
+    let why = wire.verdicts().rejection(&RequestId::Number(7)).unwrap();
+    assert!(why.contains("escape"), "{why}");
+}
+
+#[tokio::test]
+async fn an_invalid_request_id_is_answered_with_id_null() {
+    let (mut wire, mut server, mut from_client) = pair(1024);
+    server
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":{\"x\":1},\"method\":\"ping\"}\n")
+        .await
+        .unwrap();
+    drop(server);
+    assert!(wire.receive().await.is_none());
+    let mut line = String::new();
+    from_client.read_line(&mut line).await.unwrap();
+    let reply: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(reply["id"], Value::Null, "{reply}");
+    assert_eq!(reply["error"]["code"], -32600);
+}
+
+#[tokio::test]
+async fn an_endless_line_stops_at_the_cap_and_fails_every_pending_request() {
+    // The server's stdout is an endless line: reading must stop at the cap, not buffer on.
+    let (client_out, _server_in) = tokio::io::duplex(1 << 16);
+    let mut wire = Wire::new(tokio::io::repeat(b'x'), client_out, 64 * 1024);
+    send_ping(&mut wire, 1).await;
+    send_ping(&mut wire, 2).await;
+    let mut failed = Vec::new();
+    while let Some(msg) = wire.receive().await {
+        let JsonRpcMessage::Error(e) = msg else {
+            panic!("{msg:?}")
+        };
+        failed.push(e.id.unwrap());
+    }
+    failed.sort_by_key(|id| id.to_string());
+    assert_eq!(failed, [RequestId::Number(1), RequestId::Number(2)]);
+    let fault = wire.verdicts().fault().unwrap();
+    assert!(fault.contains("longer than 65536 bytes"), "{fault}");
+}
+
+#[test]
+fn serde_json_refuses_exactly_what_is_deeper_than_the_limit() {
+    let nest = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+    assert!(serde_json::from_str::<Value>(&nest(MAX_MESSAGE_DEPTH)).is_ok());
+    assert!(serde_json::from_str::<Value>(&nest(MAX_MESSAGE_DEPTH + 1)).is_err());
+}
