@@ -7,9 +7,8 @@
 use crate::lint::{self, Flag};
 use crate::names::{NameTable, ToolKey};
 use crate::pins::{self, PinCheck, PinError, PinStore};
-use crate::schema::{self, Problem};
+use crate::schema::{self, Checker, Problem};
 use crate::search::{DocText, Index};
-use jsonschema::Validator;
 use mcp_host_core::{
     PromptDescriptor, ResourceDescriptor, ResourceTemplateDescriptor, ServerId, ToolDescriptor,
 };
@@ -44,7 +43,7 @@ pub struct Entry {
     /// The description as always shown (capped at [`lint::DESCRIPTION_LIMIT`]).
     pub description: String,
     pub flags: Vec<Flag>,
-    validator: Option<Arc<Validator>>,
+    validator: Option<Arc<Checker>>,
     pub callable: bool,
     pub always_load: bool,
     /// Hash of the definition; pins and remembered approvals are bound to it.
@@ -98,6 +97,11 @@ pub enum Refusal {
         name: String,
         problems: Vec<Problem>,
     },
+    /// The validation did not finish (over its budget): refused, never passed.
+    NotValidated {
+        name: String,
+        reason: String,
+    },
 }
 
 impl fmt::Display for Refusal {
@@ -106,6 +110,9 @@ impl fmt::Display for Refusal {
             Self::UnknownTool(n) => write!(f, "no tool named `{n}`"),
             Self::Unavailable { name, reason } => {
                 write!(f, "tool `{name}` is unavailable: {reason}")
+            }
+            Self::NotValidated { name, reason } => {
+                write!(f, "arguments for `{name}` were not accepted: {reason}")
             }
             Self::InvalidArguments { name, problems } => {
                 write!(
@@ -271,7 +278,10 @@ impl Catalogue {
             });
         }
         if let Some(v) = &entry.validator {
-            let problems = schema::problems(v, args);
+            let problems = schema::problems(v, args).map_err(|e| Refusal::NotValidated {
+                name: entry.name.clone(),
+                reason: e.to_string(),
+            })?;
             if !problems.is_empty() {
                 return Err(Refusal::InvalidArguments {
                     name: entry.name.clone(),
@@ -345,12 +355,18 @@ fn entry(
     );
     let (validator, callable) = match schema::compile(&tool.input_schema) {
         Ok(v) => (Some(Arc::new(v)), true),
-        Err(reason) if allow_unvalidated => {
-            flags.push(Flag::SchemaUnvalidated { reason });
+        // `allowUnvalidated` covers schemas the validator cannot read, not ones refused
+        // as too costly to check: those stay withheld (see `CompileError::may_go_unvalidated`).
+        Err(e) if allow_unvalidated && e.may_go_unvalidated() => {
+            flags.push(Flag::SchemaUnvalidated {
+                reason: e.to_string(),
+            });
             (None, true)
         }
-        Err(reason) => {
-            flags.push(Flag::SchemaUnavailable { reason });
+        Err(e) => {
+            flags.push(Flag::SchemaUnavailable {
+                reason: e.to_string(),
+            });
             (None, false)
         }
     };
@@ -648,5 +664,23 @@ mod tests {
             c.search("what time is it", 5)[0].0.name,
             "time__get_current_time"
         );
+    }
+
+    #[test]
+    fn allow_unvalidated_does_not_lift_a_budget_refusal() {
+        let expansion = crate::budget::tests::expansion_schema(12, 8);
+        let mut lenient = server("s", vec![tool("t", "", expansion)]);
+        lenient.allow_unvalidated = true;
+        let c = Catalogue::build(vec![lenient]);
+        let e = &c.entries()[0];
+        assert!(!e.callable);
+        let Some(Flag::SchemaUnavailable { reason }) = e.flags.last() else {
+            panic!("{:?}", e.flags)
+        };
+        assert!(reason.contains("budget"), "{reason}");
+        assert!(matches!(
+            c.prepare_call(e, &json!({"q": "x"})),
+            Err(Refusal::Unavailable { .. })
+        ));
     }
 }
