@@ -54,6 +54,7 @@ pub async fn snapshot_quiet(
             templates: offers.templates.items.clone(),
             always_load: spec.is_some_and(|s| s.always_load),
             allow_unvalidated: spec.is_some_and(|s| s.allow_unvalidated),
+            instructions: m.instructions(id),
         });
     }
     let mut catalogue = Catalogue::build(servers);
