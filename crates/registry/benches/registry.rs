@@ -199,6 +199,7 @@ fn benches(c: &mut Criterion) {
         b.iter(|| schema::problems(&v, black_box(&bad)))
     });
     real_server_schemas(c);
+    hostile_schemas(c);
 }
 
 /// Validation cost per call on the real servers' schemas of `eval/tools.json` (dumped from
@@ -235,6 +236,43 @@ fn real_server_schemas(c: &mut Criterion) {
             }
         })
     });
+}
+
+/// The two hostile cases of issue 12: an expansion schema refused at compile time, and a
+/// validation stopped at its step budget (the longest any call can validate).
+fn hostile_schemas(c: &mut Criterion) {
+    let mut defs = serde_json::Map::new();
+    for l in 0..12 {
+        let next: Vec<Value> = if l == 11 {
+            vec![json!({"type": "string"})]
+        } else {
+            (0..8)
+                .map(|b| json!({"$ref": format!("#/$defs/l{}", l + 1), "minimum": b}))
+                .collect()
+        };
+        defs.insert(format!("l{l}"), json!({"anyOf": next}));
+    }
+    let expansion =
+        json!({"type": "object", "properties": {"q": {"$ref": "#/$defs/l0"}}, "$defs": defs});
+    c.bench_function("compile_refuses_expansion_schema", |b| {
+        b.iter(|| schema::compile(black_box(&expansion)).is_err())
+    });
+    let branches: Vec<Value> = (0..8)
+        .map(|i| json!({"type": "array", "minItems": i % 2, "items": {"$ref": "#/$defs/n"}}))
+        .collect();
+    let slow = json!({"type": "object", "properties": {"x": {"$ref": "#/$defs/n"}}, "$defs": {"n": {"anyOf": branches}}});
+    let v = schema::compile(&slow).unwrap();
+    let mut deep = json!("leaf");
+    for _ in 0..14 {
+        deep = json!([deep]);
+    }
+    let args = json!({"x": deep});
+    let mut group = c.benchmark_group("budget");
+    group.sample_size(10);
+    group.bench_function("validation_stopped_at_step_budget", |b| {
+        b.iter(|| schema::problems(&v, black_box(&args)).is_err())
+    });
+    group.finish();
 }
 
 /// Arguments a model would plausibly send: every property filled with a value of its type.

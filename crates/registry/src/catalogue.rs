@@ -208,14 +208,9 @@ impl Catalogue {
         }
         let mut server_flags: BTreeMap<ServerId, Vec<Flag>> = BTreeMap::new();
         for s in &servers {
-            if let Some(text) = &s.instructions {
-                let found: Vec<Flag> = lint::hidden_characters("instructions", text)
-                    .into_iter()
-                    .chain(lint::reads_as_instructions("instructions", text))
-                    .collect();
-                if !found.is_empty() {
-                    server_flags.insert(s.server.clone(), found);
-                }
+            let found = lint::instructions_flags(s.instructions.as_deref().unwrap_or_default());
+            if !found.is_empty() {
+                server_flags.insert(s.server.clone(), found);
             }
         }
         let mut sorted: BTreeMap<ToolKey, (ToolDescriptor, bool, bool)> = BTreeMap::new();
@@ -380,50 +375,12 @@ fn entry(
     always_load: bool,
     allow_unvalidated: bool,
 ) -> Entry {
-    let mut flags = Vec::new();
-    let raw_description = tool.description.clone().unwrap_or_default();
-    let (description, cut) = lint::cap_description(
-        &lint::clean_for_model(&raw_description),
-        lint::DESCRIPTION_LIMIT,
-    );
-    if let Some(original_chars) = cut {
-        flags.push(Flag::DescriptionCut {
-            original_chars,
-            limit: lint::DESCRIPTION_LIMIT,
-        });
-    }
-    let schema_text = tool.input_schema.to_string();
-    let fields = [
-        ("name", Some(tool.name.as_str())),
-        ("title", tool.title.as_deref()),
-        ("description", tool.description.as_deref()),
-        ("inputSchema", Some(schema_text.as_str())),
-    ];
-    flags.extend(
-        fields
-            .iter()
-            .filter_map(|(f, t)| t.and_then(|t| lint::hidden_characters(f, t))),
-    );
-    let prose = lint::schema_prose(&tool.input_schema);
-    let read_as_prose = [
-        ("title", tool.title.as_deref().unwrap_or_default()),
-        ("description", raw_description.as_str()),
-        ("inputSchema", prose.as_str()),
-    ];
-    let mut instruction_phrases: Vec<String> = Vec::new();
-    for (field, text) in read_as_prose {
-        if let Some(flag) = lint::reads_as_instructions(field, text) {
-            if let Flag::ReadsAsInstructions { phrases, .. } = &flag {
-                for p in phrases {
-                    if !instruction_phrases.contains(p) {
-                        instruction_phrases.push(p.clone());
-                    }
-                }
-            }
-            flags.push(flag);
-        }
-    }
-    let model_schema = lint::clean_schema(&tool.input_schema);
+    let lint::ToolText {
+        description,
+        model_schema,
+        mut flags,
+        instruction_phrases,
+    } = lint::tool_text(&tool);
     let (validator, callable) = match schema::compile(&tool.input_schema) {
         Ok(v) => (Some(Arc::new(v)), true),
         // `allowUnvalidated` covers schemas the validator cannot read, not ones refused
