@@ -399,4 +399,38 @@ mod tests {
         // The next call on the same schema has its own budget.
         assert!(problems(&v, &json!({"x": [[]]})).unwrap().is_empty());
     }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn a_long_validation_leaves_the_async_workers_free() {
+        use std::sync::atomic::AtomicBool;
+        let s = json!({"$defs": {"n": {"anyOf": (0..8).map(|i| json!({"type": "array", "minItems": i % 2, "items": {"$ref": "#/$defs/n"}})).collect::<Vec<_>>()}},
+            "type": "object", "properties": {"x": {"$ref": "#/$defs/n"}}});
+        let v = Arc::new(compile(&s).unwrap());
+        let mut deep = json!("leaf");
+        for _ in 0..14 {
+            deep = json!([deep]);
+        }
+        let done = Arc::new(AtomicBool::new(false));
+        let started = Arc::new(tokio::sync::Notify::new());
+        let validation = tokio::spawn({
+            let (done, started) = (done.clone(), started.clone());
+            async move {
+                started.notify_one();
+                // No await from here on: without the hand-off this holds the only worker.
+                let r = problems(&v, &json!({"x": deep}));
+                done.store(true, Ordering::SeqCst);
+                r
+            }
+        });
+        started.notified().await;
+        let other = tokio::spawn({
+            let done = done.clone();
+            async move { done.load(Ordering::SeqCst) }
+        });
+        assert!(
+            !other.await.unwrap(),
+            "another task ran while the validation was still going"
+        );
+        assert_eq!(validation.await.unwrap(), Err(ValidateError::OverBudget));
+    }
 }
