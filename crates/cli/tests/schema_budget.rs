@@ -118,31 +118,37 @@ fn a_validation_that_would_run_for_ever_is_refused_and_nothing_is_sent() {
 }
 
 #[test]
-fn sigterm_ends_the_host_within_two_seconds_while_a_hook_blocks() {
-    let sb = Sandbox::new();
-    let marker = sb.path().join("hook-started");
-    let hook = format!("touch {}; sleep 30", marker.display());
-    let text = json!({
-        "mcpServers": {"f": {"command": fake()}},
-        "hooks": {"PreToolUse": [{"matcher": "*", "hooks": [{"type": "command", "command": hook, "timeout": 60}]}]}
-    });
-    let cfg = sb.write("c.json", &text.to_string());
-    let mut child = spawn(
-        &sb,
-        &["call", "f__echo", "--args", r#"{"message": "hi"}"#],
-        &cfg,
-    );
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !marker.exists() {
-        assert!(Instant::now() < deadline, "the hook never started");
-        std::thread::sleep(Duration::from_millis(10));
+fn sigterm_or_sigint_ends_the_host_within_two_seconds_while_a_hook_blocks() {
+    for sig in [
+        nix::sys::signal::Signal::SIGTERM,
+        nix::sys::signal::Signal::SIGINT,
+    ] {
+        let sb = Sandbox::new();
+        let marker = sb.path().join("hook-started");
+        let hook = format!("touch {}; sleep 30", marker.display());
+        let text = json!({
+            "mcpServers": {"f": {"command": fake()}},
+            "hooks": {"PreToolUse": [{"matcher": "*", "hooks": [{"type": "command", "command": hook, "timeout": 60}]}]}
+        });
+        let cfg = sb.write("c.json", &text.to_string());
+        let mut child = spawn(
+            &sb,
+            &["call", "f__echo", "--args", r#"{"message": "hi"}"#],
+            &cfg,
+        );
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !marker.exists() {
+            assert!(Instant::now() < deadline, "the hook never started");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let sent = Instant::now();
+        signal(child.id(), sig);
+        let status = exit_within(&mut child, Duration::from_secs(2));
+        let took = sent.elapsed();
+        let (_, err) = output_of(child);
+        let status =
+            status.unwrap_or_else(|| panic!("{sig}: still running 2 s after the signal: {err}"));
+        assert_eq!(status.code(), Some(130), "{sig}: {err}");
+        assert!(took < Duration::from_secs(2), "{sig}: {took:?}");
     }
-    let sent = Instant::now();
-    signal(child.id(), nix::sys::signal::Signal::SIGTERM);
-    let status = exit_within(&mut child, Duration::from_secs(2));
-    let took = sent.elapsed();
-    let (_, err) = output_of(child);
-    let status = status.unwrap_or_else(|| panic!("still running 2 s after SIGTERM: {err}"));
-    assert_eq!(status.code(), Some(130), "{err}");
-    assert!(took < Duration::from_secs(2), "{took:?}");
 }
