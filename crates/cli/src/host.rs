@@ -187,22 +187,47 @@ impl Host {
     }
 }
 
+/// How long the host may take to stop after SIGINT/SIGTERM before it exits anyway.
+/// Servers die with it: each supervisor watches its lifeline pipe (see
+/// `client/src/supervisor.rs`) and ends its server's process tree when the host is gone.
+pub const EXIT_GRACE: Duration = Duration::from_millis(1_500);
+
 /// A token cancelled on the first SIGINT or SIGTERM. The handlers are installed before this
 /// returns, so a signal that arrives while servers are still starting is not lost (and does
 /// not kill the host before it can stop them).
+///
+/// Signals are read on a plain thread, not a tokio task: a task cannot run while every
+/// worker is busy (a long validation, a blocking call), and a signal must still end the host.
+/// The first signal cancels the token and starts a watchdog that exits the process with
+/// status 130 after [`EXIT_GRACE`] unless it ended by then; a second signal exits at once.
 pub fn interrupt_token() -> anyhow::Result<CancellationToken> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut int = signal(SignalKind::interrupt()).context("cannot install the SIGINT handler")?;
-    let mut term = signal(SignalKind::terminate()).context("cannot install the SIGTERM handler")?;
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])
+        .context("cannot install the SIGINT/SIGTERM handlers")?;
     let token = CancellationToken::new();
     let fire = token.clone();
-    tokio::spawn(async move {
-        tokio::select! {
-            _ = int.recv() => {}
-            _ = term.recv() => {}
-        }
-        fire.cancel();
-    });
+    std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || {
+            let mut received = signals.forever();
+            if received.next().is_none() {
+                return;
+            }
+            fire.cancel();
+            let watchdog = std::thread::Builder::new()
+                .name("exit-watchdog".into())
+                .spawn(|| {
+                    std::thread::sleep(EXIT_GRACE);
+                    exit_now("did not stop in time");
+                });
+            if watchdog.is_err() {
+                exit_now("cannot start the exit watchdog");
+            }
+            if received.next().is_some() {
+                exit_now("second signal");
+            }
+        })
+        .context("cannot start the signal thread")?;
     Ok(token)
 }
 
@@ -218,4 +243,12 @@ impl Host {
     pub fn hooks(&self) -> anyhow::Result<mcp_host_engine::Hooks> {
         Ok(mcp_host_engine::Hooks::compile(&self.config)?)
     }
+}
+
+/// Ends the process without unwinding the runtime; the terminal is given back first (raw
+/// mode off, a no-op when the chat screen is not up).
+fn exit_now(why: &str) -> ! {
+    let _ = crossterm::terminal::disable_raw_mode();
+    crate::output::errln!("interrupted: exiting ({why}); servers stop with the host");
+    std::process::exit(130)
 }

@@ -39,7 +39,8 @@ pub struct ApprovalRequest {
     pub args: Value,
     /// Why policy asks, in one sentence.
     pub reason: String,
-    /// The tool's description as the catalogue shows it (sanitised, capped).
+    /// The tool's description as the catalogue shows it (sanitised, capped), followed by
+    /// the host's note on hidden characters removed and instruction-like text, if any.
     pub description: String,
     /// The tool's annotations as the server sent them.
     pub annotations: Option<Value>,
@@ -73,7 +74,12 @@ impl ApprovalRequest {
             tool: entry.key.tool.clone(),
             args: args.clone(),
             reason: reason.to_string(),
-            description: entry.description.clone(),
+            // What the host removed from, or found in, the tool's text is part of what the
+            // person reads before saying yes.
+            description: match mcp_host_registry::lint::model_text_note(&entry.flags) {
+                Some(note) => format!("{}\n\n{note}", entry.description),
+                None => entry.description.clone(),
+            },
             annotations: entry.tool.annotations.clone(),
             annotations_believed: trusted && entry.tool.annotations.is_some(),
             drift_diff,

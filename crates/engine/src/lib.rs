@@ -172,7 +172,11 @@ pub fn system_prompt(manager: &Manager, catalogue: &Catalogue) -> Option<String>
         .into_iter()
         .filter_map(|id| {
             let text = manager.instructions(id)?;
-            let text = mcp_host_core::sanitize::strip_terminal_escapes(&text);
+            // Hidden characters (TAG, zero-width, bidi) are removed as from descriptions;
+            // `mcp-host tools` shows the server's flag for them.
+            let text = mcp_host_registry::lint::clean_for_model(
+                &mcp_host_core::sanitize::strip_terminal_escapes(&text),
+            );
             Some(format!(
                 "<server-instructions server=\"{id}\">\n{}\n</server-instructions>",
                 cap(&text, INSTRUCTIONS_CHARS)
@@ -644,6 +648,7 @@ pub fn tool_facts(entry: &Entry) -> ToolFacts<'_> {
             .flags
             .iter()
             .any(|f| matches!(f, Flag::Confusable { .. })),
+        instruction_phrases: &entry.instruction_phrases,
         annotations: entry.tool.annotations.as_ref(),
     }
 }

@@ -52,6 +52,7 @@ pub async fn snapshot(
             templates: offers.templates.items.clone(),
             always_load: spec.is_some_and(|s| s.always_load),
             allow_unvalidated: spec.is_some_and(|s| s.allow_unvalidated),
+            instructions: manager.instructions(id),
         });
     }
     let mut catalogue = Catalogue::build(servers);

@@ -44,6 +44,8 @@ pub enum DecidedBy {
     },
     Drift,
     LookAlike,
+    /// The tool's text reads as instructions to the model (lint flag `reads_as_instructions`).
+    InstructionText,
     Taint {
         from: String,
     },
@@ -112,6 +114,9 @@ pub struct ToolFacts<'a> {
     pub definition_hash: &'a str,
     pub drifted: bool,
     pub look_alike: bool,
+    /// Phrases in the tool's text that address the model ("ignore previous instructions",
+    /// `~/.ssh`, …); empty when none were found.
+    pub instruction_phrases: &'a [String],
     pub annotations: Option<&'a Value>,
 }
 
@@ -186,6 +191,15 @@ pub fn decide(call: Call<'_>, cx: Context<'_>) -> Decision {
             call.name
         );
         return decision(Verdict::Ask, DecidedBy::LookAlike, why);
+    }
+    // A server the user trusts vouches for its own text; any other must show it to a person.
+    if !cx.tool.instruction_phrases.is_empty() && !cx.server_trusted {
+        let why = format!(
+            "`{}` has text that reads as instructions to the model ({}); read its description before it runs",
+            call.name,
+            cx.tool.instruction_phrases.join(", ")
+        );
+        return decision(Verdict::Ask, DecidedBy::InstructionText, why);
     }
     let h = hints(cx.server_trusted, cx.tool.annotations);
     let trusted_read_only = cx.server_trusted && h.read_only;

@@ -27,6 +27,7 @@ struct Case {
     annotations: Option<Value>,
     drifted: bool,
     look_alike: bool,
+    instruction_phrases: &'static [&'static str],
     provenance: &'static [&'static str],
     remembered: Option<Verdict>,
     expect: Verdict,
@@ -44,6 +45,7 @@ fn base() -> Case {
         annotations: None,
         drifted: false,
         look_alike: false,
+        instruction_phrases: &[],
         provenance: &[],
         remembered: None,
         expect: Verdict::Ask,
@@ -82,6 +84,7 @@ fn by_label(d: &DecidedBy) -> &'static str {
         DecidedBy::AllowRule { .. } => "allow_rule",
         DecidedBy::Drift => "drift",
         DecidedBy::LookAlike => "look_alike",
+        DecidedBy::InstructionText => "instruction_text",
         DecidedBy::Taint { .. } => "taint",
         DecidedBy::Remembered => "remembered",
         DecidedBy::ReadOnlyHint => "read_only_hint",
@@ -105,6 +108,11 @@ fn run(c: &Case) -> Decision {
         remembered.answers.insert(key, v);
     }
     let p = policy();
+    let phrases: Vec<String> = c
+        .instruction_phrases
+        .iter()
+        .map(|p| p.to_string())
+        .collect();
     let cx = Context {
         mode: c.mode,
         policy: &p,
@@ -113,6 +121,7 @@ fn run(c: &Case) -> Decision {
             definition_hash: "h1",
             drifted: c.drifted,
             look_alike: c.look_alike,
+            instruction_phrases: &phrases,
             annotations: c.annotations.as_ref(),
         },
         provenance: &provenance,
@@ -253,6 +262,25 @@ fn scenarios() {
             ..base()
         },
         Case {
+            name: "text that reads as instructions asks, even in auto mode and under an allow rule",
+            tool: "read_file",
+            instruction_phrases: &["<important>", "~/.ssh"],
+            mode: Mode::Auto,
+            by: "instruction_text",
+            ..base()
+        },
+        Case {
+            name: "a trusted server's text is not held against it",
+            server: "time",
+            tool: "now",
+            trusted: true,
+            instruction_phrases: &["~/.ssh"],
+            mode: Mode::Auto,
+            expect: Verdict::Allow,
+            by: "allow_rule",
+            ..base()
+        },
+        Case {
             name: "deny beats drift",
             tool: "delete_file",
             drifted: true,
@@ -360,6 +388,7 @@ fn a_changed_definition_forgets_remembered_answers() {
             definition_hash: "h2",
             drifted: false,
             look_alike: false,
+            instruction_phrases: &[],
             annotations: None,
         },
         provenance: &provenance,

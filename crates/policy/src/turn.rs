@@ -146,6 +146,7 @@ mod tests {
                 definition_hash: "h",
                 drifted: false,
                 look_alike: false,
+                instruction_phrases: &[],
                 annotations: None,
             },
             provenance: turn.provenance(),

@@ -198,6 +198,99 @@ fn benches(c: &mut Criterion) {
     c.bench_function("validate_invalid_args", |b| {
         b.iter(|| schema::problems(&v, black_box(&bad)))
     });
+    real_server_schemas(c);
+    hostile_schemas(c);
+}
+
+/// Validation cost per call on the real servers' schemas of `eval/tools.json` (dumped from
+/// server-everything, -filesystem, -memory, mcp-server-time, -fetch, -git and fastmcp): one
+/// iteration validates one typical argument object for every one of the 54 tools.
+fn real_server_schemas(c: &mut Criterion) {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../eval/tools.json"
+    ))
+    .expect("eval/tools.json");
+    let tools: Vec<Value> = serde_json::from_str(&text).expect("tools.json parses");
+    let cases: Vec<_> = tools
+        .iter()
+        .map(|t| {
+            let s = &t["inputSchema"];
+            (
+                schema::compile(s).expect("a real schema compiles"),
+                sample_args(s),
+            )
+        })
+        .collect();
+    c.bench_function("validate_real_schemas_54_calls", |b| {
+        b.iter(|| {
+            for (v, args) in &cases {
+                let _ = black_box(schema::problems(v, black_box(args)));
+            }
+        })
+    });
+    c.bench_function("compile_real_schemas_54", |b| {
+        b.iter(|| {
+            for t in &tools {
+                black_box(schema::compile(black_box(&t["inputSchema"])).is_ok());
+            }
+        })
+    });
+}
+
+/// The two hostile cases of issue 12: an expansion schema refused at compile time, and a
+/// validation stopped at its step budget (the longest any call can validate).
+fn hostile_schemas(c: &mut Criterion) {
+    let mut defs = serde_json::Map::new();
+    for l in 0..12 {
+        let next: Vec<Value> = if l == 11 {
+            vec![json!({"type": "string"})]
+        } else {
+            (0..8)
+                .map(|b| json!({"$ref": format!("#/$defs/l{}", l + 1), "minimum": b}))
+                .collect()
+        };
+        defs.insert(format!("l{l}"), json!({"anyOf": next}));
+    }
+    let expansion =
+        json!({"type": "object", "properties": {"q": {"$ref": "#/$defs/l0"}}, "$defs": defs});
+    c.bench_function("compile_refuses_expansion_schema", |b| {
+        b.iter(|| schema::compile(black_box(&expansion)).is_err())
+    });
+    let branches: Vec<Value> = (0..8)
+        .map(|i| json!({"type": "array", "minItems": i % 2, "items": {"$ref": "#/$defs/n"}}))
+        .collect();
+    let slow = json!({"type": "object", "properties": {"x": {"$ref": "#/$defs/n"}}, "$defs": {"n": {"anyOf": branches}}});
+    let v = schema::compile(&slow).unwrap();
+    let mut deep = json!("leaf");
+    for _ in 0..14 {
+        deep = json!([deep]);
+    }
+    let args = json!({"x": deep});
+    let mut group = c.benchmark_group("budget");
+    group.sample_size(10);
+    group.bench_function("validation_stopped_at_step_budget", |b| {
+        b.iter(|| schema::problems(&v, black_box(&args)).is_err())
+    });
+    group.finish();
+}
+
+/// Arguments a model would plausibly send: every property filled with a value of its type.
+fn sample_args(schema: &Value) -> Value {
+    let mut args = serde_json::Map::new();
+    for (k, p) in schema["properties"].as_object().into_iter().flatten() {
+        let v = match p["type"].as_str() {
+            _ if p.get("enum").is_some() => p["enum"][0].clone(),
+            Some("string") => json!("/tmp/project/src/main.rs"),
+            Some("integer") | Some("number") => json!(3),
+            Some("boolean") => json!(true),
+            Some("array") => json!(["a", "b"]),
+            Some("object") => json!({}),
+            _ => json!("x"),
+        };
+        args.insert(k.clone(), v);
+    }
+    Value::Object(args)
 }
 
 fn main() {

@@ -7,9 +7,8 @@
 use crate::lint::{self, Flag};
 use crate::names::{NameTable, ToolKey};
 use crate::pins::{self, PinCheck, PinError, PinStore};
-use crate::schema::{self, Problem};
+use crate::schema::{self, Checker, Problem};
 use crate::search::{DocText, Index};
-use jsonschema::Validator;
 use mcp_host_core::{
     PromptDescriptor, ResourceDescriptor, ResourceTemplateDescriptor, ServerId, ToolDescriptor,
 };
@@ -31,6 +30,8 @@ pub struct ServerTools {
     /// `allowUnvalidated: true`: offer tools whose schema does not compile, unvalidated,
     /// instead of withholding them.
     pub allow_unvalidated: bool,
+    /// The server's `instructions`, linted like descriptions (flags on the server).
+    pub instructions: Option<String>,
 }
 
 /// A tool as the host presents it.
@@ -41,10 +42,15 @@ pub struct Entry {
     pub key: ToolKey,
     /// The definition exactly as the server sent it.
     pub tool: ToolDescriptor,
-    /// The description as always shown (capped at [`lint::DESCRIPTION_LIMIT`]).
+    /// The description as always shown: hidden characters removed, capped at
+    /// [`lint::DESCRIPTION_LIMIT`].
     pub description: String,
+    /// The input schema as the model is given it (see [`lint::clean_schema`]).
+    pub model_schema: Value,
+    /// Instruction-like phrases found in the title, description or parameter texts.
+    pub instruction_phrases: Vec<String>,
     pub flags: Vec<Flag>,
-    validator: Option<Arc<Validator>>,
+    validator: Option<Arc<Checker>>,
     pub callable: bool,
     pub always_load: bool,
     /// Hash of the definition; pins and remembered approvals are bound to it.
@@ -73,16 +79,21 @@ impl Entry {
         })
     }
 
-    /// What a provider is given: the model-visible name, a capped description, the schema.
-    /// `on_demand` uses the larger limit for tools loaded through `load_tools`.
+    /// What a provider is given: the model-visible name, a capped description, the schema,
+    /// with hidden characters removed from all of their text. `on_demand` uses the larger
+    /// limit for tools loaded through `load_tools`.
     pub fn model_definition(&self, on_demand: bool) -> Value {
         let description = if on_demand {
             let raw = self.tool.description.as_deref().unwrap_or_default();
-            lint::cap_description(raw, lint::DESCRIPTION_LIMIT_ON_DEMAND).0
+            lint::cap_description(
+                &lint::clean_for_model(raw),
+                lint::DESCRIPTION_LIMIT_ON_DEMAND,
+            )
+            .0
         } else {
             self.description.clone()
         };
-        json!({"name": self.name, "description": description, "input_schema": self.tool.input_schema})
+        json!({"name": self.name, "description": description, "input_schema": self.model_schema})
     }
 }
 
@@ -98,6 +109,11 @@ pub enum Refusal {
         name: String,
         problems: Vec<Problem>,
     },
+    /// The validation did not finish (over its budget): refused, never passed.
+    NotValidated {
+        name: String,
+        reason: String,
+    },
 }
 
 impl fmt::Display for Refusal {
@@ -106,6 +122,9 @@ impl fmt::Display for Refusal {
             Self::UnknownTool(n) => write!(f, "no tool named `{n}`"),
             Self::Unavailable { name, reason } => {
                 write!(f, "tool `{name}` is unavailable: {reason}")
+            }
+            Self::NotValidated { name, reason } => {
+                write!(f, "arguments for `{name}` were not accepted: {reason}")
             }
             Self::InvalidArguments { name, problems } => {
                 write!(
@@ -139,6 +158,7 @@ impl ServerTools {
             templates: Vec::new(),
             always_load: false,
             allow_unvalidated: false,
+            instructions: None,
         }
     }
 }
@@ -166,6 +186,9 @@ pub struct Catalogue {
     by_name: HashMap<String, usize>,
     by_key: HashMap<ToolKey, usize>,
     index: Index,
+    /// Findings about a server: in its instructions, and each of its tools whose text
+    /// reads as instructions to the model.
+    server_flags: BTreeMap<ServerId, Vec<Flag>>,
 }
 
 impl Catalogue {
@@ -182,6 +205,13 @@ impl Catalogue {
             prompts.extend(tagged(&s.server, std::mem::take(&mut s.prompts)));
             resources.extend(tagged(&s.server, std::mem::take(&mut s.resources)));
             templates.extend(tagged(&s.server, std::mem::take(&mut s.templates)));
+        }
+        let mut server_flags: BTreeMap<ServerId, Vec<Flag>> = BTreeMap::new();
+        for s in &servers {
+            let found = lint::instructions_flags(s.instructions.as_deref().unwrap_or_default());
+            if !found.is_empty() {
+                server_flags.insert(s.server.clone(), found);
+            }
         }
         let mut sorted: BTreeMap<ToolKey, (ToolDescriptor, bool, bool)> = BTreeMap::new();
         for s in servers {
@@ -202,6 +232,16 @@ impl Catalogue {
             })
             .collect();
         flag_confusables(&mut entries);
+        for e in &entries {
+            if !e.instruction_phrases.is_empty() {
+                server_flags.entry(e.key.server.clone()).or_default().push(
+                    Flag::ReadsAsInstructions {
+                        field: format!("tool `{}`", e.key.tool),
+                        phrases: e.instruction_phrases.clone(),
+                    },
+                );
+            }
+        }
         let docs: Vec<DocText> = entries.iter().map(doc_text).collect();
         let index = Index::build(&docs);
         let by_name = entries
@@ -222,7 +262,17 @@ impl Catalogue {
             by_name,
             by_key,
             index,
+            server_flags,
         }
+    }
+
+    /// Findings about `server` itself (its instructions, and its tools that read as
+    /// instructions to the model); empty when there are none.
+    pub fn server_flags(&self, server: &ServerId) -> &[Flag] {
+        self.server_flags
+            .get(server)
+            .map(Vec::as_slice)
+            .unwrap_or_default()
     }
 
     pub fn entries(&self) -> &[Entry] {
@@ -271,7 +321,10 @@ impl Catalogue {
             });
         }
         if let Some(v) = &entry.validator {
-            let problems = schema::problems(v, args);
+            let problems = schema::problems(v, args).map_err(|e| Refusal::NotValidated {
+                name: entry.name.clone(),
+                reason: e.to_string(),
+            })?;
             if !problems.is_empty() {
                 return Err(Refusal::InvalidArguments {
                     name: entry.name.clone(),
@@ -322,35 +375,41 @@ fn entry(
     always_load: bool,
     allow_unvalidated: bool,
 ) -> Entry {
-    let mut flags = Vec::new();
-    let raw_description = tool.description.clone().unwrap_or_default();
-    let (description, cut) = lint::cap_description(&raw_description, lint::DESCRIPTION_LIMIT);
-    if let Some(original_chars) = cut {
-        flags.push(Flag::DescriptionCut {
-            original_chars,
-            limit: lint::DESCRIPTION_LIMIT,
-        });
-    }
-    let schema_text = tool.input_schema.to_string();
-    let fields = [
-        ("name", Some(tool.name.as_str())),
-        ("title", tool.title.as_deref()),
-        ("description", tool.description.as_deref()),
-        ("inputSchema", Some(schema_text.as_str())),
-    ];
-    flags.extend(
-        fields
-            .iter()
-            .filter_map(|(f, t)| t.and_then(|t| lint::hidden_characters(f, t))),
-    );
-    let (validator, callable) = match schema::compile(&tool.input_schema) {
-        Ok(v) => (Some(Arc::new(v)), true),
-        Err(reason) if allow_unvalidated => {
-            flags.push(Flag::SchemaUnvalidated { reason });
+    let lint::ToolText {
+        description,
+        model_schema,
+        mut flags,
+        instruction_phrases,
+    } = lint::tool_text(&tool);
+    // What cleaning could not remove (argument names, `enum`/`const` values) would reach the
+    // model hidden: the tool is withheld rather than offered with text nobody can see.
+    let hidden_in_names = match lint::hidden_characters("inputSchema", &model_schema.to_string()) {
+        Some(Flag::HiddenCharacters {
+            count, examples, ..
+        }) => Some(format!(
+            "argument names or allowed values hold {count} hidden character(s) ({}) the model would read",
+            examples.join(", ")
+        )),
+        _ => None,
+    };
+    let (validator, callable) = match (hidden_in_names, schema::compile(&tool.input_schema)) {
+        (Some(reason), _) => {
+            flags.push(Flag::SchemaUnavailable { reason });
+            (None, false)
+        }
+        (None, Ok(v)) => (Some(Arc::new(v)), true),
+        // `allowUnvalidated` covers schemas the validator cannot read, not ones refused
+        // as too costly to check: those stay withheld (see `CompileError::may_go_unvalidated`).
+        (None, Err(e)) if allow_unvalidated && e.may_go_unvalidated() => {
+            flags.push(Flag::SchemaUnvalidated {
+                reason: e.to_string(),
+            });
             (None, true)
         }
-        Err(reason) => {
-            flags.push(Flag::SchemaUnavailable { reason });
+        (None, Err(e)) => {
+            flags.push(Flag::SchemaUnavailable {
+                reason: e.to_string(),
+            });
             (None, false)
         }
     };
@@ -360,6 +419,8 @@ fn entry(
         key,
         tool,
         description,
+        model_schema,
+        instruction_phrases,
         flags,
         validator,
         callable,
@@ -648,5 +709,23 @@ mod tests {
             c.search("what time is it", 5)[0].0.name,
             "time__get_current_time"
         );
+    }
+
+    #[test]
+    fn allow_unvalidated_does_not_lift_a_budget_refusal() {
+        let expansion = crate::budget::tests::expansion_schema(12, 8);
+        let mut lenient = server("s", vec![tool("t", "", expansion)]);
+        lenient.allow_unvalidated = true;
+        let c = Catalogue::build(vec![lenient]);
+        let e = &c.entries()[0];
+        assert!(!e.callable);
+        let Some(Flag::SchemaUnavailable { reason }) = e.flags.last() else {
+            panic!("{:?}", e.flags)
+        };
+        assert!(reason.contains("budget"), "{reason}");
+        assert!(matches!(
+            c.prepare_call(e, &json!({"q": "x"})),
+            Err(Refusal::Unavailable { .. })
+        ));
     }
 }

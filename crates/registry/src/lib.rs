@@ -3,6 +3,7 @@
 //! (look-alike names, hidden characters, cut descriptions), definition pins with drift
 //! reports, and lexical search for deferred tool loading.
 
+pub mod budget;
 pub mod catalogue;
 pub mod eval;
 pub mod exposure;

@@ -52,8 +52,9 @@ fn makes_calls(command: Option<&Command>) -> bool {
     }
 }
 
-/// How long in-flight work gets to wind down (tell servers it was cancelled) after a signal.
-const CANCEL_GRACE: Duration = Duration::from_secs(2);
+/// How long in-flight work gets to wind down (tell servers it was cancelled) after a signal;
+/// shorter than `host::EXIT_GRACE`, after which the process exits whatever it is doing.
+const CANCEL_GRACE: Duration = Duration::from_secs(1);
 
 /// Runs `work` against a started manager, then always shuts the manager down. On SIGINT or
 /// SIGTERM the work's cancellation token fires (in-flight requests send their cancellation),

@@ -51,10 +51,25 @@ pub async fn run(host: &Host, args: ToolsArgs) -> anyhow::Result<ExitCode> {
             None => catalogue.entries().iter().map(|e| (e, None)).collect(),
         };
         if args.json {
-            let rows: Vec<Value> = shown.iter().map(|(e, score)| row(e, *score)).collect();
+            let rows: Vec<Value> = shown
+                .iter()
+                .map(|(e, score)| {
+                    let mut r = row(e, *score);
+                    r["serverFlags"] = json!(catalogue.server_flags(&e.key.server));
+                    r
+                })
+                .collect();
             crate::output::print_json(&rows)?;
         } else {
             print_table(&shown);
+            let mut servers: Vec<&mcp_host_core::ServerId> =
+                shown.iter().map(|(e, _)| &e.key.server).collect();
+            servers.dedup();
+            for id in servers {
+                for f in catalogue.server_flags(id) {
+                    crate::output::errln!("warning: server `{id}`: {}", describe_flag(f));
+                }
+            }
         }
         Ok(ExitCode::SUCCESS)
     })
@@ -140,5 +155,15 @@ pub(crate) fn describe_flag(f: &Flag) -> String {
         }
         Flag::SchemaUnavailable { reason } => format!("not callable: {reason}"),
         Flag::SchemaUnvalidated { reason } => format!("arguments are not validated: {reason}"),
+        Flag::ReadsAsInstructions { field, phrases } => {
+            let quoted: Vec<String> = phrases
+                .iter()
+                .map(|p| format!("\"{}\"", one_line(p, 40)))
+                .collect();
+            format!(
+                "{field} reads as instructions to the model ({}); calls ask first",
+                quoted.join(", ")
+            )
+        }
     }
 }
