@@ -315,14 +315,16 @@ fn a_server_that_becomes_ready_mid_turn_joins_at_the_next_step() {
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["result"], "done");
     let calls = report["tool_calls"].as_array().unwrap();
-    let late = calls.iter().find(|c| c["id"] == "late").unwrap();
+    let late = calls
+        .iter()
+        .find(|c| c["id"] == "late")
+        .unwrap_or_else(|| panic!("no call to late in {report:#}"));
     assert_eq!(late["is_error"], false, "{late}");
     let requests = seen.lock().unwrap();
-    let first_tools = requests[0]["tools"].as_array().unwrap();
+    // No server may be ready at the first step (`tools` is then left out).
+    let mut first_tools = requests[0]["tools"].as_array().into_iter().flatten();
     assert!(
-        !first_tools
-            .iter()
-            .any(|t| t["function"]["name"] == "late__echo"),
+        !first_tools.any(|t| t["function"]["name"] == "late__echo"),
         "the first step did not wait for the late server"
     );
 }
