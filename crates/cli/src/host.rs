@@ -246,9 +246,14 @@ impl Host {
 }
 
 /// Ends the process without unwinding the runtime; the terminal is given back first (raw
-/// mode off, a no-op when the chat screen is not up).
+/// mode off and, on a terminal, the alternate screen left).
 fn exit_now(why: &str) -> ! {
-    let _ = crossterm::terminal::disable_raw_mode();
+    use std::io::IsTerminal;
+    if std::io::stdout().is_terminal() {
+        crate::chat::restore_terminal();
+    } else {
+        let _ = crossterm::terminal::disable_raw_mode();
+    }
     crate::output::errln!("interrupted: exiting ({why}); servers stop with the host");
     std::process::exit(130)
 }

@@ -453,15 +453,25 @@ fn stream_json_prints_one_event_per_line_then_the_result() {
         .map(|e| e["type"].as_str().unwrap())
         .filter(|k| *k != "text_delta")
         .collect();
-    // Both calls are decided before the allowed one is sent.
+    // Both calls are decided before the allowed one is sent; the refused one says why.
     assert_eq!(
         kinds,
-        ["decision", "decision", "tool_call", "tool_result", "result"]
+        [
+            "decision",
+            "decision",
+            "tool_refused",
+            "tool_call",
+            "tool_result",
+            "result"
+        ]
     );
     assert_eq!(events[1]["verdict"], "deny");
-    assert_eq!(events[2]["call_id"], "a");
+    assert_eq!(events[2]["call_id"], "b");
+    assert_eq!(events[2]["server"], "f");
+    assert!(events[2]["reason"].as_str().unwrap().contains("denied"));
     assert_eq!(events[3]["call_id"], "a");
-    assert_eq!(events[3]["ok"], true);
+    assert_eq!(events[4]["call_id"], "a");
+    assert_eq!(events[4]["ok"], true);
     // The final text also streamed, in pieces, as it arrived.
     let streamed: String = events
         .iter()

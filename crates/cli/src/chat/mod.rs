@@ -9,6 +9,8 @@ mod bridge;
 mod screen;
 mod slash;
 
+pub(crate) use screen::restore_terminal;
+
 use crate::audit::Audit;
 use crate::catalogue::snapshot_quiet;
 use crate::cli::ChatArgs;

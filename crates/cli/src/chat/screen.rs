@@ -20,7 +20,9 @@ pub struct Screen {
     saved_stderr: Option<OwnedFd>,
 }
 
-fn restore_terminal() {
+/// Puts the terminal back. Also used by the forced exit after a signal, when the chat
+/// loop could not do it itself; leaving the alternate screen is harmless when it is not up.
+pub(crate) fn restore_terminal() {
     let _ = disable_raw_mode();
     let _ = crossterm::execute!(
         std::io::stdout(),

@@ -88,9 +88,20 @@ impl Observer for RunObserver<'_> {
                 total,
                 message,
             } => self.emit(json!({"type": "progress", "call_id": call_id, "progress": progress, "total": total, "message": message})),
+            // Every call that was not sent (denied, unanswered, bad arguments) says why.
+            Event::CallRefused {
+                call_id,
+                name,
+                server,
+                reason,
+                ..
+            } => self.emit(json!({
+                "type": "tool_refused", "call_id": call_id, "name": name,
+                "server": server.as_ref().map(|s| s.as_str()), "reason": reason,
+            })),
             // Nobody can answer in a headless run: dropping the request refuses the call,
-            // and the decision event that follows says so (as it does for every refusal).
-            Event::ApprovalRequested(_) | Event::CallRefused { .. } => {}
+            // and the refusal that follows says so.
+            Event::ApprovalRequested(_) => {}
         }
     }
 }
