@@ -5,6 +5,7 @@
 //! instructions", secret paths), and descriptions cut to size.
 
 use mcp_host_core::ToolDescriptor;
+use mcp_host_core::sanitize::strip_terminal_escapes;
 use serde::Serialize;
 use serde_json::Value;
 use unicode_general_category::{GeneralCategory, get_general_category};
@@ -59,10 +60,23 @@ fn is_variation_selector(c: char) -> bool {
 /// selector right after a visible non-ASCII character is kept (emoji and CJK variants use
 /// it); runs of them, or one after ASCII, carry hidden data and go.
 pub fn strip_hidden(text: &str) -> (String, Vec<char>) {
-    let mut kept = String::with_capacity(text.len());
+    // A terminal escape sequence goes whole: dropping only its ESC would leave its payload
+    // (`[2J`, `]0;title`, `]52;c;…`) behind as visible text. The stripper only deletes, so
+    // walking both strings side by side tells, in order, what it took (its hidden characters
+    // are reported like any other) and what is left for the checks below.
+    let unescaped = strip_terminal_escapes(text);
+    let mut left = unescaped.chars().peekable();
+    let mut kept = String::with_capacity(unescaped.len());
     let mut removed = Vec::new();
     let mut previous: Option<char> = None;
     for c in text.chars() {
+        if left.peek() != Some(&c) {
+            if is_hidden(c) {
+                removed.push(c);
+            }
+            continue;
+        }
+        left.next();
         let legitimate_selector =
             is_variation_selector(c) && previous.is_some_and(|p| !p.is_ascii() && !is_hidden(p));
         if is_hidden(c) && !legitimate_selector {
@@ -466,6 +480,18 @@ pub fn cap_description(text: &str, limit: usize) -> (String, Option<usize>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn terminal_escape_sequences_go_whole_not_just_their_escape_character() {
+        let text = "Echoes.\u{1b}[2J\u{1b}]0;pwned\u{7}\u{1b}]52;c;ZXZpbA==\u{7} done\u{200b}";
+        assert_eq!(clean_for_model(text), "Echoes. done");
+        let (_, removed) = strip_hidden(text);
+        assert!(
+            removed.contains(&'\u{1b}') && removed.contains(&'\u{200b}'),
+            "{removed:?}"
+        );
+        assert!(!removed.contains(&'J'), "payload is not reported as hidden");
+    }
 
     #[test]
     fn cyrillic_look_alikes_share_a_skeleton() {
