@@ -11,7 +11,6 @@ use mcp_host_client::Manager;
 use mcp_host_core::ServerId;
 use mcp_host_policy::{Call, Context, Decision, Mode, Policy, Remembered, Verdict, decide};
 use mcp_host_registry::catalogue::Entry;
-use mcp_host_registry::pins::definition_hash;
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -97,7 +96,10 @@ pub async fn still_current(manager: &Manager, entry: &Entry) -> Result<(), Strin
             entry.key.server, entry.key.tool
         ));
     };
-    if definition_hash(&Entry::definition(tool)) != entry.hash {
+    // The entry keeps the descriptor exactly as the server sent it, and the hash covers
+    // every one of its fields: comparing the descriptors is the same test as comparing
+    // hashes, at a fraction of the cost (no canonical JSON, no SHA-256 per call).
+    if tool != &entry.tool {
         return Err(format!(
             "not sent: the definition of `{}` changed after it was decided on; it must be checked (and approved) again",
             entry.name

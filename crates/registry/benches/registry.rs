@@ -229,6 +229,37 @@ fn real_server_schemas(c: &mut Criterion) {
             }
         })
     });
+    // What the gate adds to every call right before sending: the server's current
+    // definition hashed (canonical JSON + SHA-256) and compared with the decided one.
+    let descriptors: Vec<ToolDescriptor> = tools
+        .iter()
+        .map(|t| ToolDescriptor {
+            name: t["name"].as_str().unwrap_or_default().to_string(),
+            title: t["title"].as_str().map(str::to_string),
+            description: t["description"].as_str().map(str::to_string),
+            input_schema: t["inputSchema"].clone(),
+            output_schema: t.get("outputSchema").cloned(),
+            annotations: t.get("annotations").cloned(),
+        })
+        .collect();
+    c.bench_function("definition_hash_real_54", |b| {
+        b.iter(|| {
+            for d in &descriptors {
+                let definition = mcp_host_registry::catalogue::Entry::definition(black_box(d));
+                black_box(mcp_host_registry::pins::definition_hash(&definition));
+            }
+        })
+    });
+    // The same check as the gate makes it: the current descriptor compared with the one
+    // decided on (a clone, so the comparison walks two separate trees).
+    let decided = descriptors.clone();
+    c.bench_function("descriptor_compare_real_54", |b| {
+        b.iter(|| {
+            for (now, then) in descriptors.iter().zip(&decided) {
+                black_box(black_box(now) == black_box(then));
+            }
+        })
+    });
     c.bench_function("compile_real_schemas_54", |b| {
         b.iter(|| {
             for t in &tools {
