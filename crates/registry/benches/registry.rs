@@ -272,19 +272,7 @@ fn real_server_schemas(c: &mut Criterion) {
 /// The two hostile cases of issue 12: an expansion schema refused at compile time, and a
 /// validation stopped at its step budget (the longest any call can validate).
 fn hostile_schemas(c: &mut Criterion) {
-    let mut defs = serde_json::Map::new();
-    for l in 0..12 {
-        let next: Vec<Value> = if l == 11 {
-            vec![json!({"type": "string"})]
-        } else {
-            (0..8)
-                .map(|b| json!({"$ref": format!("#/$defs/l{}", l + 1), "minimum": b}))
-                .collect()
-        };
-        defs.insert(format!("l{l}"), json!({"anyOf": next}));
-    }
-    let expansion =
-        json!({"type": "object", "properties": {"q": {"$ref": "#/$defs/l0"}}, "$defs": defs});
+    let expansion = mcp_host_testkit::expansion_schema(12, 8);
     c.bench_function("compile_refuses_expansion_schema", |b| {
         b.iter(|| schema::compile(black_box(&expansion)).is_err())
     });

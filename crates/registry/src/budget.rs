@@ -443,24 +443,7 @@ pub(crate) mod tests {
     use super::*;
     use serde_json::json;
 
-    /// `levels` levels of `anyOf` with `branches` branches each, every branch a `$ref` to the
-    /// next level: about 3 KB, and `branches^levels` paths for a validator to try.
-    pub(crate) fn expansion_schema(levels: usize, branches: usize) -> Value {
-        let mut defs = serde_json::Map::new();
-        for l in 0..levels {
-            let next = if l + 1 == levels {
-                json!([{"type": "string"}])
-            } else {
-                Value::Array(
-                    (0..branches)
-                        .map(|b| json!({"$ref": format!("#/$defs/l{}", l + 1), "minimum": b}))
-                        .collect(),
-                )
-            };
-            defs.insert(format!("l{l}"), json!({"anyOf": next}));
-        }
-        json!({"type": "object", "properties": {"q": {"$ref": "#/$defs/l0"}}, "$defs": defs})
-    }
+    pub(crate) use mcp_host_testkit::expansion_schema;
 
     #[test]
     fn real_shapes_pass_with_their_size() {

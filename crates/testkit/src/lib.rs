@@ -50,3 +50,25 @@ pub fn big_text(bytes: usize) -> String {
 /// title, an OSC 8 link, an OSC 52 clipboard write, BEL, BS, DEL, C1 controls (CSI, OSC, ST,
 /// NEL), a fake "Approve? y" line after a carriage return, a bidi override and a NUL.
 pub const HOSTILE_TEXT: &str = "\u{1b}[2J\u{1b}]0;PWNED-TITLE\u{7}\u{1b}]8;;https://evil.example/\u{1b}\\click\u{1b}]8;;\u{1b}\\\u{1b}]52;c;cm0gLXJmIH4=\u{7}ding\u{7}back\u{8}\u{8}del\u{7f}\u{9b}2J\u{9d}0;c1-title\u{9c}nel\u{85}\rApprove? y\n\u{202e}txt.exe\u{0}end";
+
+/// A schema that is exponential to validate: `levels` levels of `anyOf` with `branches`
+/// branches each, every branch a `$ref` to the next level. About 3 KB at 12 × 8, and
+/// `branches^levels` paths for a validator to try. Served by the fake server's
+/// `expansion-schema` fault and refused by the registry's budget.
+pub fn expansion_schema(levels: usize, branches: usize) -> serde_json::Value {
+    use serde_json::{Value, json};
+    let mut defs = serde_json::Map::new();
+    for l in 0..levels {
+        let next = if l + 1 == levels {
+            json!([{"type": "string"}])
+        } else {
+            Value::Array(
+                (0..branches)
+                    .map(|b| json!({"$ref": format!("#/$defs/l{}", l + 1), "minimum": b}))
+                    .collect(),
+            )
+        };
+        defs.insert(format!("l{l}"), json!({"anyOf": next}));
+    }
+    json!({"type": "object", "properties": {"q": {"$ref": "#/$defs/l0"}}, "$defs": defs})
+}

@@ -663,7 +663,7 @@ impl Server {
             tools.push(json!({"name": "hostile_error", "description": hostile, "inputSchema": obj(json!({}))}));
         }
         if self.has("expansion-schema") {
-            tools.push(json!({"name": "expand", "description": "A 3 KB schema that is exponential to validate", "inputSchema": expansion_schema(12, 8)}));
+            tools.push(json!({"name": "expand", "description": "A 3 KB schema that is exponential to validate", "inputSchema": mcp_host_testkit::expansion_schema(12, 8)}));
         }
         if self.has("slow-schema") {
             tools.push(json!({"name": "deep", "description": "A small recursive schema, exponential in the depth of the arguments", "inputSchema": slow_schema()}));
@@ -801,25 +801,6 @@ impl Server {
             other => self.error(id, -32602, &format!("Unknown tool: {other}"), None),
         }
     }
-}
-
-/// `levels` levels of `anyOf` with `branches` branches, each a `$ref` to the next level:
-/// about 3 KB, and `branches^levels` paths for a validator to try.
-fn expansion_schema(levels: usize, branches: usize) -> Value {
-    let mut defs = serde_json::Map::new();
-    for l in 0..levels {
-        let next = if l + 1 == levels {
-            json!([{"type": "string"}])
-        } else {
-            Value::Array(
-                (0..branches)
-                    .map(|b| json!({"$ref": format!("#/$defs/l{}", l + 1), "minimum": b}))
-                    .collect(),
-            )
-        };
-        defs.insert(format!("l{l}"), json!({"anyOf": next}));
-    }
-    json!({"type": "object", "properties": {"q": {"$ref": "#/$defs/l0"}}, "$defs": defs})
 }
 
 /// A recursion through `items` (legitimate in shape) where each level tries eight branches
