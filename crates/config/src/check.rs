@@ -112,29 +112,10 @@ pub(crate) fn permissions(
     raw: &RawValue,
     problems: &mut Vec<ConfigProblem>,
 ) -> Option<Located<RawPermissions>> {
-    const FATAL: Severity = Severity::Fatal;
     let before = problems.len();
-    let fields: Entries<'_> = match origin.parse(FATAL, raw, "permissions") {
-        Ok(f) => f,
-        Err(p) => {
-            problems.push(p);
-            return None;
-        }
-    };
-    let mut seen: Vec<&str> = Vec::new();
-    for (key, value) in &fields.0 {
+    for (key, value) in section_fields(origin, raw, "permissions", problems)? {
         let at = origin.at(value);
         let full = format!("permissions.{key}");
-        if seen.contains(&key.as_str()) {
-            problems.push(origin.problem(
-                FATAL,
-                at,
-                &full,
-                "appears twice; the second would replace the first",
-            ));
-            continue;
-        }
-        seen.push(key);
         match key.as_str() {
             "allow" | "ask" | "deny" => {
                 let rules: Vec<&RawValue> = match origin.parse(FATAL, value, &full) {
@@ -177,21 +158,7 @@ pub(crate) fn permissions(
             )),
         }
     }
-    if problems.len() > before {
-        return None;
-    }
-    let (line, column) = origin.at(raw);
-    match origin.parse::<RawPermissions>(FATAL, raw, "permissions") {
-        Ok(value) => Some(Located {
-            value,
-            line,
-            column,
-        }),
-        Err(p) => {
-            problems.push(p);
-            None
-        }
-    }
+    typed_section(origin, raw, "permissions", before, problems)
 }
 
 /// Reads and checks `hooks`; every problem in it is fatal (a hook that is not run guards
@@ -201,32 +168,13 @@ pub(crate) fn hooks(
     raw: &RawValue,
     problems: &mut Vec<ConfigProblem>,
 ) -> Option<Located<RawHooks>> {
-    const FATAL: Severity = Severity::Fatal;
     let before = problems.len();
-    let fields: Entries<'_> = match origin.parse(FATAL, raw, "hooks") {
-        Ok(f) => f,
-        Err(p) => {
-            problems.push(p);
-            return None;
-        }
-    };
-    let mut seen: Vec<&str> = Vec::new();
-    for (event, value) in &fields.0 {
+    for (event, value) in section_fields(origin, raw, "hooks", problems)? {
         let at = origin.at(value);
         let key = format!("hooks.{event}");
-        if seen.contains(&event.as_str()) {
-            problems.push(origin.problem(
-                FATAL,
-                at,
-                &key,
-                "appears twice; the second would replace the first",
-            ));
-            continue;
-        }
-        seen.push(event);
         if !crate::keys::HOOK_EVENTS.contains(&event.as_str()) {
             let mut p =
-                crate::keys::unknown(origin, FATAL, at, "hooks", event, crate::keys::HOOK_EVENTS);
+                crate::keys::unknown(origin, FATAL, at, "hooks", &event, crate::keys::HOOK_EVENTS);
             p.message = format!(
                 "{} (mcp-host runs only PreToolUse and PostToolUse hooks)",
                 p.message
@@ -268,11 +216,55 @@ pub(crate) fn hooks(
             }
         }
     }
+    typed_section(origin, raw, "hooks", before, problems)
+}
+
+/// The fields of a fatal section (`permissions`, `hooks`), each once: a key that appears
+/// twice is a problem (serde would keep the second silently). `None` when the section is
+/// not an object.
+fn section_fields<'a>(
+    origin: Origin<'_>,
+    raw: &'a RawValue,
+    section: &str,
+    problems: &mut Vec<ConfigProblem>,
+) -> Option<Vec<(String, &'a RawValue)>> {
+    let fields: Entries<'a> = match origin.parse(FATAL, raw, section) {
+        Ok(f) => f,
+        Err(p) => {
+            problems.push(p);
+            return None;
+        }
+    };
+    let mut once: Vec<(String, &RawValue)> = Vec::new();
+    for (key, value) in fields.0 {
+        if once.iter().any(|(k, _)| *k == key) {
+            problems.push(origin.problem(
+                FATAL,
+                origin.at(value),
+                &format!("{section}.{key}"),
+                "appears twice; the second would replace the first",
+            ));
+            continue;
+        }
+        once.push((key, value));
+    }
+    Some(once)
+}
+
+/// The checked section as its typed value, unless checking it found problems (counted
+/// from `before`).
+fn typed_section<T: serde::de::DeserializeOwned>(
+    origin: Origin<'_>,
+    raw: &RawValue,
+    section: &str,
+    before: usize,
+    problems: &mut Vec<ConfigProblem>,
+) -> Option<Located<T>> {
     if problems.len() > before {
         return None;
     }
     let (line, column) = origin.at(raw);
-    match origin.parse::<RawHooks>(FATAL, raw, "hooks") {
+    match origin.parse::<T>(FATAL, raw, section) {
         Ok(value) => Some(Located {
             value,
             line,
@@ -284,3 +276,6 @@ pub(crate) fn hooks(
         }
     }
 }
+
+/// Everything wrong in `permissions` and `hooks` stops the commands that make calls.
+const FATAL: Severity = Severity::Fatal;
