@@ -334,21 +334,10 @@ fn twelve_python_servers_started_together_all_end_in_the_modern_era() {
 
 #[tokio::test]
 async fn over_http_an_answer_with_a_string_id_never_answers_an_integer_request() {
-    use std::io::BufRead;
-    let mut child = std::process::Command::new(fake())
-        .args(["--http", "0", "--fault", "string-id"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line.trim().rsplit(' ').next().unwrap().to_string();
+    let (mut child, port) = fake_http_with(0, &["--fault", "string-id"]);
     let raw = mcp_host_config::RawServer {
         kind: Some("http".into()),
-        url: Some(format!("http://{addr}/mcp")),
+        url: Some(format!("http://127.0.0.1:{port}/mcp")),
         timeout: Some(5000),
         tool_timeout: Some(1000),
         ..mcp_host_config::RawServer::default()

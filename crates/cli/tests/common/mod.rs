@@ -198,9 +198,15 @@ pub fn signal(pid: u32, sig: nix::sys::signal::Signal) {
 
 /// Starts the fake server in HTTP mode (port 0: any free port); returns it and its port.
 pub fn fake_http(port: u16) -> (std::process::Child, u16) {
+    fake_http_with(port, &[])
+}
+
+/// The same, with more of the fake server's flags (fault modes).
+pub fn fake_http_with(port: u16, extra: &[&str]) -> (std::process::Child, u16) {
     use std::io::BufRead;
     let mut child = Command::new(fake())
         .args(["--http", &port.to_string()])
+        .args(extra)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
         .spawn()
