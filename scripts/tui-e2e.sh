@@ -83,6 +83,9 @@ json.dump({"mcpServers": {
 }}, open(path, "w"))
 PY
 
+# A session that outlives the others: killing the last session ends the tmux server, and a
+# new-session racing that exit fails with "no server running".
+"${T[@]}" new-session -d -s keepalive -x 20 -y 5 "sleep 3600"
 "${T[@]}" new-session -d -s e2e -x 100 -y 30 \
   "$HOST chat -m openai-compatible:fake --base-url http://127.0.0.1:$MPORT/v1 --strict-mcp-config --mcp-config $WORK/servers.json; echo HOST-EXITED \$?; sleep 30"
 "${T[@]}" set-option -t e2e set-titles on >/dev/null 2>&1
