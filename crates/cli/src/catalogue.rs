@@ -1,5 +1,6 @@
-//! The catalogue for the commands: the engine's snapshot of the started servers' tools, with
-//! every definition checked against the user's pin store (`$XDG_DATA_HOME/mcp-host/pins.sqlite`).
+//! The catalogue for the model-free commands: the engine's snapshot of the started servers'
+//! tools, with every definition checked against the user's pin store
+//! (`$XDG_DATA_HOME/mcp-host/pins.sqlite`).
 
 use crate::host::Host;
 use mcp_host_client::Manager;
@@ -9,19 +10,10 @@ use mcp_host_registry::pins::PinStore;
 /// Says on stderr which servers are not ready and which tools were skipped, then builds the
 /// catalogue from the ready ones and checks their pins.
 pub async fn snapshot(host: &Host, m: &Manager) -> anyhow::Result<(Catalogue, PinStore)> {
-    let (catalogue, pins, warnings) = snapshot_quiet(host, m).await?;
+    let pins = host.pins().await?;
+    let (catalogue, warnings) = mcp_host_engine::tools::snapshot(m, &pins).await?;
     for w in warnings {
         crate::output::errln!("warning: {w}");
     }
     Ok((catalogue, pins))
-}
-
-/// The same snapshot, with the warnings returned instead of printed (for the full-screen UI).
-pub async fn snapshot_quiet(
-    host: &Host,
-    m: &Manager,
-) -> anyhow::Result<(Catalogue, PinStore, Vec<String>)> {
-    let pins = host.pins().await?;
-    let (catalogue, warnings) = mcp_host_engine::tools::snapshot(m, &pins).await?;
-    Ok((catalogue, pins, warnings))
 }

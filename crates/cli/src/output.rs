@@ -95,19 +95,7 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     out
 }
 
-/// First line of untrusted text, cleaned and cut to `max` characters.
-pub fn one_line(text: &str, max: usize) -> String {
-    let first = clean(text).lines().next().unwrap_or_default().to_string();
-    if first.chars().count() > max {
-        first
-            .chars()
-            .take(max.saturating_sub(1))
-            .collect::<String>()
-            + "…"
-    } else {
-        first
-    }
-}
+pub use mcp_host_core::sanitize::one_line;
 
 /// How a content block is shown to a person.
 pub fn render_content(block: &Content) -> String {

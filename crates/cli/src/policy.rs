@@ -3,8 +3,9 @@
 use mcp_host_config::{LoadedConfig, RawRule};
 use mcp_host_policy::{Condition, Policy, Rule, RuleSource};
 
-/// Compiles every scope's rules; a rule that does not compile is reported and left out.
-pub fn compile(config: &LoadedConfig) -> Policy {
+/// Compiles every scope's rules. The config check already refused rules that cannot work;
+/// one that still fails here stops the command (a rule left out could be a deny).
+pub fn compile(config: &LoadedConfig) -> anyhow::Result<Policy> {
     let mut policy = Policy::default();
     for (scope, file, perms) in &config.permissions {
         let lists = [
@@ -19,13 +20,10 @@ pub fn compile(config: &LoadedConfig) -> Policy {
                     file: file.display().to_string(),
                     key: format!("permissions.{list}[{i}]"),
                 };
-                match rule(raw, source) {
-                    Ok(r) => out.push(r),
-                    Err(e) => crate::output::errln!(
-                        "error: {}: key `permissions.{list}[{i}]`: {e}; rule ignored",
-                        file.display()
-                    ),
-                }
+                let compiled = rule(raw, source).map_err(|e| {
+                    anyhow::anyhow!("{}: key `permissions.{list}[{i}]`: {e}", file.display())
+                })?;
+                out.push(compiled);
             }
         }
         policy.taint_exempt.extend(
@@ -35,7 +33,7 @@ pub fn compile(config: &LoadedConfig) -> Policy {
                 .map(|t| (t.from.clone(), t.to.clone())),
         );
     }
-    policy
+    Ok(policy)
 }
 
 fn rule(raw: &RawRule, source: RuleSource) -> Result<Rule, String> {

@@ -72,6 +72,22 @@ fn skip_string(chars: &mut Chars<'_>) {
     }
 }
 
+/// The first line of untrusted text, cleaned and cut to `max` characters (with `…`), for a
+/// one-line message to a person or a model.
+pub fn one_line(text: &str, max: usize) -> String {
+    let clean = strip_terminal_escapes(text);
+    let first = clean.lines().next().unwrap_or_default();
+    if first.chars().count() > max {
+        first
+            .chars()
+            .take(max.saturating_sub(1))
+            .collect::<String>()
+            + "…"
+    } else {
+        first.to_string()
+    }
+}
+
 /// Bidi embeddings, overrides, isolates and marks: they reorder what is displayed.
 pub fn is_bidi_control(c: char) -> bool {
     matches!(

@@ -3,8 +3,8 @@
 //! boundary, in front of the user's message, only when it changed since the model was last
 //! told (a server that recovers is mentioned once too).
 
-use crate::tools::first_line;
 use mcp_host_client::Manager;
+use mcp_host_core::sanitize::one_line;
 use mcp_host_core::{ServerId, ServerState};
 use std::collections::BTreeMap;
 
@@ -49,8 +49,7 @@ impl Availability {
 
 /// Why a server's tools are missing, or `None` when it is usable (or the user turned it off).
 fn unusable(id: &ServerId, state: &ServerState) -> Option<String> {
-    let why =
-        |prefix: &str, reason: &str| format!("{prefix}: {}", first_line(reason, REASON_CHARS));
+    let why = |prefix: &str, reason: &str| format!("{prefix}: {}", one_line(reason, REASON_CHARS));
     Some(match state {
         ServerState::Ready | ServerState::Disabled => return None,
         ServerState::Starting => "still starting; its tools appear when it is ready".into(),

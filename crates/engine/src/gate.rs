@@ -8,7 +8,7 @@
 use crate::hooks::Hooks;
 use crate::tool_facts;
 use mcp_host_client::Manager;
-use mcp_host_core::ServerId;
+use mcp_host_core::{CallOutcome, ServerId};
 use mcp_host_policy::{Call, Context, Decision, Mode, Policy, Remembered, Verdict, decide};
 use mcp_host_registry::catalogue::Entry;
 use serde_json::Value;
@@ -70,8 +70,8 @@ impl Gate<'_> {
     }
 
     /// Runs the `PostToolUse` hooks on a result; the reasons of those that objected.
-    pub async fn after(&self, entry: &Entry, args: &Value, response: &Value) -> Vec<String> {
-        self.hooks.post_tool_use(&entry.name, args, response).await
+    pub async fn after(&self, entry: &Entry, args: &Value, outcome: &CallOutcome) -> Vec<String> {
+        self.hooks.post_tool_use(&entry.name, args, outcome).await
     }
 }
 

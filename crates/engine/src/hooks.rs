@@ -6,6 +6,7 @@
 //! every call, whoever made it.
 
 use mcp_host_config::{HookCommand, LoadedConfig};
+use mcp_host_core::CallOutcome;
 use mcp_host_policy::{DecidedBy, Decision, Verdict};
 use regex::Regex;
 use serde_json::{Value, json};
@@ -103,14 +104,23 @@ impl Hooks {
     }
 
     /// Runs the matching `PostToolUse` hooks; returns the reasons of those that objected.
-    pub async fn post_tool_use(&self, name: &str, args: &Value, response: &Value) -> Vec<String> {
+    /// The result is serialised for the hooks only when one matches: most calls have none.
+    pub async fn post_tool_use(
+        &self,
+        name: &str,
+        args: &Value,
+        outcome: &CallOutcome,
+    ) -> Vec<String> {
+        let matching: Vec<&Hook> = (self.post.iter())
+            .filter(|h| h.matcher.as_ref().is_none_or(|m| m.is_match(name)))
+            .collect();
+        if matching.is_empty() {
+            return Vec::new();
+        }
+        let response = serde_json::to_value(outcome).unwrap_or_default();
         let input = json!({"hook_event_name": "PostToolUse", "tool_name": name, "tool_input": args, "tool_response": response, "cwd": cwd()});
         let mut objections = Vec::new();
-        for hook in self
-            .post
-            .iter()
-            .filter(|h| h.matcher.as_ref().is_none_or(|m| m.is_match(name)))
-        {
+        for hook in matching {
             if let Some(d) = run(&hook.command, &input).await
                 && d.verdict != Verdict::Allow
             {

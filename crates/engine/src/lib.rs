@@ -543,12 +543,7 @@ impl<P: Provider> Engine<'_, P> {
                 };
             }
         };
-        let objections = if self.gate.hooks.is_empty() {
-            Vec::new()
-        } else {
-            let response = serde_json::to_value(&outcome).unwrap_or_default();
-            self.gate.after(entry, args, &response).await
-        };
+        let objections = self.gate.after(entry, args, &outcome).await;
         let origin = Origin {
             server: entry.key.server.clone(),
             tool: entry.key.tool.clone(),

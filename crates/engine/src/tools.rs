@@ -5,7 +5,7 @@
 //! which is asked about again) before the model's next call is decided.
 
 use mcp_host_client::Manager;
-use mcp_host_core::{ServerId, ServerState, sanitize::strip_terminal_escapes};
+use mcp_host_core::{ServerId, ServerState, sanitize::one_line};
 use mcp_host_registry::catalogue::{Catalogue, ServerTools};
 use mcp_host_registry::pins::{PinError, PinStore};
 use std::sync::Arc;
@@ -27,7 +27,7 @@ pub async fn snapshot(
             let why = status
                 .state
                 .error()
-                .map(|e| format!(": {}", first_line(e, 200)))
+                .map(|e| format!(": {}", one_line(e, 200)))
                 .unwrap_or_default();
             warnings.push(format!("server `{id}` is {}{why}", status.state.label()));
             continue;
@@ -38,7 +38,7 @@ pub async fn snapshot(
         for issue in &list.issues {
             warnings.push(format!(
                 "server `{id}`: tool `{}` skipped: {}",
-                first_line(&issue.item, 64),
+                one_line(&issue.item, 64),
                 issue.reason
             ));
         }
@@ -58,17 +58,6 @@ pub async fn snapshot(
     let mut catalogue = Catalogue::build(servers);
     catalogue.check_pins(pins).await?;
     Ok((catalogue, warnings))
-}
-
-/// The first line of server text, sanitised and capped, for a one-line message.
-pub(crate) fn first_line(text: &str, max: usize) -> String {
-    let clean = strip_terminal_escapes(text);
-    let line = clean.lines().next().unwrap_or_default();
-    if line.chars().count() > max {
-        line.chars().take(max.saturating_sub(1)).collect::<String>() + "…"
-    } else {
-        line.to_string()
-    }
 }
 
 /// The servers' states and list revisions a catalogue was built at.
@@ -109,6 +98,22 @@ impl ToolSource {
             pins,
             last: Mutex::new(None),
         })
+    }
+
+    /// A live source whose first catalogue is built now; returns what a person should be
+    /// told about it (servers not ready, tools skipped), so a front end builds it once.
+    pub async fn start(
+        pins: PinStore,
+        manager: &Manager,
+    ) -> Result<(Self, Arc<Catalogue>, Vec<String>), PinError> {
+        let at = seen(manager);
+        let (catalogue, warnings) = snapshot(manager, &pins).await?;
+        let catalogue = Arc::new(catalogue);
+        let source = Self(Source::Live {
+            pins,
+            last: Mutex::new(Some((at, catalogue.clone()))),
+        });
+        Ok((source, catalogue, warnings))
     }
 
     /// The catalogue for the next model step.

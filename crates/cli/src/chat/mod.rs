@@ -12,7 +12,6 @@ mod slash;
 pub(crate) use screen::restore_terminal;
 
 use crate::audit::Audit;
-use crate::catalogue::snapshot_quiet;
 use crate::cli::ChatArgs;
 use crate::host::Host;
 use crate::model::{Chosen, choose};
@@ -106,7 +105,7 @@ pub async fn run(host: &Host, args: ChatArgs) -> anyhow::Result<ExitCode> {
         &host.env,
         http,
     );
-    let policy = compile(&host.config);
+    let policy = compile(&host.config)?;
     let hooks = Arc::new(host.hooks()?);
     let tools = ToolSource::live(host.pins().await?);
     let audit = Audit::new(&host.paths.data_dir);
@@ -292,7 +291,8 @@ impl<'a> Chat<'a> {
     }
 
     async fn refresh_tools(&mut self) {
-        if let Ok((catalogue, _, _)) = snapshot_quiet(self.host, self.manager).await {
+        // The same live catalogue the turns read: built once per change, not per look.
+        if let Ok(catalogue) = self.tools.current(self.manager).await {
             self.app.apply(Update::Tools(tool_rows(&catalogue)));
         }
     }

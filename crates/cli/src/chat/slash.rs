@@ -207,8 +207,8 @@ impl Chat<'_> {
                 Err(e) => return Some(format!("the arguments are not valid JSON: {e}")),
             },
         };
-        let catalogue = match crate::catalogue::snapshot_quiet(self.host, self.manager).await {
-            Ok((c, _, _)) => c,
+        let catalogue = match self.tools.current(self.manager).await {
+            Ok(c) => c,
             Err(e) => return Some(format!("cannot list tools: {e}")),
         };
         let id = ServerId::new(server);
@@ -283,11 +283,7 @@ impl Chat<'_> {
                 Err(e) => (CallState::Failed, e.to_string()),
             };
             if let Ok(o) = &outcome {
-                let response = serde_json::to_value(o).unwrap_or_default();
-                for objection in hooks
-                    .post_tool_use(&entry.name, &arguments, &response)
-                    .await
-                {
+                for objection in hooks.post_tool_use(&entry.name, &arguments, o).await {
                     preview.push_str(&format!("\n[a PostToolUse hook objected: {objection}]"));
                 }
             }

@@ -60,7 +60,7 @@ pub async fn run(host: &Host, args: CallArgs) -> anyhow::Result<ExitCode> {
         }
         None => None,
     };
-    let policy = compile(&host.config);
+    let policy = compile(&host.config)?;
     let hooks = host.hooks()?;
     let remembered = host.store().await?.remembered().await?;
     let audit = Audit::new(&host.paths.data_dir);
@@ -147,8 +147,7 @@ pub async fn run(host: &Host, args: CallArgs) -> anyhow::Result<ExitCode> {
                 return Ok(ExitCode::FAILURE);
             }
         };
-        let response = serde_json::to_value(&outcome).unwrap_or_default();
-        for objection in gate.after(entry, &as_value, &response).await {
+        for objection in gate.after(entry, &as_value, &outcome).await {
             crate::output::errln!("warning: a PostToolUse hook objected: {objection}");
         }
         if args.json {

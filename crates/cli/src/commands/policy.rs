@@ -63,7 +63,7 @@ pub async fn run(host: &Host, command: PolicyCommand) -> anyhow::Result<ExitCode
         }
         _ => None,
     };
-    let policy = compile(&host.config);
+    let policy = compile(&host.config)?;
     let manager = host.start(None)?;
     let limit = host.settle_limit();
     with_manager(host, manager, async move |m, _cancel| {

@@ -116,7 +116,7 @@ pub async fn run(host: &Host, args: RunArgs) -> anyhow::Result<ExitCode> {
     )?;
     let context_window = args.context_window.unwrap_or(chosen.context_window);
     let provider = chosen.provider;
-    let mut policy = compile(&host.config);
+    let mut policy = compile(&host.config)?;
     for (i, pattern) in args.allowed_tools.iter().enumerate() {
         let source = RuleSource {
             scope: "flag".into(),
@@ -155,13 +155,11 @@ pub async fn run(host: &Host, args: RunArgs) -> anyhow::Result<ExitCode> {
         // Not the slowest server: the turn starts with the ready ones once every server has
         // settled or the wait is over, and the rest join at a later step.
         m.wait_settled(wait).await;
-        let (catalogue, warnings) = mcp_host_engine::tools::snapshot(m, &pins).await?;
+        let (tools, _, warnings) = ToolSource::start(pins, m).await?;
         for w in &warnings {
             crate::output::errln!("warning: {w}");
         }
         every_server_failed(m)?;
-        drop(catalogue);
-        let tools = ToolSource::live(pins);
         let config = EngineConfig {
             model: chosen.model.clone(),
             max_steps: args.max_steps.max(1),
