@@ -1,14 +1,14 @@
 //! Neutral MCP types: what the host knows about a tool and a tool result, independent of the
 //! SDK and of the protocol era that delivered them.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::fmt;
 use std::sync::Arc;
 
 /// The id the host assigned to a server from configuration (its config key). Routing uses this,
 /// never the server's self-reported `serverInfo.name`.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct ServerId(Arc<str>);
 

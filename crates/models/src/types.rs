@@ -75,25 +75,7 @@ impl ModelRequest {
     }
 }
 
-/// Tokens a request used, as the provider reported them (zero when it did not).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct Usage {
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    /// Prompt tokens read from the provider's cache.
-    pub cache_read_tokens: u64,
-    /// Prompt tokens written to the provider's cache.
-    pub cache_write_tokens: u64,
-}
-
-impl std::ops::AddAssign for Usage {
-    fn add_assign(&mut self, o: Self) {
-        self.input_tokens += o.input_tokens;
-        self.output_tokens += o.output_tokens;
-        self.cache_read_tokens += o.cache_read_tokens;
-        self.cache_write_tokens += o.cache_write_tokens;
-    }
-}
+pub use mcp_host_core::event::Usage;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]

@@ -6,72 +6,9 @@
 
 use crate::rules::Rule;
 use mcp_host_core::ServerId;
-use serde::{Deserialize, Serialize};
+pub use mcp_host_core::decision::{DecidedBy, Decision, MemoryKey, Mode, Verdict};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Mode {
-    /// Interactive default: ask unless allowed.
-    Ask,
-    /// Allow unless a rule or a flag says otherwise.
-    Auto,
-    /// Headless default: deny unless allowed.
-    Deny,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Verdict {
-    Allow,
-    Ask,
-    Deny,
-}
-
-/// What decided.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(tag = "by", rename_all = "snake_case")]
-pub enum DecidedBy {
-    DenyRule {
-        rule: String,
-    },
-    AskRule {
-        rule: String,
-    },
-    AllowRule {
-        rule: String,
-    },
-    Drift,
-    LookAlike,
-    /// The tool's text reads as instructions to the model (lint flag `reads_as_instructions`).
-    InstructionText,
-    Taint {
-        from: String,
-    },
-    Remembered,
-    ReadOnlyHint,
-    Mode {
-        mode: Mode,
-    },
-    /// A `PreToolUse` hook answered (decided outside this function, recorded the same way).
-    Hook {
-        command: String,
-    },
-    /// A person answered the approval question (outside this function, recorded the same
-    /// way).
-    User {
-        scope: crate::turn::AnswerScope,
-    },
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Decision {
-    pub verdict: Verdict,
-    pub decided_by: DecidedBy,
-    /// One sentence for the person who has to answer or read the log.
-    pub reason: String,
-}
 
 /// Rules from every scope, already merged (a project file's allow rules are never here).
 #[derive(Clone, Debug, Default)]
@@ -81,14 +18,6 @@ pub struct Policy {
     pub deny: Vec<Rule>,
     /// (from server, to server) pairs for which taint does not apply.
     pub taint_exempt: BTreeSet<(String, String)>,
-}
-
-/// A remembered answer applies to one exact definition.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub struct MemoryKey {
-    pub server: String,
-    pub tool: String,
-    pub definition_hash: String,
 }
 
 /// The answers currently in force (once, session and always answers alike; their lifetime

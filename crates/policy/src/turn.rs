@@ -55,17 +55,7 @@ impl Turn {
     }
 }
 
-/// How long an answer to an approval question holds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum AnswerScope {
-    /// This call only.
-    Once,
-    /// Until the session ends.
-    Session,
-    /// Persisted in the store.
-    Always,
-}
+pub use mcp_host_core::decision::AnswerScope;
 
 /// Answers in memory plus the persisted ones, merged for `decide`.
 #[derive(Clone, Debug, Default)]

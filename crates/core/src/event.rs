@@ -1,0 +1,287 @@
+//! What a session tells its front ends, as plain data: streamed text, calls begun, ended and
+//! refused, approval prompts, servers' questions, notices, and each turn's report with one
+//! record per call. No channel lives in these types: an answer goes back as an operation
+//! naming the call (or question) it answers, so a terminal, a script and a web page can all
+//! render and answer the same events, and an answer can only reach the call it names.
+
+use crate::decision::{DecidedBy, Verdict};
+use crate::types::ServerId;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Who made a call. The model's calls are decided by policy and may be asked about; a
+/// person's direct call (`mcp-host call`, chat's `/call`) is its own approval, and only a
+/// deny rule or a hook stops it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CallSource {
+    Model,
+    Person,
+}
+
+/// Which call an event is about: its id, the model-visible name, and where it goes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CallSubject {
+    pub call_id: String,
+    /// The model-visible name.
+    pub name: String,
+    pub server: ServerId,
+    /// The server's own tool name.
+    pub tool: String,
+    pub args: Value,
+    /// Servers whose output was in the context when the model made this call (empty for a
+    /// person's call, and when only the user had spoken).
+    pub provenance: Vec<String>,
+}
+
+/// A call that policy says needs a person's yes, as the person should see it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ApprovalPrompt {
+    pub subject: CallSubject,
+    /// Why policy asks, in one sentence.
+    pub reason: String,
+    /// The tool's description as the catalogue shows it (sanitised, capped), followed by
+    /// the host's note on hidden characters removed and instruction-like text, if any.
+    pub description: String,
+    /// The tool's annotations as the server sent them.
+    pub annotations: Option<Value>,
+    /// Whether policy believes those annotations (only a trusted server's).
+    pub annotations_believed: bool,
+    /// The unified diff, when the definition changed since it was pinned.
+    pub drift_diff: Option<String>,
+}
+
+/// A server's question for the person (MCP elicitation), by the id its answer must name.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "mode", rename_all = "lowercase")]
+pub enum ElicitationRequest {
+    /// Fields from the restricted schema (flat object of primitives).
+    Form {
+        id: String,
+        server: String,
+        message: String,
+        /// The `requestedSchema` as sent.
+        schema: Value,
+    },
+    Url {
+        id: String,
+        server: String,
+        message: String,
+        url: String,
+    },
+}
+
+/// The person's answer to a server's question.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "answer", content = "content", rename_all = "snake_case")]
+pub enum ElicitationAnswer {
+    Accept(Value),
+    Decline,
+    Cancel,
+    /// URL mode: the person agreed to open it.
+    OpenUrl,
+}
+
+/// Tokens a request used, as the provider reported them (zero when it did not).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// Prompt tokens read from the provider's cache.
+    pub cache_read_tokens: u64,
+    /// Prompt tokens written to the provider's cache.
+    pub cache_write_tokens: u64,
+}
+
+impl std::ops::AddAssign for Usage {
+    fn add_assign(&mut self, o: Self) {
+        self.input_tokens += o.input_tokens;
+        self.output_tokens += o.output_tokens;
+        self.cache_read_tokens += o.cache_read_tokens;
+        self.cache_write_tokens += o.cache_write_tokens;
+    }
+}
+
+/// How a call ended, for the record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CallStatus {
+    /// The server answered and the tool did not report an error.
+    Ok,
+    /// The server answered with `isError`.
+    ToolError,
+    /// Sent (or about to be), and no answer came: the server failed, timed out, went away,
+    /// or the definition changed before sending.
+    Failed,
+    /// Never sent: denied, unanswered, or its arguments were refused.
+    Refused,
+    /// Still running when its step ended; a later record says how it ended.
+    Background,
+}
+
+/// What happened to one tool call: the one record every path writes, whoever made the call.
+/// The audit log's line and the store's tool-call row are both made from it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CallRecord {
+    /// The call id (the provider's, made unique; `direct-N` for a person's call).
+    pub id: String,
+    pub source: CallSource,
+    /// The model-visible name, or the name as asked when it did not resolve.
+    pub name: String,
+    /// The server and its own tool name, once resolved.
+    pub server: Option<String>,
+    pub tool: Option<String>,
+    /// The arguments as a hash only, so secrets in them never reach a log.
+    pub args_sha256: String,
+    pub verdict: Option<Verdict>,
+    pub decided_by: Option<DecidedBy>,
+    /// Why it was decided so, in one sentence.
+    pub reason: Option<String>,
+    pub status: CallStatus,
+    pub is_error: bool,
+    /// Why it was not run, when it was not.
+    pub refused: Option<String>,
+    /// Why it failed, when it was sent and no answer came.
+    pub error: Option<String>,
+    /// The size of the server's answer as JSON.
+    pub result_bytes: Option<usize>,
+    /// The model was given less than the whole result (a preview or a cut).
+    pub truncated: bool,
+    /// The handle of the whole result, when it was too large to show.
+    pub result_handle: Option<String>,
+    pub duration_ms: Option<u64>,
+    /// The background job it became, when it ran too long.
+    pub background_job: Option<String>,
+}
+
+impl CallRecord {
+    /// A record of a call not yet decided.
+    pub fn new(id: &str, source: CallSource, name: &str, args_sha256: String) -> Self {
+        Self {
+            id: id.to_string(),
+            source,
+            name: name.to_string(),
+            server: None,
+            tool: None,
+            args_sha256,
+            verdict: None,
+            decided_by: None,
+            reason: None,
+            status: CallStatus::Refused,
+            is_error: false,
+            refused: None,
+            error: None,
+            result_bytes: None,
+            truncated: false,
+            result_handle: None,
+            duration_ms: None,
+            background_job: None,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnEnd {
+    /// The model answered without asking for more tools.
+    Finished,
+    /// The step cap was reached.
+    StepLimit,
+    /// The user interrupted; in-flight calls were cancelled and the history kept.
+    Cancelled,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TurnReport {
+    pub text: String,
+    pub steps: usize,
+    pub end: TurnEnd,
+    pub calls: Vec<CallRecord>,
+    pub usage: Usage,
+    /// The stored conversation, when it is persisted.
+    pub conversation_id: Option<String>,
+}
+
+/// A message of a resumed conversation, for a front end to show again.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "lowercase")]
+pub enum Replayed {
+    User { text: String },
+    Assistant { text: String },
+}
+
+/// Something that happened in a session.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Event {
+    /// A piece of the model's text as it streams.
+    TextDelta {
+        text: String,
+    },
+    /// A call was decided (by policy, a hook, a remembered answer, or a person).
+    Decided {
+        call_id: String,
+        name: String,
+        verdict: Verdict,
+        decided_by: DecidedBy,
+        reason: String,
+    },
+    /// A call was allowed and is being sent to its server.
+    CallBegun {
+        subject: CallSubject,
+        source: CallSource,
+    },
+    /// A call's result is back (or it failed, or was moved to the background).
+    CallEnded {
+        call_id: String,
+        name: String,
+        is_error: bool,
+        took_ms: u64,
+        /// Set when the call moved to the background instead of ending.
+        background_job: Option<String>,
+        /// The start of what came back (sanitised), for a front end's preview.
+        preview: String,
+    },
+    /// A call was not sent: denied, unanswered, or its arguments were refused.
+    CallRefused {
+        call_id: String,
+        name: String,
+        /// The server and its own tool name, when the name resolved in the catalogue.
+        server: Option<ServerId>,
+        tool: Option<String>,
+        /// What was asked to be sent; the raw text as a string when it was not JSON.
+        arguments: Value,
+        reason: String,
+    },
+    /// A running call's server reported progress (the message is sanitised).
+    Progress {
+        call_id: String,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<String>,
+    },
+    /// A call waits for a person's yes or no, answered by its call id.
+    ApprovalRequested(ApprovalPrompt),
+    /// A server asks the person something, answered by the request's id.
+    ElicitationRequested(ElicitationRequest),
+    /// Something the user should know: a large result, a compaction, a background job done.
+    Notice {
+        text: String,
+    },
+    /// A turn ended (its report), or failed (why).
+    TurnEnded {
+        report: Box<TurnReport>,
+    },
+    TurnFailed {
+        error: String,
+    },
+    /// A new or resumed conversation replaced the current one.
+    ConversationStarted {
+        id: Option<String>,
+        replay: Vec<Replayed>,
+    },
+    /// The model the next turn uses (`provider:model`), or none.
+    ModelChanged {
+        spec: Option<String>,
+    },
+}
