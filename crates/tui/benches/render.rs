@@ -4,7 +4,9 @@
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use mcp_host_tui::{App, ApprovalPrompt, CallCard, CallState, SessionInfo, Update};
+use mcp_host_core::ServerId;
+use mcp_host_core::event::{ApprovalPrompt, CallSubject};
+use mcp_host_tui::{App, CallState, SessionInfo, Update};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use serde_json::json;
@@ -16,10 +18,10 @@ fn app_with(turns: usize) -> App {
     let mut app = App::new(SessionInfo::default());
     for i in 0..turns {
         app.apply(Update::UserMessage(format!("question {i}")));
-        app.apply(Update::CallStarted(CallCard {
+        app.apply(Update::CallStarted(CallSubject {
             call_id: format!("c{i}"),
             name: "fs__read_file".into(),
-            server: "fs".into(),
+            server: ServerId::new("fs"),
             tool: "read_file".into(),
             args: json!({"path": "/tmp/x", "limit": 10}),
             provenance: vec!["fs".into()],
@@ -56,11 +58,14 @@ fn bench(c: &mut Criterion) {
 
 fn big_prompt() -> ApprovalPrompt {
     ApprovalPrompt {
-        call_id: "c1".into(),
-        name: "fs__write_file".into(),
-        server: "fs".into(),
-        tool: "write_file".into(),
-        args: json!({"content": "word ".repeat(200_000), "path": "/tmp/x"}),
+        subject: CallSubject {
+            call_id: "c1".into(),
+            name: "fs__write_file".into(),
+            server: ServerId::new("fs"),
+            tool: "write_file".into(),
+            args: json!({"content": "word ".repeat(200_000), "path": "/tmp/x"}),
+            provenance: Vec::new(),
+        },
         reason: "mode: ask".into(),
         description: "Write a file.".into(),
         annotations: None,

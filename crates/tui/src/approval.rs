@@ -15,7 +15,8 @@ use crate::args::{ArgField, arg_fields, reveal_lines};
 use crate::guard::{Letter, TypingGuard};
 use crate::state::pretty_lines;
 use crate::text::{clean_line, clean_text};
-use crate::{ApprovalPrompt, ApprovalScope};
+use mcp_host_core::decision::AnswerScope;
+use mcp_host_core::event::ApprovalPrompt;
 
 /// Annotations are the server's hints, not what runs: a huge block of them is cut here.
 const MODAL_ARG_LINES: usize = 400;
@@ -42,11 +43,11 @@ pub(crate) struct ApprovalView {
 impl ApprovalView {
     fn new(p: &ApprovalPrompt) -> Self {
         Self {
-            call_id: p.call_id.clone(),
-            name: clean_line(&p.name),
-            server: clean_line(&p.server),
-            tool: clean_line(&p.tool),
-            args: arg_fields(&p.args),
+            call_id: p.subject.call_id.clone(),
+            name: clean_line(&p.subject.name),
+            server: clean_line(p.subject.server.as_str()),
+            tool: clean_line(&p.subject.tool),
+            args: arg_fields(&p.subject.args),
             reason: clean_text(&p.reason),
             // Escape sequences go as everywhere else; what survives them and could still
             // hide text (zero-width, TAG characters, long padding) is shown.
@@ -120,7 +121,7 @@ impl Choice {
 #[derive(Debug, PartialEq)]
 pub(crate) enum Outcome {
     Nothing,
-    Approve(ApprovalScope),
+    Approve(AnswerScope),
     Deny(Option<String>),
 }
 
@@ -195,9 +196,9 @@ impl ApprovalModal {
                 match self.selected {
                     None => {}
                     Some(Choice::Deny) => self.reason = Some(String::new()),
-                    Some(Choice::Once) => return Outcome::Approve(ApprovalScope::Once),
-                    Some(Choice::Session) => return Outcome::Approve(ApprovalScope::Session),
-                    Some(Choice::Always) => return Outcome::Approve(ApprovalScope::Always),
+                    Some(Choice::Once) => return Outcome::Approve(AnswerScope::Once),
+                    Some(Choice::Session) => return Outcome::Approve(AnswerScope::Session),
+                    Some(Choice::Always) => return Outcome::Approve(AnswerScope::Always),
                 }
             }
             KeyCode::Right | KeyCode::Tab => {
@@ -307,7 +308,11 @@ pub(crate) struct Approvals {
 impl Approvals {
     pub(crate) fn push(&mut self, p: &ApprovalPrompt) {
         // The same call asked twice (a runtime retry) must not need two answers.
-        if self.queue.iter().any(|m| m.view.call_id == p.call_id) {
+        if self
+            .queue
+            .iter()
+            .any(|m| m.view.call_id == p.subject.call_id)
+        {
             return;
         }
         self.queue.push_back(ApprovalModal::new(p));

@@ -10,7 +10,7 @@ use serde_json::{Map, Number, Value};
 use crate::approval::has_command_modifier;
 use crate::guard::{Letter, TypingGuard};
 use crate::text::{clean_line, clean_text, fmt_num};
-use crate::{ElicitationAnswer, ElicitationRequest};
+use mcp_host_core::event::{ElicitationAnswer, ElicitationRequest};
 
 /// A field's text is capped so a held-down key cannot grow it without bound.
 const FIELD_MAX_CHARS: usize = 4000;

@@ -22,22 +22,15 @@ mod views;
 use std::time::Instant;
 
 use crossterm::event::KeyEvent;
+use mcp_host_core::decision::AnswerScope;
+use mcp_host_core::event::{ApprovalPrompt, CallSubject, ElicitationAnswer, ElicitationRequest};
 use ratatui::Frame;
-use serde_json::Value;
 
 use crate::approval::Approvals;
 use crate::elicit::Elicitations;
 use crate::input::InputBox;
 use crate::state::{Overlay, ProgressView, Transcript};
 use crate::theme::Theme;
-
-/// How long an approval lasts, as the person chose it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ApprovalScope {
-    Once,
-    Session,
-    Always,
-}
 
 /// What the runtime tells the screen.
 #[derive(Clone, Debug, PartialEq)]
@@ -49,7 +42,7 @@ pub enum Update {
     /// The turn ended; `note` says why when it is not a plain finish ("step cap", "cancelled").
     TurnEnded { note: Option<String> },
     /// A tool call card appears (state: running, or waiting when an approval follows).
-    CallStarted(CallCard),
+    CallStarted(CallSubject),
     /// A call needs a yes or no: the modal opens and the card shows "waiting for approval".
     ApprovalRequested(ApprovalPrompt),
     /// A call came back.
@@ -82,19 +75,6 @@ pub enum Update {
 }
 
 #[derive(Clone, Debug, PartialEq)]
-pub struct CallCard {
-    pub call_id: String,
-    /// The model-visible name.
-    pub name: String,
-    pub server: String,
-    pub tool: String,
-    pub args: Value,
-    /// Which servers' output was in context when the model made this call (taint), shown as
-    /// a provenance badge; empty when only the user had spoken.
-    pub provenance: Vec<String>,
-}
-
-#[derive(Clone, Debug, PartialEq)]
 pub enum CallState {
     WaitingForApproval,
     Running,
@@ -104,25 +84,6 @@ pub enum CallState {
     Denied,
     /// Still running, moved to the background under this job id.
     Background(String),
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub struct ApprovalPrompt {
-    pub call_id: String,
-    pub name: String,
-    pub server: String,
-    pub tool: String,
-    pub args: Value,
-    /// Why policy asks (the rule, taint, drift, look-alike, mode).
-    pub reason: String,
-    /// The tool's description as the catalogue shows it.
-    pub description: String,
-    /// The tool's annotations as the server sent them.
-    pub annotations: Option<Value>,
-    /// Whether policy believes them (only for a trusted server).
-    pub annotations_believed: bool,
-    /// A unified diff when the definition changed since it was pinned.
-    pub drift_diff: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -163,33 +124,6 @@ pub struct StatusInfo {
     pub output_tokens: u64,
 }
 
-#[derive(Clone, Debug, PartialEq)]
-pub enum ElicitationRequest {
-    /// Fields from the restricted schema (flat object of primitives).
-    Form {
-        id: String,
-        server: String,
-        message: String,
-        /// The `requestedSchema` as sent.
-        schema: Value,
-    },
-    Url {
-        id: String,
-        server: String,
-        message: String,
-        url: String,
-    },
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub enum ElicitationAnswer {
-    Accept(Value),
-    Decline,
-    Cancel,
-    /// URL mode: the person agreed to open it.
-    OpenUrl,
-}
-
 /// What the person asked for.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Command {
@@ -203,7 +137,7 @@ pub enum Command {
     },
     Approve {
         call_id: String,
-        scope: ApprovalScope,
+        scope: AnswerScope,
     },
     Deny {
         call_id: String,
@@ -281,8 +215,7 @@ impl App {
             Update::TurnEnded { note } => self.transcript.end_turn(note.as_deref()),
             Update::CallStarted(card) => self.transcript.call_started(&card, now),
             Update::ApprovalRequested(p) => {
-                self.transcript
-                    .waiting(&p.call_id, &p.server, &p.tool, &p.args, now);
+                self.transcript.waiting(&p.subject, now);
                 self.approvals.push(&p);
             }
             Update::CallFinished {

@@ -11,7 +11,9 @@ use serde_json::Value;
 use crate::markdown::{self, MdBlock};
 use crate::text::{clean_line, clean_text, truncate};
 use crate::theme::Theme;
-use crate::{CallCard, CallState, ServerRow, StatusInfo, ToolRow};
+use mcp_host_core::event::CallSubject;
+
+use crate::{CallState, ServerRow, StatusInfo, ToolRow};
 
 /// Arguments on a card show this many pretty-printed lines; the approval modal shows all.
 pub(crate) const CARD_ARG_LINES: usize = 6;
@@ -142,10 +144,10 @@ impl Transcript {
     }
 
     /// A card appears, or an existing one (same call id) is refreshed in place.
-    pub(crate) fn call_started(&mut self, card: &CallCard, now: Instant) {
+    pub(crate) fn call_started(&mut self, card: &CallSubject, now: Instant) {
         let state = CallState::Running;
         if let Some(c) = self.call_mut(&card.call_id) {
-            c.server = clean_line(&card.server);
+            c.server = clean_line(card.server.as_str());
             c.tool = clean_line(&card.tool);
             c.args = pretty_lines(&card.args, CARD_ARG_LINES);
             c.provenance = Some(card.provenance.iter().map(|p| clean_line(p)).collect());
@@ -158,7 +160,7 @@ impl Transcript {
         self.answer_open = false;
         self.entries.push(Entry::Call(Box::new(CallView {
             call_id: card.call_id.clone(),
-            server: clean_line(&card.server),
+            server: clean_line(card.server.as_str()),
             tool: clean_line(&card.tool),
             args: pretty_lines(&card.args, CARD_ARG_LINES),
             provenance: Some(card.provenance.iter().map(|p| clean_line(p)).collect()),
@@ -172,24 +174,17 @@ impl Transcript {
 
     /// The card of a call that needs approval shows that; made from the prompt if the runtime
     /// sent no card first.
-    pub(crate) fn waiting(
-        &mut self,
-        call_id: &str,
-        server: &str,
-        tool: &str,
-        args: &Value,
-        now: Instant,
-    ) {
-        if let Some(c) = self.call_mut(call_id) {
+    pub(crate) fn waiting(&mut self, subject: &CallSubject, now: Instant) {
+        if let Some(c) = self.call_mut(&subject.call_id) {
             c.state = CallState::WaitingForApproval;
             return;
         }
         self.answer_open = false;
         self.entries.push(Entry::Call(Box::new(CallView {
-            call_id: call_id.to_string(),
-            server: clean_line(server),
-            tool: clean_line(tool),
-            args: pretty_lines(args, CARD_ARG_LINES),
+            call_id: subject.call_id.clone(),
+            server: clean_line(subject.server.as_str()),
+            tool: clean_line(&subject.tool),
+            args: pretty_lines(&subject.args, CARD_ARG_LINES),
             provenance: None,
             state: CallState::WaitingForApproval,
             started: now,

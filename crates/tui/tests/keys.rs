@@ -6,9 +6,9 @@ mod common;
 
 use common::{alt, app, ctrl, key, prompt, screen, server, tool, type_str};
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
-use mcp_host_tui::{
-    ApprovalScope, CallState, Command, ElicitationAnswer, ElicitationRequest, Update,
-};
+use mcp_host_core::decision::AnswerScope;
+use mcp_host_core::event::{ElicitationAnswer, ElicitationRequest};
+use mcp_host_tui::{CallState, Command, Update};
 use serde_json::json;
 
 fn with_modal() -> mcp_host_tui::App {
@@ -18,7 +18,7 @@ fn with_modal() -> mcp_host_tui::App {
     app
 }
 
-fn approve(scope: ApprovalScope) -> Vec<Command> {
+fn approve(scope: AnswerScope) -> Vec<Command> {
     vec![Command::Approve {
         call_id: "c1".into(),
         scope,
@@ -63,9 +63,9 @@ fn modal_enter_with_nothing_selected_does_nothing() {
 #[test]
 fn modal_shortcut_selects_and_enter_confirms() {
     for (c, scope) in [
-        ('o', ApprovalScope::Once),
-        ('s', ApprovalScope::Session),
-        ('a', ApprovalScope::Always),
+        ('o', AnswerScope::Once),
+        ('s', AnswerScope::Session),
+        ('a', AnswerScope::Always),
     ] {
         let mut app = with_modal();
         assert!(
@@ -89,7 +89,7 @@ fn modal_arrows_select_and_unlock_after_typing() {
     app.on_key(key(KeyCode::Right));
     assert_eq!(
         app.on_key(key(KeyCode::Enter)),
-        approve(ApprovalScope::Session)
+        approve(AnswerScope::Session)
     );
 
     let mut app = with_modal();
@@ -97,7 +97,7 @@ fn modal_arrows_select_and_unlock_after_typing() {
     app.on_key(key(KeyCode::Char('a')));
     assert_eq!(
         app.on_key(key(KeyCode::Enter)),
-        approve(ApprovalScope::Always)
+        approve(AnswerScope::Always)
     );
 }
 
@@ -165,15 +165,12 @@ fn modal_paste_selects_nothing() {
 fn modal_queue_shows_one_prompt_at_a_time() {
     let mut app = with_modal();
     let mut second = prompt("c2");
-    second.name = "git__push".into();
+    second.subject.name = "git__push".into();
     app.apply(Update::ApprovalRequested(second));
     app.apply(Update::ApprovalRequested(prompt("c1")));
     assert!(screen(&app, 80, 24).contains("1 more waiting"));
     app.on_key(key(KeyCode::Char('o')));
-    assert_eq!(
-        app.on_key(key(KeyCode::Enter)),
-        approve(ApprovalScope::Once)
-    );
+    assert_eq!(app.on_key(key(KeyCode::Enter)), approve(AnswerScope::Once));
     // The next one opens with nothing selected.
     assert!(app.dialog_open());
     assert!(screen(&app, 80, 24).contains("git__push"));
@@ -598,11 +595,10 @@ fn page_up_stops_following_and_page_down_resumes() {
 
 fn modal_with_args(args: serde_json::Value) -> mcp_host_tui::App {
     let (mut app, _) = app();
-    app.apply(Update::ApprovalRequested(mcp_host_tui::ApprovalPrompt {
-        args,
-        drift_diff: None,
-        ..prompt("c1")
-    }));
+    let mut p = prompt("c1");
+    p.subject.args = args;
+    p.drift_diff = None;
+    app.apply(Update::ApprovalRequested(p));
     app
 }
 

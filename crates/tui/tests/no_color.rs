@@ -6,7 +6,8 @@ mod common;
 
 use common::{app_no_color, card, key, prompt, render, server, type_str};
 use crossterm::event::KeyCode;
-use mcp_host_tui::{App, CallState, ElicitationRequest, StatusInfo, Update};
+use mcp_host_core::event::ElicitationRequest;
+use mcp_host_tui::{App, CallState, StatusInfo, Update};
 use ratatui::buffer::Buffer;
 use ratatui::style::{Color, Modifier};
 use serde_json::json;

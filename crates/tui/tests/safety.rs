@@ -8,7 +8,9 @@ mod common;
 
 use common::{app, card, key, prompt, render, server, text, tool, type_str};
 use crossterm::event::KeyCode;
-use mcp_host_tui::{App, ApprovalPrompt, CallState, ElicitationRequest, StatusInfo, Update};
+use mcp_host_core::ServerId;
+use mcp_host_core::event::{ApprovalPrompt, ElicitationRequest};
+use mcp_host_tui::{App, CallState, StatusInfo, Update};
 use ratatui::buffer::Buffer;
 use serde_json::json;
 
@@ -56,7 +58,7 @@ fn evil_app() -> App {
         note: Some(EVIL.into()),
     });
     let mut c = card("c1", &[EVIL]);
-    c.server = EVIL.into();
+    c.server = ServerId::new(EVIL);
     c.tool = EVIL.into();
     // Arguments are JSON: escapes show as JSON escapes (tested below), not stripped.
     c.args = json!({"x": "plain"});
@@ -95,17 +97,16 @@ fn evil_app() -> App {
 }
 
 fn evil_prompt() -> ApprovalPrompt {
-    ApprovalPrompt {
-        name: EVIL.into(),
-        server: EVIL.into(),
-        tool: EVIL.into(),
-        args: json!({"a": format!("c1\u{9b}31m\u{85}x")}),
-        reason: EVIL.into(),
-        description: EVIL.into(),
-        annotations: Some(json!({"readOnlyHint": true})),
-        drift_diff: Some(format!("-{EVIL}\n+{EVIL}")),
-        ..prompt("p1")
-    }
+    let mut p = prompt("p1");
+    p.subject.name = EVIL.into();
+    p.subject.server = ServerId::new(EVIL);
+    p.subject.tool = EVIL.into();
+    p.subject.args = json!({"a": format!("c1\u{9b}31m\u{85}x")});
+    p.reason = EVIL.into();
+    p.description = EVIL.into();
+    p.annotations = Some(json!({"readOnlyHint": true}));
+    p.drift_diff = Some(format!("-{EVIL}\n+{EVIL}"));
+    p
 }
 
 #[test]
@@ -193,10 +194,9 @@ fn json_arguments_show_control_characters_as_code_points() {
     let mut c = card("c1", &[]);
     c.args = json!({"x": "\x1b]0;pwned\x07 c1\u{9b}31m"});
     app.apply(Update::CallStarted(c.clone()));
-    app.apply(Update::ApprovalRequested(ApprovalPrompt {
-        args: c.args.clone(),
-        ..prompt("c1")
-    }));
+    let mut p = prompt("c1");
+    p.subject.args = c.args.clone();
+    app.apply(Update::ApprovalRequested(p));
     let buf = render(&app, 120, 40);
     let s = text(&buf);
     assert!(

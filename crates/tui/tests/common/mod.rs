@@ -86,14 +86,16 @@ pub fn type_str(app: &mut App, s: &str) -> Vec<Command> {
 // Fixtures. JSON objects list their keys in alphabetical order so that the pretty-printed
 // text is the same whether or not serde_json keeps insertion order.
 
-use mcp_host_tui::{ApprovalPrompt, CallCard, ServerRow, ToolRow};
+use mcp_host_core::ServerId;
+use mcp_host_core::event::{ApprovalPrompt, CallSubject};
+use mcp_host_tui::{ServerRow, ToolRow};
 use serde_json::json;
 
-pub fn card(id: &str, provenance: &[&str]) -> CallCard {
-    CallCard {
+pub fn card(id: &str, provenance: &[&str]) -> CallSubject {
+    CallSubject {
         call_id: id.into(),
         name: "fs__read_file".into(),
-        server: "fs".into(),
+        server: ServerId::new("fs"),
         tool: "read_file".into(),
         args: json!({"path": "/work/notes.md", "tail": 20}),
         provenance: provenance.iter().map(|s| s.to_string()).collect(),
@@ -102,11 +104,14 @@ pub fn card(id: &str, provenance: &[&str]) -> CallCard {
 
 pub fn prompt(id: &str) -> ApprovalPrompt {
     ApprovalPrompt {
-        call_id: id.into(),
-        name: "fs__write_file".into(),
-        server: "fs".into(),
-        tool: "write_file".into(),
-        args: json!({"content": "hello\nworld", "path": "/work/out.txt"}),
+        subject: CallSubject {
+            call_id: id.into(),
+            name: "fs__write_file".into(),
+            server: ServerId::new("fs"),
+            tool: "write_file".into(),
+            args: json!({"content": "hello\nworld", "path": "/work/out.txt"}),
+            provenance: vec!["fetch".into()],
+        },
         reason: "rule `ask fs/write_*` in ~/.config/mcp-host/policy.toml; context tainted by fetch"
             .into(),
         description: "Create or overwrite a file with the given content.".into(),
