@@ -10,6 +10,7 @@
 mod approval;
 mod args;
 mod elicit;
+mod events;
 mod guard;
 mod input;
 mod keys;
@@ -29,7 +30,7 @@ use ratatui::Frame;
 use crate::approval::Approvals;
 use crate::elicit::Elicitations;
 use crate::input::InputBox;
-use crate::state::{Overlay, ProgressView, Transcript};
+use crate::state::{CardFacts, Overlay, ProgressView, Transcript};
 use crate::theme::Theme;
 
 /// What the runtime tells the screen.
@@ -213,7 +214,7 @@ impl App {
             Update::UserMessage(text) => self.transcript.user(&text),
             Update::TextDelta(delta) => self.transcript.delta(&delta, &self.theme),
             Update::TurnEnded { note } => self.transcript.end_turn(note.as_deref()),
-            Update::CallStarted(card) => self.transcript.call_started(&card, now),
+            Update::CallStarted(card) => self.transcript.call_started(CardFacts::of(&card), now),
             Update::ApprovalRequested(p) => {
                 self.transcript.waiting(&p.subject, now);
                 self.approvals.push(&p);
@@ -223,14 +224,7 @@ impl App {
                 state,
                 took_ms,
                 preview,
-            } => {
-                self.transcript
-                    .finished(&call_id, &state, took_ms, &preview);
-                // Finished some other way (cancel, timeout): nobody needs to answer any more.
-                if state != CallState::WaitingForApproval {
-                    self.approvals.forget(&call_id);
-                }
-            }
+            } => self.call_finished(&call_id, &state, took_ms, &preview),
             Update::Progress {
                 call_id,
                 progress,
@@ -298,6 +292,15 @@ impl App {
     /// Whether a dialog (approval or elicitation) is waiting for the person.
     pub fn dialog_open(&self) -> bool {
         self.approvals.active().is_some() || self.elicitations.active().is_some()
+    }
+
+    /// A card takes its end state; its approval prompt, if one is still open, goes away.
+    fn call_finished(&mut self, call_id: &str, state: &CallState, took_ms: u64, preview: &str) {
+        self.transcript.finished(call_id, state, took_ms, preview);
+        // Finished some other way (cancel, timeout): nobody needs to answer any more.
+        if *state != CallState::WaitingForApproval {
+            self.approvals.forget(call_id);
+        }
     }
 
     fn now(&self) -> Instant {

@@ -22,6 +22,29 @@ pub(crate) const CARD_PREVIEW_LINES: usize = 4;
 /// Very long single lines (a base64 blob in an argument) are cut, not wrapped over a screen.
 pub(crate) const MAX_LINE_CHARS: usize = 240;
 
+/// What a card shows of a call, borrowed: from a [`CallSubject`], or from a refused call's
+/// event, which has no subject (and whose arguments may be large, so they are not copied).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CardFacts<'a> {
+    pub call_id: &'a str,
+    pub server: &'a str,
+    pub tool: &'a str,
+    pub args: &'a Value,
+    pub provenance: &'a [String],
+}
+
+impl<'a> CardFacts<'a> {
+    pub(crate) fn of(subject: &'a CallSubject) -> Self {
+        Self {
+            call_id: &subject.call_id,
+            server: subject.server.as_str(),
+            tool: &subject.tool,
+            args: &subject.args,
+            provenance: &subject.provenance,
+        }
+    }
+}
+
 /// One thing in the transcript.
 #[derive(Debug)]
 pub(crate) enum Entry {
@@ -144,13 +167,14 @@ impl Transcript {
     }
 
     /// A card appears, or an existing one (same call id) is refreshed in place.
-    pub(crate) fn call_started(&mut self, card: &CallSubject, now: Instant) {
+    pub(crate) fn call_started(&mut self, card: CardFacts<'_>, now: Instant) {
         let state = CallState::Running;
-        if let Some(c) = self.call_mut(&card.call_id) {
-            c.server = clean_line(card.server.as_str());
-            c.tool = clean_line(&card.tool);
-            c.args = pretty_lines(&card.args, CARD_ARG_LINES);
-            c.provenance = Some(card.provenance.iter().map(|p| clean_line(p)).collect());
+        let provenance = || card.provenance.iter().map(|p| clean_line(p)).collect();
+        if let Some(c) = self.call_mut(card.call_id) {
+            c.server = clean_line(card.server);
+            c.tool = clean_line(card.tool);
+            c.args = pretty_lines(card.args, CARD_ARG_LINES);
+            c.provenance = Some(provenance());
             if c.state != CallState::WaitingForApproval {
                 c.state = state;
                 c.started = now;
@@ -159,11 +183,11 @@ impl Transcript {
         }
         self.answer_open = false;
         self.entries.push(Entry::Call(Box::new(CallView {
-            call_id: card.call_id.clone(),
-            server: clean_line(card.server.as_str()),
-            tool: clean_line(&card.tool),
-            args: pretty_lines(&card.args, CARD_ARG_LINES),
-            provenance: Some(card.provenance.iter().map(|p| clean_line(p)).collect()),
+            call_id: card.call_id.to_string(),
+            server: clean_line(card.server),
+            tool: clean_line(card.tool),
+            args: pretty_lines(card.args, CARD_ARG_LINES),
+            provenance: Some(provenance()),
             state,
             started: now,
             took_ms: None,

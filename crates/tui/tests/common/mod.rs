@@ -147,3 +147,75 @@ pub fn tool(name: &str, server: &str, description: &str) -> ToolRow {
         flags: Vec::new(),
     }
 }
+
+// Core events, as the session sends them.
+
+use mcp_host_core::event::{CallSource, Event, TurnEnd, TurnReport, Usage};
+
+pub fn delta(text: &str) -> Event {
+    Event::TextDelta { text: text.into() }
+}
+
+pub fn notice(text: &str) -> Event {
+    Event::Notice { text: text.into() }
+}
+
+/// The model's call, allowed and sent.
+pub fn begun(subject: CallSubject) -> Event {
+    Event::CallBegun {
+        subject,
+        source: CallSource::Model,
+    }
+}
+
+/// A call's answer came back: an error when `is_error`.
+pub fn ended(id: &str, is_error: bool, took_ms: u64, preview: &str) -> Event {
+    Event::CallEnded {
+        call_id: id.into(),
+        name: "fs__read_file".into(),
+        is_error,
+        took_ms,
+        background_job: None,
+        preview: preview.into(),
+    }
+}
+
+/// A call moved to the background as `job`.
+pub fn backgrounded(id: &str, job: &str, took_ms: u64) -> Event {
+    Event::CallEnded {
+        call_id: id.into(),
+        name: "fs__read_file".into(),
+        is_error: false,
+        took_ms,
+        background_job: Some(job.into()),
+        preview: String::new(),
+    }
+}
+
+pub fn progress(id: &str, progress: f64, total: Option<f64>, message: Option<&str>) -> Event {
+    Event::Progress {
+        call_id: id.into(),
+        progress,
+        total,
+        message: message.map(str::to_string),
+    }
+}
+
+/// A turn's end, with its report's text and usage.
+pub fn turn_ended(end: TurnEnd, text: &str, usage: Usage) -> Event {
+    Event::TurnEnded {
+        report: Box::new(TurnReport {
+            text: text.into(),
+            steps: 1,
+            end,
+            calls: Vec::new(),
+            usage,
+            conversation_id: None,
+        }),
+    }
+}
+
+/// A plain finish that used no tokens.
+pub fn finished() -> Event {
+    turn_ended(TurnEnd::Finished, "", Usage::default())
+}
