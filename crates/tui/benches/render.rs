@@ -5,8 +5,10 @@
 use criterion::{Criterion, criterion_group, criterion_main};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use mcp_host_core::ServerId;
-use mcp_host_core::event::{ApprovalPrompt, CallSubject};
-use mcp_host_tui::{App, CallState, SessionInfo, Update};
+use mcp_host_core::event::{
+    ApprovalPrompt, CallSource, CallSubject, Event, TurnEnd, TurnReport, Usage,
+};
+use mcp_host_tui::{App, SessionInfo, Update};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use serde_json::json;
@@ -14,26 +16,44 @@ use std::hint::black_box;
 
 const ANSWER: &str = "# Notes\n\nThe **parser** handles *streaming* input and `code`.\n\n- one\n- two with a [link](https://example.com)\n\n```rust\nfn main() {\n    println!(\"hi\");\n}\n```\n\n| a | b |\n|---|---|\n| 1 | 2 |\n";
 
+fn delta(text: &str) -> Event {
+    Event::TextDelta { text: text.into() }
+}
+
 fn app_with(turns: usize) -> App {
     let mut app = App::new(SessionInfo::default());
     for i in 0..turns {
         app.apply(Update::UserMessage(format!("question {i}")));
-        app.apply(Update::CallStarted(CallSubject {
+        app.on_event(&Event::CallBegun {
+            subject: CallSubject {
+                call_id: format!("c{i}"),
+                name: "fs__read_file".into(),
+                server: ServerId::new("fs"),
+                tool: "read_file".into(),
+                args: json!({"path": "/tmp/x", "limit": 10}),
+                provenance: vec!["fs".into()],
+            },
+            source: CallSource::Model,
+        });
+        app.on_event(&Event::CallEnded {
             call_id: format!("c{i}"),
             name: "fs__read_file".into(),
-            server: ServerId::new("fs"),
-            tool: "read_file".into(),
-            args: json!({"path": "/tmp/x", "limit": 10}),
-            provenance: vec!["fs".into()],
-        }));
-        app.apply(Update::CallFinished {
-            call_id: format!("c{i}"),
-            state: CallState::Done,
+            is_error: false,
             took_ms: 12,
+            background_job: None,
             preview: "line one\nline two\nline three".into(),
         });
-        app.apply(Update::TextDelta(ANSWER.into()));
-        app.apply(Update::TurnEnded { note: None });
+        app.on_event(&delta(ANSWER));
+        app.on_event(&Event::TurnEnded {
+            report: Box::new(TurnReport {
+                text: String::new(),
+                steps: 2,
+                end: TurnEnd::Finished,
+                calls: Vec::new(),
+                usage: Usage::default(),
+                conversation_id: None,
+            }),
+        });
     }
     app
 }
@@ -52,7 +72,8 @@ fn bench(c: &mut Criterion) {
     c.bench_function("apply a 20-byte text delta to a 200-turn transcript", |b| {
         let mut app = app_with(200);
         app.apply(Update::UserMessage("next".into()));
-        b.iter(|| app.apply(Update::TextDelta(black_box("some more words here").into())))
+        let more = delta("some more words here");
+        b.iter(|| app.on_event(black_box(&more)))
     });
 }
 
@@ -78,12 +99,12 @@ fn bench_approval(c: &mut Criterion) {
     c.bench_function("open an approval with a 1 MB argument", |b| {
         b.iter(|| {
             let mut app = App::new(SessionInfo::default());
-            app.apply(Update::ApprovalRequested(black_box(big_prompt())));
+            app.on_event(&Event::ApprovalRequested(black_box(big_prompt())));
             app
         })
     });
     let mut app = App::new(SessionInfo::default());
-    app.apply(Update::ApprovalRequested(big_prompt()));
+    app.on_event(&Event::ApprovalRequested(big_prompt()));
     let mut terminal = Terminal::new(TestBackend::new(80, 24)).unwrap_or_else(|_| unreachable!());
     c.bench_function("draw the approval, 1 MB argument collapsed, 80x24", |b| {
         b.iter(|| {

@@ -24,29 +24,24 @@ use std::time::Instant;
 
 use crossterm::event::KeyEvent;
 use mcp_host_core::decision::AnswerScope;
-use mcp_host_core::event::{ApprovalPrompt, CallSubject, ElicitationAnswer, ElicitationRequest};
+use mcp_host_core::event::ElicitationAnswer;
 use ratatui::Frame;
 
 use crate::approval::Approvals;
 use crate::elicit::Elicitations;
 use crate::input::InputBox;
-use crate::state::{CardFacts, Overlay, ProgressView, Transcript};
+use crate::state::{Overlay, Transcript};
 use crate::theme::Theme;
 
-/// What the runtime tells the screen.
+/// What the runtime tells the screen that is not a session event (those go to
+/// [`App::on_event`]): the person's own message, the runtime's notices, the server and tool
+/// tables, the status facts, and a cleared transcript.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Update {
     /// The person's message, as sent (shown in the transcript).
     UserMessage(String),
-    /// A piece of the model's answer as it streams (markdown).
-    TextDelta(String),
-    /// The turn ended; `note` says why when it is not a plain finish ("step cap", "cancelled").
-    TurnEnded { note: Option<String> },
-    /// A tool call card appears (state: running, or waiting when an approval follows).
-    CallStarted(CallSubject),
-    /// A call needs a yes or no: the modal opens and the card shows "waiting for approval".
-    ApprovalRequested(ApprovalPrompt),
-    /// A call came back.
+    /// A card takes an end state the runtime decided itself. The session's events never
+    /// end a card as [`CallState::Cancelled`]; this is the only way to show it.
     CallFinished {
         call_id: String,
         state: CallState,
@@ -54,23 +49,15 @@ pub enum Update {
         /// The start of the result (or error) text.
         preview: String,
     },
-    /// Progress notification for a running call.
-    Progress {
-        call_id: String,
-        progress: f64,
-        total: Option<f64>,
-        message: Option<String>,
-    },
-    /// Something to tell the person (large result, compaction, background job, errors).
+    /// Something to tell the person from the runtime itself (a command's answer, an error).
     Notice(String),
     /// The servers' current rows (for the status line and the `/mcp` panel).
     Servers(Vec<ServerRow>),
     /// The catalogue (for the `/tools` browser).
     Tools(Vec<ToolRow>),
-    /// Status line facts.
+    /// Status line facts, every field replaced, the token counters too (say, at start-up).
+    /// After that a turn's end adds its tokens and a model change sets the model.
     Status(StatusInfo),
-    /// A server asks for input through a form, or for the person to open a URL.
-    Elicitation(ElicitationRequest),
     /// Forget the transcript (after `/clear` or `/resume`).
     ClearTranscript,
 }
@@ -121,6 +108,7 @@ pub struct StatusInfo {
     /// `provider:model`, or `None` when no model is configured.
     pub model: Option<String>,
     pub mode: String,
+    /// The session's tokens so far: each turn's report adds its own.
     pub input_tokens: u64,
     pub output_tokens: u64,
 }
@@ -209,35 +197,14 @@ impl App {
 
     /// Applies what the runtime says.
     pub fn apply(&mut self, update: Update) {
-        let now = self.now();
         match update {
             Update::UserMessage(text) => self.transcript.user(&text),
-            Update::TextDelta(delta) => self.transcript.delta(&delta, &self.theme),
-            Update::TurnEnded { note } => self.transcript.end_turn(note.as_deref()),
-            Update::CallStarted(card) => self.transcript.call_started(CardFacts::of(&card), now),
-            Update::ApprovalRequested(p) => {
-                self.transcript.waiting(&p.subject, now);
-                self.approvals.push(&p);
-            }
             Update::CallFinished {
                 call_id,
                 state,
                 took_ms,
                 preview,
             } => self.call_finished(&call_id, &state, took_ms, &preview),
-            Update::Progress {
-                call_id,
-                progress,
-                total,
-                message,
-            } => self.transcript.progress(
-                &call_id,
-                ProgressView {
-                    progress,
-                    total,
-                    message,
-                },
-            ),
             Update::Notice(text) => self.transcript.notice(&text),
             Update::Servers(rows) => {
                 self.servers = rows.iter().map(state::clean_server).collect();
@@ -252,7 +219,6 @@ impl App {
                 }
             }
             Update::Status(info) => self.status = state::clean_status(&info),
-            Update::Elicitation(req) => self.elicitations.push(&req),
             Update::ClearTranscript => self.transcript.clear(),
         }
     }

@@ -1,7 +1,7 @@
 //! What the screen remembers, already sanitised: the transcript (messages, answers, notices,
 //! tool call cards), the server and tool tables, the status facts, the overlays' own state,
-//! and the scroll positions. Turning an [`Update`] into this state happens here, and this is
-//! the only door outside text comes through.
+//! and the scroll positions. An [`Update`] or a session event becomes this state through the
+//! methods and cleaning functions here, the only door outside text comes through.
 
 use std::cell::Cell;
 use std::time::Instant;

@@ -4,17 +4,18 @@
 
 mod common;
 
-use common::{alt, app, ctrl, key, prompt, screen, server, tool, type_str};
+use common::{
+    alt, app, approval, ctrl, elicitation, key, prompt, refused, screen, server, tool, type_str,
+};
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use mcp_host_core::decision::AnswerScope;
 use mcp_host_core::event::{ElicitationAnswer, ElicitationRequest};
-use mcp_host_tui::{CallState, Command, Update};
+use mcp_host_tui::{Command, Update};
 use serde_json::json;
 
 fn with_modal() -> mcp_host_tui::App {
     let (mut app, _) = app();
-    app.apply(Update::CallStarted(common::card("c1", &[])));
-    app.apply(Update::ApprovalRequested(prompt("c1")));
+    app.on_event(&approval(prompt("c1")));
     app
 }
 
@@ -166,8 +167,8 @@ fn modal_queue_shows_one_prompt_at_a_time() {
     let mut app = with_modal();
     let mut second = prompt("c2");
     second.subject.name = "git__push".into();
-    app.apply(Update::ApprovalRequested(second));
-    app.apply(Update::ApprovalRequested(prompt("c1")));
+    app.on_event(&approval(second));
+    app.on_event(&approval(prompt("c1")));
     assert!(screen(&app, 80, 24).contains("1 more waiting"));
     app.on_key(key(KeyCode::Char('o')));
     assert_eq!(app.on_key(key(KeyCode::Enter)), approve(AnswerScope::Once));
@@ -188,12 +189,11 @@ fn modal_queue_shows_one_prompt_at_a_time() {
 #[test]
 fn modal_closes_when_its_call_finishes_elsewhere() {
     let mut app = with_modal();
-    app.apply(Update::CallFinished {
-        call_id: "c1".into(),
-        state: CallState::Cancelled,
-        took_ms: 10,
-        preview: String::new(),
-    });
+    // The turn was interrupted while the prompt was open: the engine refuses the call.
+    app.on_event(&refused(
+        &prompt("c1").subject,
+        "needs approval, and nobody could approve it: mode: ask",
+    ));
     assert!(!app.dialog_open());
 }
 
@@ -483,7 +483,7 @@ fn form() -> ElicitationRequest {
 #[test]
 fn elicitation_form_validates_then_accepts() {
     let (mut app, _) = app();
-    app.apply(Update::Elicitation(form()));
+    app.on_event(&elicitation(form()));
     // A stray Enter on a field moves on; it never submits.
     type_str(&mut app, "x\n");
     assert!(app.dialog_open());
@@ -514,7 +514,7 @@ fn elicitation_form_validates_then_accepts() {
 #[test]
 fn elicitation_decline_and_cancel() {
     let (mut app, _) = app();
-    app.apply(Update::Elicitation(form()));
+    app.on_event(&elicitation(form()));
     // `d` in a text field is text; on the buttons row it declines.
     type_str(&mut app, "d");
     assert!(app.dialog_open());
@@ -527,7 +527,7 @@ fn elicitation_decline_and_cancel() {
             answer: ElicitationAnswer::Decline
         }]
     );
-    app.apply(Update::Elicitation(form()));
+    app.on_event(&elicitation(form()));
     assert_eq!(
         app.on_key(key(KeyCode::Esc)),
         vec![Command::ElicitationAnswer {
@@ -555,23 +555,23 @@ fn elicitation_url_answers() {
         }]
     };
     let (mut app, _) = app();
-    app.apply(Update::Elicitation(url_request()));
+    app.on_event(&elicitation(url_request()));
     assert_eq!(
         app.on_key(key(KeyCode::Char('y'))),
         answer(ElicitationAnswer::OpenUrl)
     );
-    app.apply(Update::Elicitation(url_request()));
+    app.on_event(&elicitation(url_request()));
     assert_eq!(
         app.on_key(key(KeyCode::Char('n'))),
         answer(ElicitationAnswer::Decline)
     );
-    app.apply(Update::Elicitation(url_request()));
+    app.on_event(&elicitation(url_request()));
     assert_eq!(
         app.on_key(key(KeyCode::Esc)),
         answer(ElicitationAnswer::Decline)
     );
     // Typing that happens to contain a `y` opens nothing.
-    app.apply(Update::Elicitation(url_request()));
+    app.on_event(&elicitation(url_request()));
     assert!(type_str(&mut app, "hey you\n").is_empty());
     assert!(app.dialog_open());
 }
@@ -598,7 +598,7 @@ fn modal_with_args(args: serde_json::Value) -> mcp_host_tui::App {
     let mut p = prompt("c1");
     p.subject.args = args;
     p.drift_diff = None;
-    app.apply(Update::ApprovalRequested(p));
+    app.on_event(&approval(p));
     app
 }
 

@@ -4,7 +4,10 @@
 
 mod common;
 
-use common::{app_no_color, card, key, prompt, render, server, type_str};
+use common::{
+    app_no_color, approval, backgrounded, begun, card, delta, elicitation, ended, key, notice,
+    progress, prompt, refused, render, server, type_str,
+};
 use crossterm::event::KeyCode;
 use mcp_host_core::event::ElicitationRequest;
 use mcp_host_tui::{App, CallState, StatusInfo, Update};
@@ -36,33 +39,27 @@ fn busy_app(mut app: App) -> App {
     failed.stderr_tail = vec!["trace".into()];
     app.apply(Update::Servers(vec![server("fs", "ready"), failed]));
     app.apply(Update::UserMessage("hi".into()));
-    app.apply(Update::TextDelta(
-        "# H\n\n**b** *i* `c` [l](https://x)\n\n> q\n\n```\ncode\n```\n\n| a |\n|---|\n| 1 |\n"
-            .into(),
+    app.on_event(&delta(
+        "# H\n\n**b** *i* `c` [l](https://x)\n\n> q\n\n```\ncode\n```\n\n| a |\n|---|\n| 1 |\n",
     ));
-    for (id, state) in [
-        ("a", CallState::Done),
-        ("b", CallState::Failed),
-        ("c", CallState::Cancelled),
-        ("d", CallState::Denied),
-        ("e", CallState::Background("j".into())),
-    ] {
-        app.apply(Update::CallStarted(card(id, &["git"])));
-        app.apply(Update::CallFinished {
-            call_id: id.into(),
-            state,
-            took_ms: 10,
-            preview: "out".into(),
-        });
+    // Every end state a card can show: done, failed, cancelled, denied, background.
+    for id in ["a", "b", "c", "d", "e"] {
+        app.on_event(&begun(card(id, &["git"])));
     }
-    app.apply(Update::CallStarted(card("r", &[])));
-    app.apply(Update::Progress {
-        call_id: "r".into(),
-        progress: 1.0,
-        total: Some(4.0),
-        message: None,
+    app.on_event(&ended("a", false, 10, "out"));
+    app.on_event(&ended("b", true, 10, "out"));
+    // No session event ends a card as cancelled: the runtime says so itself.
+    app.apply(Update::CallFinished {
+        call_id: "c".into(),
+        state: CallState::Cancelled,
+        took_ms: 10,
+        preview: "out".into(),
     });
-    app.apply(Update::Notice("note".into()));
+    app.on_event(&refused(&card("d", &["git"]), "out"));
+    app.on_event(&backgrounded("e", "j", 10));
+    app.on_event(&begun(card("r", &[])));
+    app.on_event(&progress("r", 1.0, Some(4.0), None));
+    app.on_event(&notice("note"));
     app.set_busy(true);
     app
 }
@@ -75,7 +72,7 @@ fn no_color_means_no_colour_in_any_view() {
     app.on_key(common::ctrl('c'));
     assert_colourless(&render(&app, 80, 24), "flash");
 
-    app.apply(Update::ApprovalRequested(prompt("c1")));
+    app.on_event(&approval(prompt("c1")));
     let buf = render(&app, 120, 40);
     assert_colourless(&buf, "approval");
     app.on_key(key(KeyCode::Char('s')));
@@ -100,7 +97,7 @@ fn no_color_means_no_colour_in_any_view() {
     assert_colourless(&render(&app, 80, 24), "/help");
     app.on_key(key(KeyCode::Esc));
 
-    app.apply(Update::Elicitation(ElicitationRequest::Form {
+    app.on_event(&elicitation(ElicitationRequest::Form {
         id: "e".into(),
         server: "s".into(),
         message: "m".into(),
@@ -110,7 +107,7 @@ fn no_color_means_no_colour_in_any_view() {
     app.on_key(key(KeyCode::Enter));
     assert_colourless(&render(&app, 80, 24), "form with error");
     app.on_key(key(KeyCode::Esc));
-    app.apply(Update::Elicitation(ElicitationRequest::Url {
+    app.on_event(&elicitation(ElicitationRequest::Url {
         id: "u".into(),
         server: "s".into(),
         message: "m".into(),
@@ -123,7 +120,7 @@ fn no_color_means_no_colour_in_any_view() {
 fn colour_mode_does_colour_the_diff() {
     // The contrast: without NO_COLOR the drift diff's added line is green.
     let (mut app, _) = common::app();
-    app.apply(Update::ApprovalRequested(prompt("c1")));
+    app.on_event(&approval(prompt("c1")));
     app.on_key(key(KeyCode::End));
     let buf = render(&app, 120, 40);
     let green = buf

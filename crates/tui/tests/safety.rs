@@ -6,11 +6,14 @@
 
 mod common;
 
-use common::{app, card, key, prompt, render, server, text, tool, type_str};
+use common::{
+    app, approval, backgrounded, begun, card, delta, elicitation, ended, key, notice, progress,
+    prompt, render, server, text, tool, turn_ended, type_str,
+};
 use crossterm::event::KeyCode;
 use mcp_host_core::ServerId;
-use mcp_host_core::event::{ApprovalPrompt, ElicitationRequest};
-use mcp_host_tui::{App, CallState, StatusInfo, Update};
+use mcp_host_core::event::{ApprovalPrompt, ElicitationRequest, Event, Replayed, TurnEnd, Usage};
+use mcp_host_tui::{App, StatusInfo, Update};
 use ratatui::buffer::Buffer;
 use serde_json::json;
 
@@ -52,38 +55,35 @@ fn evil_app() -> App {
     );
     let chars: Vec<char> = md.chars().collect();
     for chunk in chars.chunks(5) {
-        app.apply(Update::TextDelta(chunk.iter().collect()));
+        app.on_event(&delta(&chunk.iter().collect::<String>()));
     }
-    app.apply(Update::TurnEnded {
-        note: Some(EVIL.into()),
-    });
+    // A step cap's note is the report's text.
+    app.on_event(&turn_ended(TurnEnd::StepLimit, EVIL, Usage::default()));
     let mut c = card("c1", &[EVIL]);
     c.server = ServerId::new(EVIL);
     c.tool = EVIL.into();
     // Arguments are JSON: escapes show as JSON escapes (tested below), not stripped.
     c.args = json!({"x": "plain"});
-    app.apply(Update::CallStarted(c));
-    app.apply(Update::Progress {
-        call_id: "c1".into(),
-        progress: 1.0,
-        total: Some(2.0),
-        message: Some(EVIL.into()),
+    app.on_event(&begun(c));
+    app.on_event(&progress("c1", 1.0, Some(2.0), Some(EVIL)));
+    app.on_event(&begun(card("c2", &[])));
+    app.on_event(&ended("c2", false, 5, &format!("{EVIL}\n{EVIL}")));
+    app.on_event(&begun(card("c3", &[])));
+    app.on_event(&backgrounded("c3", EVIL, 5));
+    app.on_event(&Event::CallRefused {
+        call_id: "c4".into(),
+        name: EVIL.into(),
+        server: Some(ServerId::new(EVIL)),
+        tool: None,
+        arguments: json!({"x": "plain"}),
+        reason: EVIL.into(),
     });
-    app.apply(Update::CallStarted(card("c2", &[])));
-    app.apply(Update::CallFinished {
-        call_id: "c2".into(),
-        state: CallState::Done,
-        took_ms: 5,
-        preview: format!("{EVIL}\n{EVIL}"),
-    });
-    app.apply(Update::CallStarted(card("c3", &[])));
-    app.apply(Update::CallFinished {
-        call_id: "c3".into(),
-        state: CallState::Background(EVIL.into()),
-        took_ms: 5,
-        preview: String::new(),
-    });
+    app.on_event(&notice(EVIL));
     app.apply(Update::Notice(EVIL.into()));
+    app.on_event(&Event::TurnFailed { error: EVIL.into() });
+    app.on_event(&Event::ModelChanged {
+        spec: Some(format!("m{EVIL}")),
+    });
     let mut s = server(EVIL, EVIL);
     s.last_error = Some(format!("{EVIL}\n{EVIL}"));
     s.stderr_tail = vec![EVIL.into(), EVIL.into()];
@@ -135,7 +135,7 @@ fn no_control_character_reaches_a_cell() {
         assert_clean(&render(&app, w, h), "/tools");
         app.on_key(key(KeyCode::Esc));
 
-        app.apply(Update::ApprovalRequested(evil_prompt()));
+        app.on_event(&approval(evil_prompt()));
         let buf = render(&app, w, h);
         assert_clean(&buf, "approval");
         app.on_key(key(KeyCode::Char('d')));
@@ -144,7 +144,7 @@ fn no_control_character_reaches_a_cell() {
         assert_clean(&render(&app, w, h), "deny reason");
         app.on_key(key(KeyCode::Esc));
 
-        app.apply(Update::Elicitation(ElicitationRequest::Form {
+        app.on_event(&elicitation(ElicitationRequest::Form {
             id: "e".into(),
             server: EVIL.into(),
             message: EVIL.into(),
@@ -157,7 +157,7 @@ fn no_control_character_reaches_a_cell() {
         assert_clean(&render(&app, w, h), "form");
         app.on_key(key(KeyCode::Esc));
 
-        app.apply(Update::Elicitation(ElicitationRequest::Url {
+        app.on_event(&elicitation(ElicitationRequest::Url {
             id: "u".into(),
             server: EVIL.into(),
             message: EVIL.into(),
@@ -176,6 +176,25 @@ fn no_control_character_reaches_a_cell() {
 }
 
 #[test]
+fn a_replayed_conversation_is_cleaned_too() {
+    let (mut app, _) = app();
+    app.on_event(&Event::ConversationStarted {
+        id: Some(EVIL.into()),
+        replay: vec![
+            Replayed::User { text: EVIL.into() },
+            Replayed::Assistant {
+                text: format!("# {EVIL}\n\n{EVIL}"),
+            },
+        ],
+    });
+    for (w, h) in [(80, 24), (30, 10)] {
+        assert_clean(&render(&app, w, h), "replay");
+    }
+    let s = text(&render(&app, 200, 60));
+    assert!(s.contains("› safe click c1 end    ok"), "{s}");
+}
+
+#[test]
 fn visible_text_survives_in_each_place() {
     let app = evil_app();
     let s = text(&render(&app, 200, 120));
@@ -191,12 +210,9 @@ fn json_arguments_show_control_characters_as_code_points() {
     // The person sees exactly what the tool would get, each control as its code point, never
     // the bytes (and a C1 CSI does not swallow the text after it).
     let (mut app, _) = app();
-    let mut c = card("c1", &[]);
-    c.args = json!({"x": "\x1b]0;pwned\x07 c1\u{9b}31m"});
-    app.apply(Update::CallStarted(c.clone()));
     let mut p = prompt("c1");
-    p.subject.args = c.args.clone();
-    app.apply(Update::ApprovalRequested(p));
+    p.subject.args = json!({"x": "\x1b]0;pwned\x07 c1\u{9b}31m"});
+    app.on_event(&approval(p));
     let buf = render(&app, 120, 40);
     let s = text(&buf);
     assert!(
@@ -228,7 +244,7 @@ fn every_screen_renders_at_tiny_sizes_without_panicking() {
         check(&app);
         app.on_key(key(KeyCode::Esc));
     }
-    app.apply(Update::ApprovalRequested(evil_prompt()));
+    app.on_event(&approval(evil_prompt()));
     check(&app);
     app.on_key(key(KeyCode::End));
     check(&app);
@@ -236,7 +252,7 @@ fn every_screen_renders_at_tiny_sizes_without_panicking() {
     app.on_key(key(KeyCode::Enter));
     check(&app);
     app.on_key(key(KeyCode::Esc));
-    app.apply(Update::Elicitation(ElicitationRequest::Form {
+    app.on_event(&elicitation(ElicitationRequest::Form {
         id: "e".into(),
         server: "s".into(),
         message: "m".into(),
@@ -244,7 +260,7 @@ fn every_screen_renders_at_tiny_sizes_without_panicking() {
     }));
     check(&app);
     app.on_key(key(KeyCode::Esc));
-    app.apply(Update::Elicitation(ElicitationRequest::Url {
+    app.on_event(&elicitation(ElicitationRequest::Url {
         id: "u".into(),
         server: "s".into(),
         message: "m".into(),

@@ -6,10 +6,13 @@ mod common;
 
 use std::time::Duration;
 
-use common::{app, card, key, prompt, screen, server, tool, type_str};
+use common::{
+    app, approval, backgrounded, begun, card, delta, elicitation, ended, finished, key, notice,
+    progress, prompt, refused, screen, server, tool, turn_ended, type_str,
+};
 use crossterm::event::KeyCode;
 use insta::assert_snapshot;
-use mcp_host_core::event::ElicitationRequest;
+use mcp_host_core::event::{ElicitationRequest, TurnEnd, Usage};
 use mcp_host_tui::{App, CallState, StatusInfo, Update};
 use serde_json::json;
 
@@ -39,11 +42,9 @@ fn streamed() -> App {
     app.apply(Update::UserMessage("Summarise the release".into()));
     // Deltas cut at awkward places (inside the fence, inside a table row).
     for chunk in ANSWER.as_bytes().chunks(17) {
-        app.apply(Update::TextDelta(
-            String::from_utf8_lossy(chunk).into_owned(),
-        ));
+        app.on_event(&delta(&String::from_utf8_lossy(chunk)));
     }
-    app.apply(Update::TurnEnded { note: None });
+    app.on_event(&finished());
     app
 }
 
@@ -73,8 +74,8 @@ fn transcript_streaming_an_unclosed_code_block() {
     with_status(&mut app);
     app.set_busy(true);
     app.apply(Update::UserMessage("Show me".into()));
-    app.apply(Update::TextDelta("Here:\n\n```sh\nls -la\n".into()));
-    app.apply(Update::TextDelta("echo done".into()));
+    app.on_event(&delta("Here:\n\n```sh\nls -la\n"));
+    app.on_event(&delta("echo done"));
     assert_snapshot!(screen(&app, 80, 24));
 }
 
@@ -83,19 +84,10 @@ fn card_screen(provenance: &[&str], setup: impl FnOnce(&mut App)) -> String {
     let (mut app, t0) = app();
     with_status(&mut app);
     app.apply(Update::UserMessage("Read my notes".into()));
-    app.apply(Update::CallStarted(card("c1", provenance)));
+    app.on_event(&begun(card("c1", provenance)));
     setup(&mut app);
     app.set_now_for_tests(t0 + Duration::from_secs(12));
     screen(&app, 80, 24)
-}
-
-fn finish(app: &mut App, state: CallState, took_ms: u64, preview: &str) {
-    app.apply(Update::CallFinished {
-        call_id: "c1".into(),
-        state,
-        took_ms,
-        preview: preview.into(),
-    });
 }
 
 #[test]
@@ -104,19 +96,16 @@ fn card_waiting_for_approval() {
     let (mut app, _) = app();
     with_status(&mut app);
     app.apply(Update::UserMessage("Make a directory".into()));
-    let mut c = card("c1", &[]);
-    c.tool = "create_directory".into();
-    c.args = json!({});
-    app.apply(Update::CallStarted(c));
     let mut p = prompt("c1");
     p.subject.tool = "create_directory".into();
     p.subject.name = "fs__create_directory".into();
     p.subject.args = json!({});
+    p.subject.provenance = Vec::new();
     p.reason = "mode: ask before every call".into();
     p.description = "Create a directory.".into();
     p.annotations = None;
     p.drift_diff = None;
-    app.apply(Update::ApprovalRequested(p));
+    app.on_event(&approval(p));
     app.set_busy(true);
     assert_snapshot!(screen(&app, 80, 24));
 }
@@ -130,61 +119,60 @@ fn card_running_with_elapsed_time() {
 fn card_running_with_progress() {
     assert_snapshot!(card_screen(&["fetch"], |app| {
         app.set_busy(true);
-        app.apply(Update::Progress {
-            call_id: "c1".into(),
-            progress: 45.0,
-            total: Some(100.0),
-            message: Some("indexing files".into()),
-        });
+        app.on_event(&progress("c1", 45.0, Some(100.0), Some("indexing files")));
     }));
 }
 
 #[test]
 fn card_done_with_preview() {
-    assert_snapshot!(card_screen(&[], |app| finish(
-        app,
-        CallState::Done,
+    assert_snapshot!(card_screen(&[], |app| app.on_event(&ended(
+        "c1",
+        false,
         1_260,
         "# Notes\n- buy milk\n- call Bob\n- fix the build\n- more\n- and more"
-    )));
+    ))));
 }
 
 #[test]
 fn card_failed() {
-    assert_snapshot!(card_screen(&["git", "fetch"], |app| finish(
-        app,
-        CallState::Failed,
+    assert_snapshot!(card_screen(&["git", "fetch"], |app| app.on_event(&ended(
+        "c1",
+        true,
         340,
         "ENOENT: no such file or directory, open '/work/notes.md'"
-    )));
+    ))));
 }
 
 #[test]
 fn card_cancelled() {
     assert_snapshot!(card_screen(&[], |app| {
-        finish(app, CallState::Cancelled, 5_000, "");
-        app.apply(Update::TurnEnded {
-            note: Some("cancelled".into()),
+        // No session event ends a card as cancelled: the runtime says so itself.
+        app.apply(Update::CallFinished {
+            call_id: "c1".into(),
+            state: CallState::Cancelled,
+            took_ms: 5_000,
+            preview: String::new(),
         });
+        app.on_event(&turn_ended(
+            TurnEnd::Cancelled,
+            "Interrupted; the turn was cancelled.",
+            Usage::default(),
+        ));
     }));
 }
 
 #[test]
 fn card_denied() {
-    assert_snapshot!(card_screen(&[], |app| finish(
-        app,
-        CallState::Denied,
-        0,
-        "denied by the user: not now"
-    )));
+    assert_snapshot!(card_screen(&[], |app| app
+        .on_event(&refused(&card("c1", &[]), "denied by the user: not now"))));
 }
 
 #[test]
 fn card_background() {
     assert_snapshot!(card_screen(&["fetch"], |app| {
-        finish(app, CallState::Background("job-7".into()), 30_000, "");
-        app.apply(Update::Notice(
-            "fs · read_file moved to the background as job-7; /jobs shows it".into(),
+        app.on_event(&backgrounded("c1", "job-7", 30_000));
+        app.on_event(&notice(
+            "fs · read_file moved to the background as job-7; /jobs shows it",
         ));
     }));
 }
@@ -193,13 +181,8 @@ fn modal_app() -> App {
     let (mut app, _) = app();
     with_status(&mut app);
     app.apply(Update::UserMessage("Write the file".into()));
-    let mut c = card("c1", &["fetch"]);
-    c.name = "fs__write_file".into();
-    c.tool = "write_file".into();
-    c.args = prompt("c1").subject.args;
-    app.apply(Update::CallStarted(c));
-    app.apply(Update::ApprovalRequested(prompt("c1")));
-    app.apply(Update::ApprovalRequested(prompt("c2")));
+    app.on_event(&approval(prompt("c1")));
+    app.on_event(&approval(prompt("c2")));
     app.set_busy(true);
     app
 }
@@ -348,7 +331,7 @@ fn form_request() -> ElicitationRequest {
 fn elicitation_form_with_a_validation_error() {
     let (mut app, _) = app();
     with_status(&mut app);
-    app.apply(Update::Elicitation(form_request()));
+    app.on_event(&elicitation(form_request()));
     // confirm: toggle; env: choose; name: too short; replicas: not whole.
     app.on_key(key(KeyCode::Char(' ')));
     app.on_key(key(KeyCode::Tab));
@@ -367,7 +350,7 @@ fn elicitation_form_with_a_validation_error() {
 fn elicitation_url() {
     let (mut app, _) = app();
     with_status(&mut app);
-    app.apply(Update::Elicitation(ElicitationRequest::Url {
+    app.on_event(&elicitation(ElicitationRequest::Url {
         id: "el-2".into(),
         server: "github".into(),
         message: "Authorise mcp-host to read your repositories.".into(),
@@ -425,7 +408,7 @@ fn long_write_app(content: String) -> App {
                      warning. Handles text content with proper encoding."
         .into();
     p.drift_diff = None;
-    app.apply(Update::ApprovalRequested(p));
+    app.on_event(&approval(p));
     app
 }
 
@@ -453,7 +436,7 @@ fn approval_modal_reveals_invisible_bidi_and_space_runs() {
     );
     p.drift_diff = None;
     p.annotations = None;
-    app.apply(Update::ApprovalRequested(p));
+    app.on_event(&approval(p));
     let s = screen(&app, 80, 24);
     assert!(s.contains("hello⟨250 spaces⟩SECRET"), "{s}");
     assert!(s.contains("Writes a file.⟨200 spaces⟩Also read"), "{s}");

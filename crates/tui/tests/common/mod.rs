@@ -219,3 +219,23 @@ pub fn turn_ended(end: TurnEnd, text: &str, usage: Usage) -> Event {
 pub fn finished() -> Event {
     turn_ended(TurnEnd::Finished, "", Usage::default())
 }
+
+/// The call was not sent (denied, unanswered, its arguments refused), for `reason`.
+pub fn refused(subject: &CallSubject, reason: &str) -> Event {
+    Event::CallRefused {
+        call_id: subject.call_id.clone(),
+        name: subject.name.clone(),
+        server: Some(subject.server.clone()),
+        tool: Some(subject.tool.clone()),
+        arguments: subject.args.clone(),
+        reason: reason.into(),
+    }
+}
+
+pub fn approval(prompt: ApprovalPrompt) -> Event {
+    Event::ApprovalRequested(prompt)
+}
+
+pub fn elicitation(request: mcp_host_core::event::ElicitationRequest) -> Event {
+    Event::ElicitationRequested(request)
+}
