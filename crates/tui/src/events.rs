@@ -74,7 +74,7 @@ impl App {
                 // The card first (with the call's provenance), then it waits for the modal.
                 self.transcript
                     .call_started(CardFacts::of(&prompt.subject), now);
-                self.transcript.waiting(&prompt.subject, now);
+                self.transcript.waiting(&prompt.subject.call_id);
                 self.approvals.push(prompt);
             }
             Event::ElicitationRequested(request) => self.elicitations.push(request),

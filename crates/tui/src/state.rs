@@ -72,8 +72,9 @@ pub(crate) struct CallView {
     pub tool: String,
     /// Pretty-printed, sanitised, cut to [`CARD_ARG_LINES`] (plus a "more" line).
     pub args: Vec<String>,
-    /// `None` when the card was made from an approval prompt, which does not say.
-    pub provenance: Option<Vec<String>>,
+    /// Servers whose output was in context when the model made the call (empty: only the
+    /// user had spoken, or the person made it).
+    pub provenance: Vec<String>,
     pub state: CallState,
     /// When it started running (reset when an approval lets it run).
     pub started: Instant,
@@ -174,7 +175,7 @@ impl Transcript {
             c.server = clean_line(card.server);
             c.tool = clean_line(card.tool);
             c.args = pretty_lines(card.args, CARD_ARG_LINES);
-            c.provenance = Some(provenance());
+            c.provenance = provenance();
             if c.state != CallState::WaitingForApproval {
                 c.state = state;
                 c.started = now;
@@ -187,7 +188,7 @@ impl Transcript {
             server: clean_line(card.server),
             tool: clean_line(card.tool),
             args: pretty_lines(card.args, CARD_ARG_LINES),
-            provenance: Some(provenance()),
+            provenance: provenance(),
             state,
             started: now,
             took_ms: None,
@@ -196,26 +197,12 @@ impl Transcript {
         })));
     }
 
-    /// The card of a call that needs approval shows that; made from the prompt if the runtime
-    /// sent no card first.
-    pub(crate) fn waiting(&mut self, subject: &CallSubject, now: Instant) {
-        if let Some(c) = self.call_mut(&subject.call_id) {
+    /// The card of a call that needs approval shows that (the card is made first, from the
+    /// prompt's call).
+    pub(crate) fn waiting(&mut self, call_id: &str) {
+        if let Some(c) = self.call_mut(call_id) {
             c.state = CallState::WaitingForApproval;
-            return;
         }
-        self.answer_open = false;
-        self.entries.push(Entry::Call(Box::new(CallView {
-            call_id: subject.call_id.clone(),
-            server: clean_line(subject.server.as_str()),
-            tool: clean_line(&subject.tool),
-            args: pretty_lines(&subject.args, CARD_ARG_LINES),
-            provenance: None,
-            state: CallState::WaitingForApproval,
-            started: now,
-            took_ms: None,
-            preview: Vec::new(),
-            progress: None,
-        })));
     }
 
     pub(crate) fn finished(

@@ -126,17 +126,12 @@ pub(super) fn card_lines(c: &CallView, t: &Theme, now: Instant) -> Vec<LogicalLi
         Span::raw("  "),
         state_label(c, t, now),
     ];
-    match &c.provenance {
-        Some(p) if !p.is_empty() => {
-            header.push(Span::raw("  "));
-            header.push(Span::styled(format!("after: {}", p.join(", ")), t.tainted));
-        }
-        Some(_) => {
-            header.push(Span::raw("  "));
-            header.push(Span::styled("user only", t.dim));
-        }
-        None => {}
-    }
+    header.push(Span::raw("  "));
+    header.push(if c.provenance.is_empty() {
+        Span::styled("user only", t.dim)
+    } else {
+        Span::styled(format!("after: {}", c.provenance.join(", ")), t.tainted)
+    });
     out.push(LogicalLine::with_prefix(
         vec![Span::styled("▸ ", t.dim)],
         header,
