@@ -1,7 +1,10 @@
 //! The interactive host's screen, as data and pure functions: [`App`] holds what is shown
-//! (transcript, tool call cards, input, status line, overlays), takes [`Update`]s from the
-//! runtime (engine events, server states), turns keys into [`Command`]s for the runtime, and
-//! renders into any ratatui backend (a terminal, or `TestBackend` in snapshot tests). It
+//! (transcript, tool call cards, input, status line, overlays). It renders the session's
+//! core events directly ([`App::on_event`] takes an [`mcp_host_core::event::Event`] as the
+//! engine sent it, with no front-end copy of its types), takes [`Update`]s for what is the
+//! runtime's own (the person's message, server and tool tables, status facts), turns keys
+//! into [`Command`]s that answer by call or request id, and renders into any ratatui backend
+//! (a terminal, or `TestBackend` in snapshot tests). It depends on `mcp-host-core` only and
 //! knows nothing of the engine, the servers or the terminal, so every view is testable.
 //!
 //! Every piece of text that came from a server or a model is sanitised when it enters the
@@ -58,7 +61,8 @@ pub enum Update {
     /// Status line facts, every field replaced, the token counters too (say, at start-up).
     /// After that a turn's end adds its tokens and a model change sets the model.
     Status(StatusInfo),
-    /// Forget the transcript (after `/clear` or `/resume`).
+    /// Forget the transcript. A new or resumed conversation clears it by itself
+    /// (`Event::ConversationStarted`).
     ClearTranscript,
 }
 
@@ -233,7 +237,8 @@ impl App {
         self.handle_paste(text);
     }
 
-    /// Whether a turn is running (the runtime sets it when it starts and ends one).
+    /// Whether a turn is running: the runtime sets it when it starts one; the turn's end or
+    /// failure (`Event::TurnEnded`, `Event::TurnFailed`) clears it.
     pub fn set_busy(&mut self, busy: bool) {
         self.busy = busy;
     }

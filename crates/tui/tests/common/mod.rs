@@ -1,5 +1,6 @@
 //! Helpers shared by the integration tests: render an [`App`] into a `TestBackend`, turn the
-//! buffer into readable text, and build key events.
+//! buffer into readable text, build key events, and build the fixtures and the session's
+//! core events the tests feed to `App::on_event`.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::Instant;
