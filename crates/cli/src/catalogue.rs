@@ -3,7 +3,7 @@
 //! (`$XDG_DATA_HOME/mcp-host/pins.sqlite`).
 
 use crate::host::Host;
-use mcp_host_client::Manager;
+use mcp_host_engine::host::Manager;
 use mcp_host_registry::catalogue::Catalogue;
 use mcp_host_registry::pins::PinStore;
 

@@ -1,14 +1,12 @@
 //! Wiring shared by every command: reading the environment once, loading the config scopes,
-//! reporting config problems (and refusing calls while one is fatal), and starting the
-//! connection manager for the chosen servers.
+//! reporting config problems (and refusing calls while one is fatal), and connecting the
+//! chosen servers through the engine (which puts their calls behind the gate).
 
 use crate::cli::ConfigArgs;
 use anyhow::Context;
-use mcp_host_client::{
-    Manager, ManagerOptions, ServerSetup, SupervisorCommand, backoff::RetryPolicy,
-};
 use mcp_host_config::{ConfigPaths, LoadOptions, LoadedConfig, ServerReadiness, TrustLedger};
-use mcp_host_core::{ServerId, ServerState};
+use mcp_host_engine::Audit;
+use mcp_host_engine::host::{Connected, ElicitationAsk, Guards, HostSetup};
 use mcp_host_store::{CredentialVault, VaultChoice};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -109,59 +107,49 @@ impl Host {
         }
     }
 
-    /// Starts the configured servers (only `only` when given).
-    pub fn start(&self, only: Option<&str>) -> anyhow::Result<Manager> {
-        self.start_with(only, None)
+    /// Starts the configured servers (only `only` when given) for a command that only looks
+    /// at them: no rule or hook is needed, since nothing is called.
+    pub fn look(&self, only: Option<&str>) -> anyhow::Result<Connected> {
+        let setup = HostSetup {
+            config: &self.config,
+            env: self.env.clone(),
+            supervisor: std::env::current_exe().context("cannot find the mcp-host executable")?,
+            record_dir: self.record_dir(),
+            credentials: self.credentials.clone(),
+            only,
+            ask_person: None,
+        };
+        let guards = Guards {
+            policy: mcp_host_policy::Policy::default(),
+            hooks: mcp_host_engine::Hooks::default(),
+            audit: None,
+        };
+        Ok(mcp_host_engine::host::connect(setup, guards)?)
     }
 
-    /// The same, with servers' questions for a person (elicitation) sent to `ask_person`.
-    pub fn start_with(
+    /// Starts the configured servers (only `only` when given) behind the gate of every
+    /// call: the config's rules and hooks, and the audit log.
+    pub fn connect(
         &self,
         only: Option<&str>,
-        ask_person: Option<tokio::sync::mpsc::UnboundedSender<mcp_host_client::ElicitationAsk>>,
-    ) -> anyhow::Result<Manager> {
-        let program = std::env::current_exe().context("cannot find the mcp-host executable")?;
-        let opts = ManagerOptions {
-            supervisor: SupervisorCommand {
-                program,
-                grace: Duration::from_secs(1),
-                record_dir: Some(self.record_dir()),
-            },
-            host_env: self.env.clone(),
-            retry: RetryPolicy::default(),
-            http_client: mcp_host_client::http_client(Duration::from_secs(10))?,
-            health_interval: Duration::from_secs(30),
+        policy: mcp_host_policy::Policy,
+        ask_person: Option<tokio::sync::mpsc::UnboundedSender<ElicitationAsk>>,
+    ) -> anyhow::Result<Connected> {
+        let setup = HostSetup {
+            config: &self.config,
+            env: self.env.clone(),
+            supervisor: std::env::current_exe().context("cannot find the mcp-host executable")?,
+            record_dir: self.record_dir(),
+            credentials: self.credentials.clone(),
+            only,
             ask_person,
-            credentials: Some(self.credentials.clone()),
         };
-        let setups = self
-            .config
-            .entries
-            .iter()
-            .filter(|e| only.is_none_or(|n| n == e.name))
-            .map(|e| {
-                let (spec, initial) = match &e.readiness {
-                    ServerReadiness::Start(spec) => (Some(spec.clone()), ServerState::Starting),
-                    ServerReadiness::Disabled | ServerReadiness::Denied => {
-                        (None, ServerState::Disabled)
-                    }
-                    ServerReadiness::PendingApproval => (None, ServerState::PendingApproval),
-                    ServerReadiness::Invalid(p) => (
-                        None,
-                        ServerState::Failed {
-                            reason: p.to_string(),
-                        },
-                    ),
-                };
-                ServerSetup {
-                    id: ServerId::new(&e.name),
-                    transport: e.transport,
-                    spec,
-                    initial,
-                }
-            })
-            .collect();
-        Ok(Manager::start(setups, opts))
+        let guards = Guards {
+            policy,
+            hooks: self.hooks()?,
+            audit: Some(Audit::new(&self.paths.data_dir)),
+        };
+        Ok(mcp_host_engine::host::connect(setup, guards)?)
     }
 
     /// The scope label of a configured server.

@@ -118,7 +118,7 @@ impl Authorizer for LoopbackAuthorizer {
         url: &'a str,
     ) -> futures::future::BoxFuture<'a, Result<AuthorizationResponse, OAuthError>> {
         Box::pin(async move {
-            let opened = crate::browser::open(url, &self.env);
+            let opened = mcp_host_engine::browser::open(url, &self.env);
             crate::output::errln!(
                 "{} this address to authorize mcp-host:\n\n  {url}\n\nWaiting for the answer at {} (or paste the address you were sent to, then Enter).",
                 if opened {

@@ -3,8 +3,6 @@
 // Every line for a terminal goes through `output` (sanitised); a raw print is a lint error.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
-mod audit;
-mod browser;
 mod catalogue;
 mod chat;
 mod cli;
@@ -12,7 +10,6 @@ mod commands;
 mod host;
 mod logging;
 mod login;
-mod model;
 mod output;
 mod policy;
 

@@ -24,7 +24,7 @@ pub use handler::{
 };
 pub use http::{http_client, install_crypto_provider};
 pub use listing::{Listing, ToolList};
-pub use manager::{CallError, Manager, ManagerOptions, ServerSetup};
+pub use manager::{CallError, Expect, Manager, ManagerOptions, ServerSetup, ToolCaller};
 pub use oauth::{
     AuthSettings, AuthorizationResponse, Authorizer, Grant, JwtAlgorithm, OAuth, OAuthError,
 };

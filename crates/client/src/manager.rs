@@ -9,7 +9,9 @@ use crate::listing::{Offers, ToolList};
 use crate::session::{ConnectError, Endpoint, EraChoice, RequestError, Session};
 use crate::stdio::{StdioLaunch, SupervisorCommand};
 use mcp_host_config::{ServerSpec, Transport};
-use mcp_host_core::{CallOutcome, ServerId, ServerState, ServerStatus, TransportKind};
+use mcp_host_core::{
+    CallOutcome, ServerId, ServerState, ServerStatus, ToolDescriptor, TransportKind,
+};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
@@ -69,6 +71,22 @@ pub enum CallError {
         "server `{server}` changed its tools and the new list did not arrive within {waited:?}"
     )]
     ListStale { server: String, waited: Duration },
+    #[error("server `{server}` no longer offers `{tool}`")]
+    NoLongerOffered { server: String, tool: String },
+    /// The server's definition differs from the one the call was decided on.
+    #[error("the definition of `{tool}` on server `{server}` changed after it was decided on")]
+    DefinitionChanged { server: String, tool: String },
+    #[error("the call to server `{server}` was interrupted before it was sent")]
+    Interrupted { server: String },
+}
+
+/// What a call requires of the server's tool before it is sent.
+#[derive(Clone, Debug)]
+pub struct Expect {
+    /// The definition the call was decided on, exactly as the server sent it.
+    pub definition: ToolDescriptor,
+    /// How long to wait for a tool list the server announced as changed.
+    pub wait: Duration,
 }
 
 struct Slot {
@@ -87,8 +105,9 @@ struct Slot {
 }
 
 pub struct Manager {
-    slots: BTreeMap<ServerId, Arc<Slot>>,
-    tasks: Vec<JoinHandle<()>>,
+    slots: Slots,
+    /// Taken by the first shutdown.
+    tasks: std::sync::Mutex<Vec<JoinHandle<()>>>,
     stop: CancellationToken,
 }
 
@@ -100,9 +119,25 @@ impl std::fmt::Debug for Manager {
     }
 }
 
+type Slots = Arc<BTreeMap<ServerId, Arc<Slot>>>;
+
+/// The one capability that sends `tools/call` to a server. It is made only together with
+/// the manager ([`Manager::start`]) and cannot be cloned, so whoever holds it is the host's
+/// call gate: no other code can reach a server's tools, by construction.
+pub struct ToolCaller {
+    slots: Slots,
+}
+
+impl std::fmt::Debug for ToolCaller {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolCaller").finish_non_exhaustive()
+    }
+}
+
 impl Manager {
-    /// Starts every startable server at once and returns immediately.
-    pub fn start(servers: Vec<ServerSetup>, opts: ManagerOptions) -> Self {
+    /// Starts every startable server at once and returns immediately, with the one
+    /// capability to call their tools.
+    pub fn start(servers: Vec<ServerSetup>, opts: ManagerOptions) -> (Self, ToolCaller) {
         if let Some(dir) = &opts.supervisor.record_dir {
             let _ = std::fs::create_dir_all(dir);
             let ended = crate::procs::reap_leftovers(dir);
@@ -142,7 +177,12 @@ impl Manager {
             }
             slots.insert(s.id, slot);
         }
-        Self { slots, tasks, stop }
+        let slots = Arc::new(slots);
+        let caller = ToolCaller {
+            slots: slots.clone(),
+        };
+        let tasks = std::sync::Mutex::new(tasks);
+        (Self { slots, tasks, stop }, caller)
     }
 
     pub fn ids(&self) -> impl Iterator<Item = &ServerId> {
@@ -184,76 +224,6 @@ impl Manager {
         tokio::time::timeout(limit, all).await.is_ok()
     }
 
-    /// Calls a tool on a ready server with the server's tool timeout.
-    pub async fn call(
-        &self,
-        id: &ServerId,
-        tool: &str,
-        arguments: Option<Map<String, Value>>,
-        cancel: &CancellationToken,
-    ) -> Result<CallOutcome, CallError> {
-        self.detached_call(id, tool, arguments, cancel.clone(), None)
-            .await
-    }
-
-    /// The same call as a future that borrows nothing, so it can outlive the caller's step
-    /// (a call moved to the background keeps running on its own task).
-    pub fn detached_call(
-        &self,
-        id: &ServerId,
-        tool: &str,
-        arguments: Option<Map<String, Value>>,
-        cancel: CancellationToken,
-        progress: Option<tokio::sync::mpsc::UnboundedSender<Progress>>,
-    ) -> impl Future<Output = Result<CallOutcome, CallError>> + Send + 'static {
-        let found = self.session(id).map(|(s, spec)| (s, spec.tool_timeout));
-        let (server, tool) = (id.to_string(), tool.to_string());
-        async move {
-            let (session, timeout) = found?;
-            session
-                .call_tool(&tool, arguments, timeout, &cancel, progress)
-                .await
-                .map_err(|source| CallError::Request { server, source })
-        }
-    }
-
-    /// The server's tool list, no older than the last change it announced before this was
-    /// asked: a change announced and not yet applied is waited for, at most `limit`.
-    pub async fn current_tools(
-        &self,
-        id: &ServerId,
-        limit: Duration,
-    ) -> Result<Arc<ToolList>, CallError> {
-        let (session, _) = self.session(id)?;
-        if !session.tools_changed.caught_up(limit).await {
-            return Err(CallError::ListStale {
-                server: id.to_string(),
-                waited: limit,
-            });
-        }
-        self.tools(id)
-            .ok_or_else(|| CallError::UnknownServer(id.to_string()))
-    }
-
-    /// The ready session of a server, or why there is none.
-    fn session(&self, id: &ServerId) -> Result<(Arc<Session>, &ServerSpec), CallError> {
-        let slot = self
-            .slots
-            .get(id)
-            .ok_or_else(|| CallError::UnknownServer(id.to_string()))?;
-        let session = slot.session.read().ok().and_then(|s| s.clone());
-        match (session, slot.spec.as_ref()) {
-            (Some(session), Some(spec)) => Ok((session, spec)),
-            _ => {
-                let state = slot.status.borrow().state.label().to_string();
-                Err(CallError::NotReady {
-                    server: id.to_string(),
-                    state,
-                })
-            }
-        }
-    }
-
     /// Restarts a server now: a live session is closed and a new one opened, a failed or
     /// backing-off server tries again at once with a fresh retry budget. Returns whether the
     /// server is known.
@@ -283,7 +253,7 @@ impl Manager {
         name: &str,
         arguments: Map<String, Value>,
     ) -> Result<Vec<crate::PromptMessage>, CallError> {
-        let (session, spec) = self.session(id)?;
+        let (session, spec) = session(&self.slots, id)?;
         session
             .get_prompt(name, arguments, spec.tool_timeout)
             .await
@@ -299,7 +269,7 @@ impl Manager {
         id: &ServerId,
         uri: &str,
     ) -> Result<Vec<crate::ResourceText>, CallError> {
-        let (session, spec) = self.session(id)?;
+        let (session, spec) = session(&self.slots, id)?;
         session
             .read_resource(uri, spec.tool_timeout)
             .await
@@ -311,7 +281,9 @@ impl Manager {
 
     /// The instructions a ready server gave for the model.
     pub fn instructions(&self, id: &ServerId) -> Option<String> {
-        self.session(id).ok().and_then(|(s, _)| s.instructions())
+        session(&self.slots, id)
+            .ok()
+            .and_then(|(s, _)| s.instructions())
     }
 
     /// A server's prompts, resources and resource templates as last listed.
@@ -322,9 +294,13 @@ impl Manager {
     }
 
     /// Stops every server in parallel, in the spec's order, and waits for all of them.
-    pub async fn shutdown(self) {
+    /// Stops every server and waits for their tasks. A second shutdown has nothing left
+    /// to wait for.
+    pub async fn shutdown(&self) {
         self.stop.cancel();
-        futures::future::join_all(self.tasks).await;
+        // A poisoned lock only means a panic elsewhere; the tasks are still there to join.
+        let tasks = std::mem::take(&mut *self.tasks.lock().unwrap_or_else(|p| p.into_inner()));
+        futures::future::join_all(tasks).await;
     }
 }
 
@@ -351,6 +327,106 @@ fn endpoint(spec: &ServerSpec, opts: &ManagerOptions) -> Endpoint {
             client: opts.http_client.clone(),
             auth: None,
         },
+    }
+}
+
+impl ToolCaller {
+    /// Calls a tool on a ready server with the server's tool timeout. The future borrows
+    /// nothing, so it can outlive the caller's step (a call moved to the background keeps
+    /// running on its own task). With `expect`, the server's current definition of the tool
+    /// (after any change it announced has arrived) must be the expected one, or nothing is
+    /// sent; comparing the descriptors is the same test as comparing their pin hashes.
+    pub fn detached_call(
+        &self,
+        id: &ServerId,
+        tool: &str,
+        arguments: Option<Map<String, Value>>,
+        expect: Option<Expect>,
+        cancel: CancellationToken,
+        progress: Option<tokio::sync::mpsc::UnboundedSender<Progress>>,
+    ) -> impl Future<Output = Result<CallOutcome, CallError>> + Send + use<> {
+        let slots = self.slots.clone();
+        let (id, tool) = (id.clone(), tool.to_string());
+        async move {
+            if let Some(expect) = expect {
+                let current = tokio::select! {
+                    r = current_tools(&slots, &id, expect.wait) => r?,
+                    () = cancel.cancelled() => {
+                        return Err(CallError::Interrupted { server: id.to_string() });
+                    }
+                };
+                let server = id.to_string();
+                match current.items.iter().find(|t| t.name == tool) {
+                    None => return Err(CallError::NoLongerOffered { server, tool }),
+                    Some(t) if t != &expect.definition => {
+                        return Err(CallError::DefinitionChanged { server, tool });
+                    }
+                    Some(_) => {}
+                }
+            }
+            let (session, spec) = session(&slots, &id)?;
+            let timeout = spec.tool_timeout;
+            session
+                .call_tool(&tool, arguments, timeout, &cancel, progress)
+                .await
+                .map_err(|source| CallError::Request {
+                    server: id.to_string(),
+                    source,
+                })
+        }
+    }
+
+    /// The same call, awaited here, with no check of the definition (tests of the
+    /// connection layer).
+    pub async fn call(
+        &self,
+        id: &ServerId,
+        tool: &str,
+        arguments: Option<Map<String, Value>>,
+        cancel: &CancellationToken,
+    ) -> Result<CallOutcome, CallError> {
+        self.detached_call(id, tool, arguments, None, cancel.clone(), None)
+            .await
+    }
+}
+
+/// The server's tool list, no older than the last change it announced before this was
+/// asked: a change announced and not yet applied is waited for, at most `limit`.
+async fn current_tools(
+    slots: &BTreeMap<ServerId, Arc<Slot>>,
+    id: &ServerId,
+    limit: Duration,
+) -> Result<Arc<ToolList>, CallError> {
+    let (session, _) = session(slots, id)?;
+    if !session.tools_changed.caught_up(limit).await {
+        return Err(CallError::ListStale {
+            server: id.to_string(),
+            waited: limit,
+        });
+    }
+    (slots.get(id))
+        .and_then(|s| s.tools.read().ok().map(|t| t.clone()))
+        .ok_or_else(|| CallError::UnknownServer(id.to_string()))
+}
+
+/// The ready session of a server, or why there is none.
+fn session<'s>(
+    slots: &'s BTreeMap<ServerId, Arc<Slot>>,
+    id: &ServerId,
+) -> Result<(Arc<Session>, &'s ServerSpec), CallError> {
+    let slot = slots
+        .get(id)
+        .ok_or_else(|| CallError::UnknownServer(id.to_string()))?;
+    let session = slot.session.read().ok().and_then(|s| s.clone());
+    match (session, slot.spec.as_ref()) {
+        (Some(session), Some(spec)) => Ok((session, spec)),
+        _ => {
+            let state = slot.status.borrow().state.label().to_string();
+            Err(CallError::NotReady {
+                server: id.to_string(),
+                state,
+            })
+        }
     }
 }
 

@@ -210,6 +210,37 @@ pub enum Replayed {
     Assistant { text: String },
 }
 
+/// One server as a front end lists it (status line, `/mcp` panel, a web page).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ServerView {
+    pub name: String,
+    /// ready, starting, failed, needs auth, disabled, pending approval, ...
+    pub state: String,
+    pub era: Option<String>,
+    pub transport: String,
+    pub tools: usize,
+    pub last_error: Option<String>,
+    pub stderr_tail: Vec<String>,
+    /// What its lists left out, and why it is in an older era: shown, never only logged.
+    pub notes: Vec<String>,
+    /// A project server waiting for the person's approval.
+    pub needs_approval: bool,
+    /// For a server waiting for approval: what approving lets it run and send, as written
+    /// in its file, one line each.
+    pub definition: Vec<String>,
+    pub enabled: bool,
+}
+
+/// One tool of the catalogue as a front end lists it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolView {
+    pub name: String,
+    pub server: String,
+    pub description: String,
+    /// Lint flags and pin state, as short labels.
+    pub flags: Vec<String>,
+}
+
 /// Something that happened in a session.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -268,6 +299,10 @@ pub enum Event {
     Notice {
         text: String,
     },
+    /// A turn started with this message (as sent to the model, attachments included).
+    TurnStarted {
+        text: String,
+    },
     /// A turn ended (its report), or failed (why).
     TurnEnded {
         report: Box<TurnReport>,
@@ -284,4 +319,14 @@ pub enum Event {
     ModelChanged {
         spec: Option<String>,
     },
+    /// The servers moved (a state, a list, a count).
+    Servers {
+        servers: Vec<ServerView>,
+    },
+    /// The catalogue changed.
+    Tools {
+        tools: Vec<ToolView>,
+    },
+    /// The session ended; nothing follows.
+    Ended,
 }

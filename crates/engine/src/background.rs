@@ -3,8 +3,11 @@
 //! like any result) ahead of the user's message, and the running ones wait for a later
 //! boundary. Dropping the conversation cancels them, and their servers are told.
 
-use crate::dispatch::{CallTask, flatten};
-use crate::{CallRecord, Conversation, Engine, Event};
+use crate::dispatch::{CallTask, ended, joined_outcome};
+use crate::events::notice;
+use crate::gate::note_outcome;
+use crate::{Conversation, Engine};
+use mcp_host_core::event::CallRecord;
 use mcp_host_models::{Provider, ToolCall};
 use mcp_host_registry::catalogue::Entry;
 use serde_json::Value;
@@ -16,6 +19,8 @@ pub(crate) struct BackgroundJob {
     pub call_id: String,
     pub entry: Entry,
     pub args: Value,
+    /// The call's record as its step left it; finished when the result is delivered.
+    pub record: CallRecord,
     pub task: CallTask,
     pub token: CancellationToken,
     pub started: Instant,
@@ -42,9 +47,9 @@ impl<P: Provider> Engine<'_, P> {
         conv.background = running;
         let mut parts = Vec::new();
         for job in done {
-            let outcome = flatten(job.task.await);
+            let outcome = joined_outcome(job.task.await);
             let took = job.started.elapsed();
-            self.observer.event(Event::Notice(format!(
+            self.observer.event(notice(format!(
                 "background job {} ({}) finished after {} s",
                 job.id,
                 job.entry.name,
@@ -55,31 +60,19 @@ impl<P: Provider> Engine<'_, P> {
                 name: job.entry.name.clone(),
                 arguments: job.args.to_string(),
             };
-            let mut record = CallRecord::new(&call);
-            record.server = Some(job.entry.key.server.to_string());
-            record.tool = Some(job.entry.key.tool.clone());
-            record.background_job = Some(job.id.clone());
-            record.duration_ms = Some(took.as_millis() as u64);
-            let preview = match &outcome {
-                Ok(o) => crate::render::preview_text(o),
-                Err(e) => e.clone(),
-            };
+            let mut record = job.record;
+            note_outcome(&mut record, &outcome, took);
+            // The job's card (shown as running in the background) ends now.
+            let card = ended(&job.call_id, &job.entry.name, &outcome, took);
             let taken = self
-                .take_result(conv, &job.entry, &job.call_id, &job.args, outcome, took)
+                .take_result(conv, &job.entry, &job.call_id, &job.args, outcome)
                 .await;
             record.is_error = taken.is_error;
             record.result_handle = taken.handle;
+            record.truncated = taken.truncated;
             let text = taken.text;
-            // The job's card (shown as running in the background) ends now.
-            self.observer.event(Event::CallEnded {
-                call_id: job.call_id.clone(),
-                name: job.entry.name.clone(),
-                is_error: record.is_error,
-                took,
-                background_job: None,
-                preview,
-            });
-            self.record_call(conv, &record, &call).await;
+            self.observer.event(card);
+            self.finish_record(conv, &record, &call).await;
             parts.push(format!(
                 "<background-result job=\"{}\" tool=\"{}\" call_id=\"{}\" is_error=\"{}\">\n{text}\n</background-result>",
                 job.id, job.entry.name, job.call_id, record.is_error

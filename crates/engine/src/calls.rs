@@ -1,63 +1,72 @@
-//! Deciding one tool call, before anything is sent: parse its arguments, answer the host's
-//! own tools (search, load, read_result) locally, resolve and validate it in the catalogue,
-//! decide through the gate (policy and hooks), and for an `Ask` put the question to the
-//! front end and wait for the answer matched to this call. Whatever is refused comes back as
-//! text the model reads.
+//! Deciding one of the model's tool calls, before anything is sent: parse its arguments,
+//! answer the host's own tools (search, load, read_result) locally, resolve and validate it
+//! in the catalogue, decide through the gate (policy and hooks), and for an `Ask` put the
+//! question to the front end and wait for the answer matched to this call. Whatever is
+//! refused comes back as text the model reads.
 
-use crate::events::{Approval, ApprovalRequest, Event};
-use crate::gate::{CallFacts, trusted};
+use crate::audit::args_hash;
+use crate::dispatch::Job;
+use crate::events::{Approval, approval_prompt, subject};
+use crate::gate::{CallFacts, Gated, note_decision, trusted};
 use crate::results::READ_RESULT;
-use crate::{CallRecord, Conversation, Engine};
+use crate::step::Prepared;
+use crate::{Conversation, Engine};
 use mcp_host_core::ServerId;
+use mcp_host_core::decision::{AnswerScope, DecidedBy, Decision, MemoryKey, Verdict};
+use mcp_host_core::event::{CallRecord, CallSource, Event};
 use mcp_host_models::{Provider, ToolCall};
-use mcp_host_policy::{AnswerScope, DecidedBy, Decision, MemoryKey, Verdict};
 use mcp_host_registry::catalogue::{Catalogue, Entry};
 use mcp_host_registry::exposure::{LOAD_TOOLS, SEARCH_TOOLS};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-/// A call after the decision stage.
-pub(crate) enum Prepared<'c> {
-    /// Answered without a server: a host tool's answer, or a refusal.
-    Answered { content: String, record: CallRecord },
-    /// Allowed: to be sent to its server.
-    Allowed {
-        entry: &'c Entry,
-        args: Value,
-        record: CallRecord,
-    },
+/// The arguments a model sent, as the card of a refused call shows them: text that is not
+/// JSON is shown as that text.
+fn shown_arguments(raw: &str) -> Value {
+    match raw.trim() {
+        "" => Value::Object(Default::default()),
+        text => serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.into())),
+    }
 }
 
 impl<P: Provider> Engine<'_, P> {
+    /// Refuses a call: its card says why, and so does the text the model reads.
+    fn refuse<'c>(&self, call: &ToolCall, why: String, mut record: CallRecord) -> Prepared<'c> {
+        self.observer.event(Event::CallRefused {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            server: record.server.as_deref().map(ServerId::new),
+            tool: record.tool.clone(),
+            arguments: shown_arguments(&call.arguments),
+            reason: why.clone(),
+        });
+        record.refused = Some(why.clone());
+        record.is_error = true;
+        Prepared::Answered {
+            content: why,
+            record,
+        }
+    }
+
     pub(crate) async fn prepare<'c>(
         &self,
         catalogue: &'c Catalogue,
         conv: &mut Conversation,
+        index: usize,
         call: &ToolCall,
         cancel: &CancellationToken,
     ) -> Prepared<'c> {
-        let mut record = CallRecord::new(call);
+        let shown = shown_arguments(&call.arguments);
+        let mut record =
+            CallRecord::new(&call.id, CallSource::Model, &call.name, args_hash(&shown));
         let answered = |content: String, mut record: CallRecord, is_error: bool| {
             record.is_error = is_error;
-            Prepared::Answered { content, record }
-        };
-        let refuse = |why: String, mut record: CallRecord| {
-            // The card of a refused call shows whose tool it was and what it would have
-            // sent, like any other card; text that is not JSON is shown as that text.
-            let arguments = match call.arguments.trim() {
-                "" => Value::Object(Default::default()),
-                text => serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.into())),
+            record.status = if is_error {
+                mcp_host_core::event::CallStatus::ToolError
+            } else {
+                mcp_host_core::event::CallStatus::Ok
             };
-            self.observer.event(Event::CallRefused {
-                call_id: call.id.clone(),
-                name: call.name.clone(),
-                server: record.server.as_deref().map(ServerId::new),
-                tool: record.tool.clone(),
-                arguments,
-                reason: why.clone(),
-            });
-            record.refused = Some(why.clone());
-            answered(why, record, true)
+            Prepared::Answered { content, record }
         };
         // Named even when refused (arguments that are not JSON, or invalid), so the record
         // and the refused call's card say whose tool it was.
@@ -71,7 +80,7 @@ impl<P: Provider> Engine<'_, P> {
                 Ok(v) => v,
                 Err(e) => {
                     let why = format!("the arguments are not valid JSON ({e}); nothing was sent");
-                    return refuse(why, record);
+                    return self.refuse(call, why, record);
                 }
             },
         };
@@ -91,7 +100,10 @@ impl<P: Provider> Engine<'_, P> {
                 .and_then(Value::as_str)
                 .unwrap_or_default();
             let offset = args.get("offset").and_then(Value::as_u64).unwrap_or(0) as usize;
-            let length = args.get("length").and_then(Value::as_u64).unwrap_or(20_000) as usize;
+            let length = args
+                .get("length")
+                .and_then(Value::as_u64)
+                .map_or(crate::results::DEFAULT_READ, |l| l as usize);
             return match store.read(handle, offset, length).await {
                 Ok(page) => answered(page.to_string(), record, false),
                 Err(e) => answered(e, record, true),
@@ -99,25 +111,51 @@ impl<P: Provider> Engine<'_, P> {
         }
         let entry = match catalogue.prepare_named_call(&call.name, &args) {
             Ok(e) => e,
-            Err(refusal) => return refuse(refusal.to_string(), record),
+            Err(refusal) => return self.refuse(call, refusal.to_string(), record),
         };
-        let mut decision = self.decide(conv, entry, &args).await;
-        self.observer.decided(entry, &args, &decision);
-        if decision.verdict == Verdict::Ask {
-            decision = self.ask(conv, entry, call, &args, &decision, cancel).await;
-            self.observer.decided(entry, &args, &decision);
-        }
-        record.verdict = Some(decision.verdict);
-        record.decided_by = Some(decision.decided_by.clone());
-        match decision.verdict {
-            Verdict::Allow => Prepared::Allowed {
-                entry,
-                args,
-                record,
-            },
-            Verdict::Deny => refuse(format!("denied: {}", decision.reason), record),
-            Verdict::Ask => refuse(decision.reason, record),
-        }
+        let gated = self.decide(conv, entry, &args).await;
+        self.decided(call, gated.decision());
+        let (permit, decision) = match gated {
+            Gated::Allowed(permit, decision) => (permit, decision),
+            Gated::Denied(decision) => {
+                note_decision(&mut record, &decision);
+                return self.refuse(call, format!("denied: {}", decision.reason), record);
+            }
+            Gated::Ask(asked, asked_decision) => {
+                let decision = self
+                    .ask(conv, entry, call, &args, &asked_decision, cancel)
+                    .await;
+                self.decided(call, &decision);
+                note_decision(&mut record, &decision);
+                match decision.verdict {
+                    Verdict::Allow => (self.gate.approved(asked), decision),
+                    Verdict::Deny => {
+                        return self.refuse(call, format!("denied: {}", decision.reason), record);
+                    }
+                    Verdict::Ask => return self.refuse(call, decision.reason, record),
+                }
+            }
+        };
+        note_decision(&mut record, &decision);
+        Prepared::Allowed(Job {
+            index,
+            call_id: call.id.clone(),
+            entry,
+            args,
+            permit,
+            provenance: conv.provenance_names(),
+            record,
+        })
+    }
+
+    fn decided(&self, call: &ToolCall, decision: &Decision) {
+        self.observer.event(Event::Decided {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            verdict: decision.verdict,
+            decided_by: decision.decided_by.clone(),
+            reason: decision.reason.clone(),
+        });
     }
 
     /// Puts the question to the front end and waits for its answer to this call. No answer
@@ -132,15 +170,15 @@ impl<P: Provider> Engine<'_, P> {
         asked: &Decision,
         cancel: &CancellationToken,
     ) -> Decision {
-        let (request, answer) = ApprovalRequest::new(
+        let trusted = trusted(self.manager, &entry.key.server);
+        let prompt = approval_prompt(
+            subject(entry, &call.id, args, conv.provenance_names()),
             entry,
-            &call.id,
-            args,
             &asked.reason,
-            trusted(self.manager, &entry.key.server),
-            conv.provenance_names(),
+            trusted,
         );
-        self.observer.event(Event::ApprovalRequested(request));
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        self.observer.approval(prompt, reply);
         let approval = tokio::select! {
             a = answer => a.ok(),
             () = cancel.cancelled() => None,
@@ -173,7 +211,7 @@ impl<P: Provider> Engine<'_, P> {
                 && let Some(store) = &self.config.store
                 && let Err(e) = store.remember(&key, verdict).await
             {
-                self.observer.event(Event::Notice(format!(
+                self.observer.event(crate::events::notice(format!(
                     "the answer holds for this session but could not be saved: {e}"
                 )));
             }
@@ -193,7 +231,7 @@ impl<P: Provider> Engine<'_, P> {
         }
     }
 
-    async fn decide(&self, conv: &Conversation, entry: &Entry, args: &Value) -> Decision {
+    async fn decide(&self, conv: &Conversation, entry: &Entry, args: &Value) -> Gated {
         let remembered = conv.answers.current();
         let facts = CallFacts {
             mode: self.config.mode,
@@ -201,7 +239,9 @@ impl<P: Provider> Engine<'_, P> {
             provenance: conv.turn.provenance(),
             remembered: &remembered,
         };
-        self.gate.decide(entry, args, facts).await
+        self.gate
+            .decide(entry, args, facts, CallSource::Model)
+            .await
     }
 }
 

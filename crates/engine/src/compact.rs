@@ -10,7 +10,7 @@
 
 use crate::budget::estimate_tokens;
 use crate::render::cap;
-use crate::{Conversation, Engine, Event};
+use crate::{Conversation, Engine};
 use mcp_host_models::{Message, ModelRequest, Provider};
 
 /// The share of the window the history may fill before it is compacted.
@@ -105,7 +105,7 @@ impl<P: Provider> Engine<'_, P> {
         if total > limit {
             how.push(self.summarise(conv, last_turn).await);
         }
-        self.observer.event(Event::Notice(format!(
+        self.observer.event(crate::events::notice(format!(
             "context compacted from about {before} to {} tokens: {}",
             history_tokens(&conv.history),
             how.join(", ")

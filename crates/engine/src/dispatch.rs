@@ -7,7 +7,9 @@
 //! keeps running on its task, and the step goes on without it.
 
 use crate::Engine;
-use mcp_host_client::CallError;
+use crate::events::{millis, subject};
+use crate::gate::{CallFailure, Permit};
+use mcp_host_core::event::{CallRecord, CallSource, Event};
 use mcp_host_core::{CallOutcome, ServerId};
 use mcp_host_models::Provider;
 use mcp_host_policy::hints;
@@ -24,16 +26,28 @@ pub(crate) struct Job<'c> {
     pub call_id: String,
     pub entry: &'c Entry,
     pub args: Value,
+    /// What the gate allowed; spent when the call is sent.
+    pub permit: Permit,
     /// Servers whose output was in the context when the call was made (for the front end).
     pub provenance: Vec<String>,
+    pub record: CallRecord,
 }
 
-pub(crate) type CallTask = JoinHandle<Result<CallOutcome, CallError>>;
+/// A dispatched job: what it was, and how it came back.
+pub(crate) struct Ran<'c> {
+    pub index: usize,
+    pub entry: &'c Entry,
+    pub args: Value,
+    pub record: CallRecord,
+    pub dispatched: Dispatched,
+}
+
+pub(crate) type CallTask = JoinHandle<Result<CallOutcome, CallFailure>>;
 
 /// How a dispatched call came back.
 pub(crate) enum Dispatched {
     Done {
-        outcome: Result<CallOutcome, String>,
+        outcome: Result<CallOutcome, CallFailure>,
         took: Duration,
     },
     /// Still running past the threshold: its task and token go to the conversation.
@@ -74,17 +88,17 @@ impl<P: Provider> Engine<'_, P> {
         spec.parallel && hints(spec.trusted, entry.tool.annotations.as_ref()).read_only
     }
 
-    /// Runs the jobs and returns each one's outcome with its index.
+    /// Runs the jobs and returns each one, with how it came back.
     pub(crate) async fn dispatch<'c>(
         &self,
         jobs: Vec<Job<'c>>,
         cancel: &CancellationToken,
-    ) -> Vec<(usize, Dispatched)> {
+    ) -> Vec<Ran<'c>> {
         let lanes = lanes(jobs, |e| self.may_overlap(e));
         let runs = lanes.into_iter().map(|lane| async move {
             let mut out = Vec::with_capacity(lane.len());
             for job in lane {
-                out.push((job.index, self.execute(job, cancel).await));
+                out.push(self.execute(job, cancel).await);
             }
             out
         });
@@ -95,45 +109,15 @@ impl<P: Provider> Engine<'_, P> {
             .collect()
     }
 
-    async fn execute(&self, job: Job<'_>, cancel: &CancellationToken) -> Dispatched {
+    async fn execute<'c>(&self, job: Job<'c>, cancel: &CancellationToken) -> Ran<'c> {
         let token = cancel.child_token();
         let started = Instant::now();
-        self.observer.event(crate::Event::CallBegun {
-            call_id: job.call_id.clone(),
-            name: job.entry.name.clone(),
-            server: job.entry.key.server.clone(),
-            tool: job.entry.key.tool.clone(),
-            args: job.args.clone(),
-            provenance: job.provenance.clone(),
+        self.observer.event(Event::CallBegun {
+            subject: subject(job.entry, &job.call_id, &job.args, job.provenance),
+            source: CallSource::Model,
         });
-        // Pins are checked before every call, not once per turn: a definition that changed
-        // since the decision (announced while the call waited its turn) is not called.
-        let current = tokio::select! {
-            r = crate::gate::still_current(self.manager, job.entry) => r,
-            () = token.cancelled() => Err("not sent: the turn was interrupted".to_string()),
-        };
-        if let Err(why) = current {
-            self.observer.event(crate::Event::CallEnded {
-                call_id: job.call_id.clone(),
-                name: job.entry.name.clone(),
-                is_error: true,
-                took: started.elapsed(),
-                background_job: None,
-                preview: why.clone(),
-            });
-            return Dispatched::Done {
-                outcome: Err(why),
-                took: started.elapsed(),
-            };
-        }
         let (progress_tx, mut progress) = tokio::sync::mpsc::unbounded_channel();
-        let call = self.manager.detached_call(
-            &job.entry.key.server,
-            &job.entry.key.tool,
-            job.args.as_object().cloned(),
-            token.clone(),
-            Some(progress_tx),
-        );
+        let call = self.gate.send(job.permit, token.clone(), Some(progress_tx));
         let mut task = tokio::spawn(call);
         let threshold = async {
             match self.config.background_after {
@@ -142,26 +126,15 @@ impl<P: Provider> Engine<'_, P> {
             }
         };
         tokio::pin!(threshold);
-        loop {
+        let dispatched = loop {
             tokio::select! {
                 joined = &mut task => {
-                    let outcome = flatten(joined);
+                    let outcome = joined_outcome(joined);
                     let took = started.elapsed();
-                    let preview = match &outcome {
-                        Ok(o) => crate::render::preview_text(o),
-                        Err(e) => e.clone(),
-                    };
-                    self.observer.event(crate::Event::CallEnded {
-                        call_id: job.call_id.clone(),
-                        name: job.entry.name.clone(),
-                        is_error: outcome.as_ref().map_or(true, |o| o.is_error),
-                        took,
-                        background_job: None,
-                        preview,
-                    });
-                    return Dispatched::Done { outcome, took };
+                    self.observer.event(ended(&job.call_id, &job.entry.name, &outcome, took));
+                    break Dispatched::Done { outcome, took };
                 }
-                Some(p) = progress.recv() => self.observer.event(crate::Event::Progress {
+                Some(p) = progress.recv() => self.observer.event(Event::Progress {
                     call_id: job.call_id.clone(),
                     progress: p.progress,
                     total: p.total,
@@ -170,24 +143,46 @@ impl<P: Provider> Engine<'_, P> {
                 // An interrupt cancels the token; the task then ends at once and is joined
                 // above, so the threshold never moves a cancelled call to the background.
                 () = &mut threshold, if !cancel.is_cancelled() => {
-                    return Dispatched::Background { task, token, started };
+                    break Dispatched::Background { task, token, started };
                 }
             }
+        };
+        Ran {
+            index: job.index,
+            entry: job.entry,
+            args: job.args,
+            record: job.record,
+            dispatched,
         }
     }
 }
 
-/// A task's result: a panic or abort in the task is a failed call, not a host crash.
-pub(crate) fn flatten(
-    joined: Result<Result<CallOutcome, CallError>, tokio::task::JoinError>,
-) -> Result<CallOutcome, String> {
-    match joined {
-        Ok(Ok(outcome)) => Ok(outcome),
-        Ok(Err(e)) => Err(e.to_string()),
-        Err(e) => Err(format!("the call's task ended abnormally: {e}")),
+/// The event of a call that came back.
+pub(crate) fn ended(
+    call_id: &str,
+    name: &str,
+    outcome: &Result<CallOutcome, CallFailure>,
+    took: Duration,
+) -> Event {
+    Event::CallEnded {
+        call_id: call_id.to_string(),
+        name: name.to_string(),
+        is_error: outcome.as_ref().map_or(true, |o| o.is_error),
+        took_ms: millis(took),
+        background_job: None,
+        preview: match outcome {
+            Ok(o) => crate::render::preview_text(o),
+            Err(e) => e.to_string(),
+        },
     }
 }
 
+/// A task's result: a panic or abort in the task is a failed call, not a host crash.
+pub(crate) fn joined_outcome(
+    joined: Result<Result<CallOutcome, CallFailure>, tokio::task::JoinError>,
+) -> Result<CallOutcome, CallFailure> {
+    joined.unwrap_or_else(|e| Err(CallFailure::Task(e.to_string())))
+}
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -225,7 +220,9 @@ mod tests {
                 call_id: format!("c{index}"),
                 entry: c.get(name).unwrap(),
                 args: Value::Null,
+                permit: Permit::for_test(c.get(name).unwrap()),
                 provenance: Vec::new(),
+                record: CallRecord::new("c", CallSource::Model, name, String::new()),
             })
             .collect();
         let lanes = lanes(jobs, |e| e.key.tool.starts_with('r'));

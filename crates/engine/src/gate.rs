@@ -1,29 +1,45 @@
 //! The one gate between a tool call and its server, whoever made the call (the model in a
-//! turn, or a person with `mcp-host call` or chat's `/call`) and whichever front end asks:
-//! the pure policy decision, then the `PreToolUse` hooks (unless a rule denied), and right
-//! before anything is sent a check that the server still offers the definition that was
-//! decided on. After the call, the `PostToolUse` hooks. Front ends never decide, run hooks or
-//! check definitions themselves, so no path can skip a guard another path has.
+//! turn, or a person with `mcp-host call` or chat's `/call`) and whichever front end asks.
+//! The gate alone holds the [`ToolCaller`], the capability that sends `tools/call`, so no
+//! other code can reach a server's tools. In order, every call gets: the pure policy
+//! decision; the `PreToolUse` hooks (unless a rule denied); for the model's `Ask`, the
+//! person's answer (asked by the engine, turned into a permit here); right before sending, a
+//! check that the server still offers the definition that was decided on; the call; the
+//! `PostToolUse` hooks; and one audit record. Only [`Permit`]s are sent, and only the gate
+//! makes them.
 
+use crate::audit::Audit;
+use crate::events::Observer;
 use crate::hooks::Hooks;
 use crate::tool_facts;
-use mcp_host_client::Manager;
-use mcp_host_core::{CallOutcome, ServerId};
-use mcp_host_policy::{Call, Context, Decision, Mode, Policy, Remembered, Verdict, decide};
+use mcp_host_client::{CallError, Expect, Manager, Progress, ToolCaller};
+use mcp_host_core::decision::{DecidedBy, Decision, Mode, Verdict};
+use mcp_host_core::event::{CallRecord, CallSource};
+use mcp_host_core::{CallOutcome, ServerId, ToolDescriptor};
+use mcp_host_policy::{Call, Context, Policy, Remembered, decide};
 use mcp_host_registry::catalogue::Entry;
 use serde_json::Value;
 use std::collections::BTreeSet;
+use std::future::Future;
 use std::time::Duration;
+use tokio_util::sync::CancellationToken;
 
 /// How long a call waits for a tool list the server announced as changed before it is
 /// refused (the refresh is one `tools/list`; this is generous).
 pub const LIST_REFRESH_WAIT: Duration = Duration::from_secs(10);
 
-/// The rules and hooks every call passes.
-#[derive(Clone, Copy)]
-pub struct Gate<'a> {
-    pub policy: &'a Policy,
-    pub hooks: &'a Hooks,
+/// The rules, the hooks, the audit log, and the capability to call.
+pub struct Gate {
+    caller: ToolCaller,
+    pub policy: Policy,
+    pub hooks: Hooks,
+    audit: Option<Audit>,
+}
+
+impl std::fmt::Debug for Gate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gate").finish_non_exhaustive()
+    }
 }
 
 /// What the decision needs besides the rules: the mode, trust, what is in the context, and
@@ -35,7 +51,77 @@ pub struct CallFacts<'a> {
     pub remembered: &'a Remembered,
 }
 
-impl Gate<'_> {
+/// A call the gate allowed: the only thing [`Gate::send`] takes. Made only here.
+#[derive(Debug)]
+pub struct Permit {
+    server: ServerId,
+    tool: String,
+    name: String,
+    args: Value,
+    /// The definition the decision was made on.
+    decided_on: ToolDescriptor,
+}
+
+#[cfg(test)]
+impl Permit {
+    pub(crate) fn for_test(entry: &Entry) -> Self {
+        Self {
+            server: entry.key.server.clone(),
+            tool: entry.key.tool.clone(),
+            name: entry.name.clone(),
+            args: Value::Null,
+            decided_on: entry.tool.clone(),
+        }
+    }
+}
+
+/// A call waiting for a person's answer; [`Gate::approved`] turns a yes into a permit.
+#[derive(Debug)]
+pub struct Asked(Permit);
+
+/// The decision on a call, with what it lets the caller do next.
+#[derive(Debug)]
+pub enum Gated {
+    Allowed(Permit, Decision),
+    Ask(Asked, Decision),
+    Denied(Decision),
+}
+
+impl Gated {
+    pub fn decision(&self) -> &Decision {
+        match self {
+            Self::Allowed(_, d) | Self::Ask(_, d) | Self::Denied(d) => d,
+        }
+    }
+}
+
+/// Why an allowed call brought back no result.
+#[derive(Debug, thiserror::Error)]
+pub enum CallFailure {
+    /// Not sent: the definition changed, the tool is gone, or the list did not arrive.
+    #[error("not sent: {0}")]
+    NotSent(String),
+    #[error("not sent: the turn was interrupted")]
+    Interrupted,
+    #[error(transparent)]
+    Call(#[from] CallError),
+    /// The call's task panicked or was aborted: a failed call, not a host crash.
+    #[error("the call's task ended abnormally: {0}")]
+    Task(String),
+}
+
+impl Gate {
+    /// The gate over the manager's calls. `audit`: where each call's record goes (`None`
+    /// for tests that read the records from the report instead).
+    pub fn new(caller: ToolCaller, policy: Policy, hooks: Hooks, audit: Option<Audit>) -> Self {
+        Self {
+            caller,
+            policy,
+            hooks,
+            audit,
+        }
+    }
+
     /// The rules' decision alone, without running any hook (for `policy explain`).
     pub fn rules(&self, entry: &Entry, args: &Value, facts: CallFacts<'_>) -> Decision {
         decide(
@@ -47,7 +133,7 @@ impl Gate<'_> {
             },
             Context {
                 mode: facts.mode,
-                policy: self.policy,
+                policy: &self.policy,
                 server_trusted: facts.trusted,
                 tool: tool_facts(entry),
                 provenance: facts.provenance,
@@ -57,21 +143,100 @@ impl Gate<'_> {
     }
 
     /// The rules' decision, then the hooks' answer (unless a rule denied: a hook may allow
-    /// what a rule asks about, never what a rule forbids).
-    pub async fn decide(&self, entry: &Entry, args: &Value, facts: CallFacts<'_>) -> Decision {
-        let decision = self.rules(entry, args, facts);
-        if decision.verdict == Verdict::Deny {
-            return decision;
+    /// what a rule asks about, never what a rule forbids). A person's own call is its own
+    /// approval: for them an `Ask` is a yes, and only a deny stops it.
+    pub async fn decide(
+        &self,
+        entry: &Entry,
+        args: &Value,
+        facts: CallFacts<'_>,
+        source: CallSource,
+    ) -> Gated {
+        let mut decision = self.rules(entry, args, facts);
+        if decision.verdict != Verdict::Deny
+            && let Some(hooked) = self.hooks.pre_tool_use(&entry.name, args).await
+        {
+            decision = hooked;
         }
-        self.hooks
-            .pre_tool_use(&entry.name, args)
-            .await
-            .unwrap_or(decision)
+        let permit = Permit {
+            server: entry.key.server.clone(),
+            tool: entry.key.tool.clone(),
+            name: entry.name.clone(),
+            args: args.clone(),
+            decided_on: entry.tool.clone(),
+        };
+        match (decision.verdict, source) {
+            (Verdict::Deny, _) => Gated::Denied(decision),
+            (Verdict::Allow, _) | (Verdict::Ask, CallSource::Person) => {
+                Gated::Allowed(permit, decision)
+            }
+            (Verdict::Ask, CallSource::Model) => Gated::Ask(Asked(permit), decision),
+        }
+    }
+
+    /// A person said yes to an asked call.
+    pub fn approved(&self, asked: Asked) -> Permit {
+        asked.0
+    }
+
+    /// Sends an allowed call. The future borrows nothing, so it can outlive its step (a
+    /// call moved to the background keeps running on its own task). Right before sending,
+    /// the server's current definition of the tool must be the one decided on: a change the
+    /// server announced is waited for, and a definition that differs, a tool that is gone,
+    /// or a list that did not arrive refuses the call. The caller's next look at the
+    /// catalogue sees the new definition as drift, which is asked about again.
+    pub fn send(
+        &self,
+        permit: Permit,
+        cancel: CancellationToken,
+        progress: Option<tokio::sync::mpsc::UnboundedSender<Progress>>,
+    ) -> impl Future<Output = Result<CallOutcome, CallFailure>> + Send + use<> {
+        let expect = Expect {
+            definition: permit.decided_on.clone(),
+            wait: LIST_REFRESH_WAIT,
+        };
+        let Permit {
+            server,
+            tool,
+            name,
+            args,
+            ..
+        } = permit;
+        let call = self.caller.detached_call(
+            &server,
+            &tool,
+            args.as_object().cloned(),
+            Some(expect),
+            cancel,
+            progress,
+        );
+        async move {
+            call.await.map_err(|e| match e {
+                CallError::Interrupted { .. } => CallFailure::Interrupted,
+                CallError::DefinitionChanged { .. } => CallFailure::NotSent(format!(
+                    "the definition of `{name}` changed after it was decided on; it must be checked (and approved) again"
+                )),
+                e @ (CallError::NoLongerOffered { .. }
+                | CallError::ListStale { .. }
+                | CallError::NotReady { .. }
+                | CallError::UnknownServer(_)) => {
+                    CallFailure::NotSent(e.to_string())
+                }
+                e => CallFailure::Call(e),
+            })
+        }
     }
 
     /// Runs the `PostToolUse` hooks on a result; the reasons of those that objected.
     pub async fn after(&self, entry: &Entry, args: &Value, outcome: &CallOutcome) -> Vec<String> {
         self.hooks.post_tool_use(&entry.name, args, outcome).await
+    }
+
+    /// Writes a finished call's one audit record.
+    pub fn record(&self, record: &CallRecord, observer: &dyn Observer) {
+        if let Some(audit) = &self.audit {
+            audit.write(record, observer);
+        }
     }
 }
 
@@ -80,30 +245,40 @@ pub fn trusted(manager: &Manager, server: &ServerId) -> bool {
     manager.spec(server).is_some_and(|s| s.trusted)
 }
 
-/// Right before sending: the server's current definition of the tool must be the one the
-/// decision was made on. A change the server announced is waited for (the refresh is in
-/// flight); a definition that differs, a tool that is gone, or a list that did not arrive
-/// refuses the call, with the reason. The caller's next look at the catalogue sees the new
-/// definition as drift, which is asked about again.
-pub async fn still_current(manager: &Manager, entry: &Entry) -> Result<(), String> {
-    let list = manager
-        .current_tools(&entry.key.server, LIST_REFRESH_WAIT)
-        .await
-        .map_err(|e| format!("not sent: {e}"))?;
-    let Some(tool) = list.items.iter().find(|t| t.name == entry.key.tool) else {
-        return Err(format!(
-            "not sent: server `{}` no longer offers `{}`",
-            entry.key.server, entry.key.tool
-        ));
-    };
-    // The entry keeps the descriptor exactly as the server sent it, and the hash covers
-    // every one of its fields: comparing the descriptors is the same test as comparing
-    // hashes, at a fraction of the cost (no canonical JSON, no SHA-256 per call).
-    if tool != &entry.tool {
-        return Err(format!(
-            "not sent: the definition of `{}` changed after it was decided on; it must be checked (and approved) again",
-            entry.name
-        ));
+/// Fills a record with a decision.
+pub fn note_decision(record: &mut CallRecord, decision: &Decision) {
+    record.verdict = Some(decision.verdict);
+    record.decided_by = Some(decision.decided_by.clone());
+    record.reason = Some(decision.reason.clone());
+}
+
+/// Fills a record with how a sent call ended.
+pub fn note_outcome(
+    record: &mut CallRecord,
+    outcome: &Result<CallOutcome, CallFailure>,
+    took: Duration,
+) {
+    use mcp_host_core::event::CallStatus;
+    record.duration_ms = Some(crate::events::millis(took));
+    match outcome {
+        Ok(o) => {
+            record.status = if o.is_error {
+                CallStatus::ToolError
+            } else {
+                CallStatus::Ok
+            };
+            record.is_error = o.is_error;
+            record.result_bytes = Some(serde_json::to_vec(o).map_or(0, |b| b.len()));
+        }
+        Err(e) => {
+            record.status = CallStatus::Failed;
+            record.is_error = true;
+            record.error = Some(e.to_string());
+        }
     }
-    Ok(())
+}
+
+/// Whether a decision came from a hook (for front ends that name who refused).
+pub fn by_hook(decision: &Decision) -> bool {
+    matches!(decision.decided_by, DecidedBy::Hook { .. })
 }

@@ -2,7 +2,8 @@
 //! rewritten whole after a compaction), every tool call with its verdict and result handle,
 //! and loading it back for `--continue` and `--resume`.
 
-use crate::{CallRecord, Conversation, Engine, Event};
+use crate::events::notice;
+use crate::{CallRecord, Conversation, Engine};
 use mcp_host_models::{Message, Provider, ToolCall};
 use mcp_host_policy::Answers;
 use mcp_host_store::{ConversationId, Store, StoreError, ToolCallRow};
@@ -141,9 +142,12 @@ impl<P: Provider> Engine<'_, P> {
             tool: record.tool.clone().unwrap_or_default(),
             arguments: serde_json::from_str(&call.arguments)
                 .unwrap_or_else(|_| Value::String(call.arguments.clone())),
+            // Stored by its serde name, so renaming a variant cannot change rows on disk.
             verdict: record
                 .verdict
-                .map_or_else(|| "none".to_string(), |v| format!("{v:?}").to_lowercase()),
+                .and_then(|v| serde_json::to_value(v).ok())
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_else(|| "none".to_string()),
             decided_by: record
                 .decided_by
                 .as_ref()
@@ -158,9 +162,8 @@ impl<P: Provider> Engine<'_, P> {
             background: record.background_job.is_some(),
         };
         if let Err(e) = saved.store.record_tool_call(&row).await {
-            self.observer.event(Event::Notice(format!(
-                "the call could not be recorded: {e}"
-            )));
+            self.observer
+                .event(notice(format!("the call could not be recorded: {e}")));
         }
     }
 }

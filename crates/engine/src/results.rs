@@ -9,6 +9,8 @@ use serde_json::{Value, json};
 pub const READ_RESULT: &str = "read_result";
 /// Bytes one `read_result` call returns at most.
 pub const MAX_READ: usize = 100_000;
+/// Bytes one `read_result` reads when the model gives no length (the schema says so too).
+pub const DEFAULT_READ: usize = 20_000;
 const HEAD: usize = 2_000;
 const TAIL: usize = 1_000;
 
@@ -84,7 +86,7 @@ pub fn read_result_definition() -> Value {
         "input_schema": {"type": "object", "properties": {
             "handle": {"type": "string"},
             "offset": {"type": "integer", "minimum": 0, "default": 0},
-            "length": {"type": "integer", "minimum": 1, "maximum": MAX_READ, "default": 20000}
+            "length": {"type": "integer", "minimum": 1, "maximum": MAX_READ, "default": DEFAULT_READ}
         }, "required": ["handle"], "additionalProperties": false}
     })
 }

@@ -16,7 +16,9 @@ mod sse;
 mod types;
 mod wire;
 
+mod choice;
 pub use anthropic::Anthropic;
+pub use choice::{ChoiceError, Chosen, NO_MODEL, PROVIDERS, choose};
 pub use gemini::Gemini;
 pub use lowering::{Dialect, MAX_DEPTH as MAX_SCHEMA_DEPTH, lower};
 pub use ollama::Ollama;

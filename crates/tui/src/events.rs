@@ -119,6 +119,13 @@ impl App {
                 }
             }
             Event::ModelChanged { spec } => self.status.model = spec.as_deref().map(clean_line),
+            Event::TurnStarted { text } => {
+                self.apply(crate::Update::UserMessage(text.clone()));
+                self.busy = true;
+            }
+            Event::Servers { servers } => self.apply(crate::Update::Servers(servers.clone())),
+            Event::Tools { tools } => self.apply(crate::Update::Tools(tools.clone())),
+            Event::Ended => {}
         }
     }
 }

@@ -78,34 +78,8 @@ pub enum CallState {
     Background(String),
 }
 
-#[derive(Clone, Debug, PartialEq)]
-pub struct ServerRow {
-    pub name: String,
-    /// ready, starting, failed, needs_auth, disabled, pending approval, ...
-    pub state: String,
-    pub era: Option<String>,
-    pub transport: String,
-    pub tools: usize,
-    pub last_error: Option<String>,
-    pub stderr_tail: Vec<String>,
-    /// What its lists left out, and why it is in an older era: shown, never only logged.
-    pub notes: Vec<String>,
-    /// A project server waiting for the person's approval.
-    pub needs_approval: bool,
-    /// For a server waiting for approval: what approving lets it run and send, as written
-    /// in its file, one line each (the `/mcp` panel shows it and asks before approving).
-    pub definition: Vec<String>,
-    pub enabled: bool,
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub struct ToolRow {
-    pub name: String,
-    pub server: String,
-    pub description: String,
-    /// Lint flags and pin state, as short labels.
-    pub flags: Vec<String>,
-}
+/// A server's row and a tool's row are the session's views, shown as they come.
+pub use mcp_host_core::event::{ServerView as ServerRow, ToolView as ToolRow};
 
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct StatusInfo {

@@ -2,7 +2,6 @@
 //! failed or the tool reported `isError`.
 
 use super::with_manager;
-use crate::audit::{Audit, Subject};
 use crate::catalogue::snapshot;
 use crate::cli::CallArgs;
 use crate::host::Host;
@@ -10,14 +9,12 @@ use crate::output::{one_line, render_content};
 use crate::policy::compile;
 use anyhow::{Context, bail};
 use mcp_host_core::ServerId;
-use mcp_host_engine::gate::{CallFacts, Gate, still_current, trusted};
-use mcp_host_policy::{DecidedBy, Mode, Verdict};
+use mcp_host_engine::person::{DirectCall, DirectOutcome};
+use mcp_host_engine::{Event, Observer};
 use mcp_host_registry::pins::PinCheck;
 use serde_json::{Map, Value};
-use std::collections::BTreeSet;
 use std::io::Read;
 use std::process::ExitCode;
-use std::time::Instant;
 
 fn parse_args(raw: Option<&str>) -> anyhow::Result<Option<Map<String, Value>>> {
     let text = match raw {
@@ -61,12 +58,11 @@ pub async fn run(host: &Host, args: CallArgs) -> anyhow::Result<ExitCode> {
         None => None,
     };
     let policy = compile(&host.config)?;
-    let hooks = host.hooks()?;
     let remembered = host.store().await?.remembered().await?;
-    let audit = Audit::new(&host.paths.data_dir);
-    let manager = host.start(only)?;
+    let connected = host.connect(only, policy, None)?;
     let limit = host.settle_limit();
-    with_manager(host, manager, async move |m, cancel| {
+    with_manager(host, connected, async move |c, cancel| {
+        let m = &c.servers;
         m.wait_settled(limit).await;
         let (catalogue, _) = snapshot(host, m).await?;
         let entry = match &args.tool {
@@ -86,70 +82,44 @@ pub async fn run(host: &Host, args: CallArgs) -> anyhow::Result<ExitCode> {
             crate::output::errln!("error: {what}{}", why.unwrap_or_default());
             return Ok(ExitCode::FAILURE);
         };
-        let as_value = Value::Object(arguments.clone().unwrap_or_default());
-        if let Err(refusal) = catalogue.prepare_call(entry, &as_value) {
-            crate::output::errln!("error: {refusal}");
-            return Ok(ExitCode::FAILURE);
-        }
-        // The person typing this command is the one who would be asked: only deny stops it.
-        let provenance = BTreeSet::new();
-        let facts = CallFacts {
-            trusted: trusted(m, &entry.key.server),
-            mode: Mode::Ask,
-            provenance: &provenance,
-            remembered: &remembered,
-        };
-        let gate = Gate {
-            policy: &policy,
-            hooks: &hooks,
-        };
-        let decision = gate.decide(entry, &as_value, facts).await;
-        let subject = Subject {
-            name: &entry.name,
-            server: entry.key.server.as_str(),
-            tool: &entry.key.tool,
-            args: &as_value,
-        };
-        let answered_by = match (&decision.verdict, &decision.decided_by) {
-            (_, DecidedBy::Hook { .. }) => "hook",
-            (Verdict::Ask, _) => "cli user",
-            _ => "policy",
-        };
-        audit.decision(&subject, &decision, answered_by);
-        if decision.verdict == Verdict::Deny {
-            crate::output::errln!("error: denied: {}", decision.reason);
-            return Ok(ExitCode::FAILURE);
-        }
         if let Some(PinCheck::Drift(_)) = &entry.pin {
             crate::output::errln!(
                 "warning: `{}` changed since it was first seen; see `mcp-host tools`",
                 entry.name
             );
         }
-        if let Err(why) = still_current(m, entry).await {
-            crate::output::errln!("error: {why}");
-            return Ok(ExitCode::FAILURE);
-        }
-        let started = Instant::now();
-        let result = m
-            .call(&entry.key.server, &entry.key.tool, arguments, cancel)
-            .await;
-        audit.call(
-            &subject,
-            result.as_ref().map_err(ToString::to_string),
-            started.elapsed(),
-            false,
-        );
-        let outcome = match result {
-            Ok(o) => o,
-            Err(e) => {
+        let call = DirectCall {
+            manager: m,
+            catalogue: &catalogue,
+            entry,
+            call_id: "direct-1".to_string(),
+            args: Value::Object(arguments.unwrap_or_default()),
+            remembered: &remembered,
+            observer: &Warnings,
+        };
+        let outcome = match c.gate.direct(call, cancel.clone()).await {
+            DirectOutcome::Done {
+                outcome,
+                objections,
+            } => {
+                for objection in objections {
+                    crate::output::errln!("warning: a PostToolUse hook objected: {objection}");
+                }
+                outcome
+            }
+            DirectOutcome::Invalid(why) => {
+                crate::output::errln!("error: {why}");
+                return Ok(ExitCode::FAILURE);
+            }
+            DirectOutcome::Denied(d) => {
+                crate::output::errln!("error: denied: {}", d.reason);
+                return Ok(ExitCode::FAILURE);
+            }
+            DirectOutcome::Failed(e) => {
                 crate::output::errln!("error: {e}");
                 return Ok(ExitCode::FAILURE);
             }
         };
-        for objection in gate.after(entry, &as_value, &outcome).await {
-            crate::output::errln!("warning: a PostToolUse hook objected: {objection}");
-        }
         if args.json {
             crate::output::print_json(&outcome)?;
         } else {
@@ -173,6 +143,17 @@ pub async fn run(host: &Host, args: CallArgs) -> anyhow::Result<ExitCode> {
         })
     })
     .await
+}
+
+/// The one-shot call shows only what a person must know while it runs: notices.
+struct Warnings;
+
+impl Observer for Warnings {
+    fn event(&self, event: Event) {
+        if let Event::Notice { text } = event {
+            crate::output::errln!("warning: {text}");
+        }
+    }
 }
 
 #[cfg(test)]

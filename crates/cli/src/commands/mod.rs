@@ -13,7 +13,7 @@ pub(crate) use servers::approval_text;
 
 use crate::cli::{Cli, Command};
 use crate::host::Host;
-use mcp_host_client::Manager;
+use mcp_host_engine::host::Connected;
 use std::process::ExitCode;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -56,17 +56,17 @@ fn makes_calls(command: Option<&Command>) -> bool {
 /// shorter than `host::EXIT_GRACE`, after which the process exits whatever it is doing.
 const CANCEL_GRACE: Duration = Duration::from_secs(1);
 
-/// Runs `work` against a started manager, then always shuts the manager down. On SIGINT or
+/// Runs `work` against the started servers, then always shuts them down. On SIGINT or
 /// SIGTERM the work's cancellation token fires (in-flight requests send their cancellation),
 /// the work gets a moment to return, every server is stopped in parallel, and the exit
 /// status is 130.
-async fn with_manager<F>(host: &Host, manager: Manager, work: F) -> anyhow::Result<ExitCode>
+async fn with_manager<F>(host: &Host, connected: Connected, work: F) -> anyhow::Result<ExitCode>
 where
-    F: AsyncFnOnce(&Manager, &CancellationToken) -> anyhow::Result<ExitCode>,
+    F: AsyncFnOnce(&Connected, &CancellationToken) -> anyhow::Result<ExitCode>,
 {
     let cancel = CancellationToken::new();
     let result = {
-        let work = work(&manager, &cancel);
+        let work = work(&connected, &cancel);
         tokio::pin!(work);
         tokio::select! {
             r = &mut work => r,
@@ -78,6 +78,6 @@ where
             }
         }
     };
-    manager.shutdown().await;
+    connected.servers.shutdown().await;
     result
 }

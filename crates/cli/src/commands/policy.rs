@@ -8,10 +8,10 @@ use crate::cli::{AnswerArg, ModeArg, PolicyCommand};
 use crate::host::Host;
 use crate::policy::compile;
 use anyhow::{Context as _, bail};
-use mcp_host_client::Manager;
 use mcp_host_core::ServerId;
 use mcp_host_engine::gate::{CallFacts, Gate, trusted};
-use mcp_host_policy::{Decision, MemoryKey, Policy, Remembered, Verdict};
+use mcp_host_engine::host::Manager;
+use mcp_host_policy::{Decision, MemoryKey, Remembered, Verdict};
 use mcp_host_registry::catalogue::Catalogue;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -64,15 +64,16 @@ pub async fn run(host: &Host, command: PolicyCommand) -> anyhow::Result<ExitCode
         _ => None,
     };
     let policy = compile(&host.config)?;
-    let manager = host.start(None)?;
+    let connected = host.connect(None, policy, None)?;
     let limit = host.settle_limit();
-    with_manager(host, manager, async move |m, _cancel| {
+    with_manager(host, connected, async move |c, _cancel| {
+        let m = &c.servers;
         m.wait_settled(limit).await;
         let (catalogue, _) = snapshot(host, m).await?;
         let judge = Judge {
             m,
             catalogue: &catalogue,
-            policy: &policy,
+            gate: &c.gate,
             remembered: &remembered,
         };
         match command {
@@ -167,7 +168,7 @@ fn verdict_word(v: Verdict) -> &'static str {
 struct Judge<'a> {
     m: &'a Manager,
     catalogue: &'a Catalogue,
-    policy: &'a Policy,
+    gate: &'a Gate,
     remembered: &'a Remembered,
 }
 
@@ -189,12 +190,8 @@ impl Judge<'_> {
             provenance: &provenance,
             remembered: self.remembered,
         };
-        // The rules alone: explaining a decision must not run the user's hook commands.
-        let hooks = mcp_host_engine::Hooks::default();
-        let gate = Gate {
-            policy: self.policy,
-            hooks: &hooks,
-        };
-        Ok(gate.rules(entry, args, facts))
+        // The gate's decision half, the rules alone: explaining a decision must not run
+        // the user's hook commands.
+        Ok(self.gate.rules(entry, args, facts))
     }
 }

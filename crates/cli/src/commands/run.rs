@@ -7,107 +7,22 @@
 //! Exit status: 0 when the model finished, 3 when the step cap stopped it, 130 when
 //! interrupted, 1 on errors.
 
-use super::with_manager;
-use crate::audit::Audit;
 use crate::cli::{OutputFormat, RunArgs};
 use crate::host::Host;
-use crate::model::choose;
 use crate::policy::compile;
 use anyhow::Context as _;
-use mcp_host_core::CallOutcome;
-use mcp_host_engine::{
-    Conversation, Engine, EngineConfig, Event, Gate, Observer, ToolSource, TurnEnd,
-};
-use mcp_host_policy::Decision;
+use mcp_host_engine::host::every_server_failed;
+use mcp_host_engine::session::{ModelChoice, Op, Session, SessionHandle, SessionSetup, Settings};
+use mcp_host_engine::{Conversation, Event, ToolSource, TurnEnd, TurnReport};
+use mcp_host_models::choose;
 use mcp_host_policy::{Answers, Rule, RuleSource};
-use mcp_host_registry::catalogue::Entry;
 use mcp_host_store::ConversationId;
-use serde_json::Value;
 use serde_json::json;
 use std::process::ExitCode;
 use std::time::Duration;
 
-/// Audits everything and, for `stream-json`, also prints each event as a JSON line.
-struct RunObserver<'a> {
-    audit: &'a Audit,
-    stream: bool,
-}
-
-impl RunObserver<'_> {
-    fn emit(&self, line: Value) {
-        if self.stream {
-            // A `Value` always serialises; there is nothing to report if it did not.
-            let _ = crate::output::print_json_line(&line);
-        }
-    }
-}
-
-impl Observer for RunObserver<'_> {
-    fn decided(&self, entry: &Entry, args: &Value, decision: &Decision) {
-        self.audit.decided(entry, args, decision);
-        self.emit(json!({"type": "decision", "name": entry.name, "verdict": decision.verdict, "decided_by": decision.decided_by, "reason": decision.reason}));
-    }
-
-    fn called(
-        &self,
-        entry: &Entry,
-        args: &Value,
-        outcome: Result<&CallOutcome, String>,
-        took: Duration,
-        truncated: bool,
-    ) {
-        self.audit.called(entry, args, outcome, took, truncated);
-    }
-
-    fn event(&self, event: Event) {
-        match event {
-            Event::TextDelta(text) => self.emit(json!({"type": "text_delta", "text": text})),
-            Event::CallBegun {
-                call_id,
-                name,
-                server,
-                ..
-            } => self.emit(
-                json!({"type": "tool_call", "call_id": call_id, "name": name, "server": server.as_str()}),
-            ),
-            Event::CallEnded {
-                call_id,
-                name,
-                is_error,
-                took,
-                background_job,
-                ..
-            } => self.emit(json!({
-                "type": "tool_result", "call_id": call_id, "name": name, "ok": !is_error,
-                "duration_ms": took.as_millis() as u64, "background_job": background_job,
-            })),
-            Event::Notice(text) => self.emit(json!({"type": "notice", "text": text})),
-            Event::Progress {
-                call_id,
-                progress,
-                total,
-                message,
-            } => self.emit(json!({"type": "progress", "call_id": call_id, "progress": progress, "total": total, "message": message})),
-            // Every call that was not sent (denied, unanswered, bad arguments) says why.
-            Event::CallRefused {
-                call_id,
-                name,
-                server,
-                reason,
-                ..
-            } => self.emit(json!({
-                "type": "tool_refused", "call_id": call_id, "name": name,
-                "server": server.as_ref().map(|s| s.as_str()), "reason": reason,
-            })),
-            // Nobody can answer in a headless run: dropping the request refuses the call,
-            // and the refusal that follows says so.
-            Event::ApprovalRequested(_) => {}
-        }
-    }
-}
-
 pub async fn run(host: &Host, args: RunArgs) -> anyhow::Result<ExitCode> {
-    let http = mcp_host_client::http_client(Duration::from_secs(10))?;
+    let http = mcp_host_engine::host::http_client()?;
     let chosen = choose(
         args.model.as_deref(),
         args.base_url.as_deref(),
@@ -115,7 +30,6 @@ pub async fn run(host: &Host, args: RunArgs) -> anyhow::Result<ExitCode> {
         http,
     )?;
     let context_window = args.context_window.unwrap_or(chosen.context_window);
-    let provider = chosen.provider;
     let mut policy = compile(&host.config)?;
     for (i, pattern) in args.allowed_tools.iter().enumerate() {
         let source = RuleSource {
@@ -129,14 +43,12 @@ pub async fn run(host: &Host, args: RunArgs) -> anyhow::Result<ExitCode> {
             source,
         });
     }
-    let hooks = host.hooks()?;
-    let audit = Audit::new(&host.paths.data_dir);
     let store = host.store().await?;
     let answers = Answers::with_persisted(store.remembered().await?);
     let workdir = std::env::current_dir()
         .map(|d| d.display().to_string())
         .unwrap_or_default();
-    let mut conversation = if let Some(id) = &args.resume {
+    let conversation = if let Some(id) = &args.resume {
         let id = ConversationId::new(id)?;
         Conversation::resume(&store, &id, context_window, answers).await?
     } else if args.continue_latest {
@@ -148,91 +60,176 @@ pub async fn run(host: &Host, args: RunArgs) -> anyhow::Result<ExitCode> {
     } else {
         Conversation::create(&store, &chosen.model, &workdir, context_window, answers).await?
     };
-    let manager = host.start(None)?;
+    let connected = host.connect(None, policy, None)?;
     let pins = host.pins().await?;
+    // Not the slowest server: the turn starts with the ready ones once every server has
+    // settled or the wait is over, and the rest join at a later step.
     let wait = Duration::from_secs(args.server_wait);
-    with_manager(host, manager, async move |m, cancel| {
-        // Not the slowest server: the turn starts with the ready ones once every server has
-        // settled or the wait is over, and the rest join at a later step.
-        m.wait_settled(wait).await;
-        let (tools, _, warnings) = ToolSource::start(pins, m).await?;
-        for w in &warnings {
-            crate::output::errln!("warning: {w}");
+    tokio::select! {
+        _ = connected.servers.wait_settled(wait) => {}
+        () = host.interrupted.cancelled() => {
+            connected.servers.shutdown().await;
+            return Ok(ExitCode::from(130));
         }
-        every_server_failed(m)?;
-        let config = EngineConfig {
-            model: chosen.model.clone(),
-            max_steps: args.max_steps.max(1),
-            mode: args.mode.into(),
-            result_chars: mcp_host_engine::DEFAULT_RESULT_CHARS,
+    }
+    let (tools, _, warnings) = match ToolSource::start(pins, &connected.servers).await {
+        Ok(started) => started,
+        Err(e) => {
+            connected.servers.shutdown().await;
+            return Err(e.into());
+        }
+    };
+    for w in &warnings {
+        crate::output::errln!("warning: {w}");
+    }
+    if let Some(failed) = every_server_failed(&connected.servers) {
+        connected.servers.shutdown().await;
+        anyhow::bail!(
+            "every configured server failed to start:\n  {}",
+            failed.join("\n  ")
+        );
+    }
+    let setup = SessionSetup {
+        connected,
+        tools,
+        store,
+        conversation,
+        model: Some(ModelChoice {
             context_window,
-            store: Some(store.clone()),
+            ..ModelChoice::from(chosen)
+        }),
+        settings: Settings {
+            mode: args.mode.into(),
+            max_steps: args.max_steps.max(1),
             background_after: args.background_after.map(Duration::from_secs),
-        };
-        let observer = RunObserver {
-            audit: &audit,
-            stream: args.output_format == OutputFormat::StreamJson,
-        };
-        let engine = Engine {
-            provider: &provider,
-            manager: m,
-            tools: &tools,
-            gate: Gate {
-                policy: &policy,
-                hooks: &hooks,
-            },
-            observer: &observer,
-            config,
-        };
-        let report = engine
-            .run_turn(&mut conversation, &args.prompt, cancel)
-            .await?;
-        let conversation_id = conversation.id().map(ToString::to_string);
-        let summary = json!({
-            "result": report.text,
-            "end": report.end,
-            "steps": report.steps,
-            "tool_calls": report.calls,
-            "usage": report.usage,
-            "conversation_id": conversation_id,
-        });
-        match args.output_format {
-            OutputFormat::Text => crate::output::outln!("{}", report.text),
-            OutputFormat::StreamJson => {
-                let mut line = summary;
-                line["type"] = json!("result");
-                crate::output::print_json_line(&line)?;
-            }
-            OutputFormat::Json => crate::output::print_json(&summary)?,
+            context_window: Some(context_window),
+            workdir,
+            env: host.env.clone(),
+            waiting_servers: Vec::new(),
+            approve_server: Box::new(|_| String::new()),
+            interactive: false,
+        },
+        questions: None,
+    };
+    let (session, handle, ops, events) = Session::new(setup);
+    handle.submit(Op::UserTurn(args.prompt.clone()));
+    let stream = args.output_format == OutputFormat::StreamJson;
+    let (_, outcome) = tokio::join!(session.run(ops), follow(host, &handle, events, stream));
+    let report = outcome?;
+    let summary = json!({
+        "result": report.text,
+        "end": report.end,
+        "steps": report.steps,
+        "tool_calls": report.calls,
+        "usage": report.usage,
+        "conversation_id": report.conversation_id,
+    });
+    match args.output_format {
+        OutputFormat::Text => crate::output::outln!("{}", report.text),
+        OutputFormat::StreamJson => {
+            let mut line = summary;
+            line["type"] = json!("result");
+            crate::output::print_json_line(&line)?;
         }
-        Ok(match report.end {
-            TurnEnd::Finished => ExitCode::SUCCESS,
-            TurnEnd::StepLimit => ExitCode::from(3),
-            TurnEnd::Cancelled => ExitCode::from(130),
-        })
+        OutputFormat::Json => crate::output::print_json(&summary)?,
+    }
+    Ok(match report.end {
+        TurnEnd::Finished => ExitCode::SUCCESS,
+        TurnEnd::StepLimit => ExitCode::from(3),
+        TurnEnd::Cancelled => ExitCode::from(130),
     })
-    .await
 }
 
-/// A run whose configured servers all failed is an error, not a model turn without tools.
-fn every_server_failed(m: &mcp_host_client::Manager) -> anyhow::Result<()> {
-    use mcp_host_core::ServerState;
-    let mut failed = Vec::new();
-    for id in m.ids() {
-        let Some(status) = m.status(id) else { continue };
-        match &status.state {
-            ServerState::Disabled | ServerState::PendingApproval => {}
-            ServerState::Failed { reason } | ServerState::NeedsAuth { reason } => {
-                failed.push(format!("`{id}`: {}", crate::output::one_line(reason, 200)));
+/// Follows the session's events until its one turn ends (printing them for
+/// `stream-json`), then ends the session. SIGINT or SIGTERM interrupts the turn.
+async fn follow(
+    host: &Host,
+    handle: &SessionHandle,
+    mut events: tokio::sync::mpsc::UnboundedReceiver<Event>,
+    stream: bool,
+) -> anyhow::Result<Box<TurnReport>> {
+    let mut interrupted = false;
+    let mut outcome = None;
+    loop {
+        let event = tokio::select! {
+            e = events.recv() => e,
+            () = host.interrupted.cancelled(), if !interrupted => {
+                interrupted = true;
+                crate::output::errln!("interrupted: cancelling and stopping servers");
+                handle.submit(Op::Interrupt);
+                continue;
             }
-            _ => return Ok(()),
+        };
+        let Some(event) = event else { break };
+        match event {
+            Event::TurnEnded { report } => {
+                outcome = Some(Ok(report));
+                handle.submit(Op::Shutdown);
+            }
+            Event::TurnFailed { error } => {
+                outcome = Some(Err(anyhow::anyhow!(error)));
+                handle.submit(Op::Shutdown);
+            }
+            Event::Ended => break,
+            // No model was chosen or the turn could not start: said once, then done.
+            Event::Notice { text } if outcome.is_none() && !stream && text.is_empty() => {}
+            event if stream => emit(&event),
+            _ => {}
         }
     }
-    if failed.is_empty() {
-        return Ok(());
-    }
-    anyhow::bail!(
-        "every configured server failed to start:\n  {}",
-        failed.join("\n  ")
-    )
+    outcome.unwrap_or_else(|| Err(anyhow::anyhow!("the session ended before the turn did")))
+}
+
+/// One event as a `stream-json` line.
+fn emit(event: &Event) {
+    let line = match event {
+        Event::TextDelta { text } => json!({"type": "text_delta", "text": text}),
+        Event::Decided {
+            name,
+            verdict,
+            decided_by,
+            reason,
+            ..
+        } => {
+            json!({"type": "decision", "name": name, "verdict": verdict, "decided_by": decided_by, "reason": reason})
+        }
+        Event::CallBegun { subject, .. } => json!({
+            "type": "tool_call", "call_id": subject.call_id, "name": subject.name,
+            "server": subject.server.as_str(),
+        }),
+        Event::CallEnded {
+            call_id,
+            name,
+            is_error,
+            took_ms,
+            background_job,
+            ..
+        } => json!({
+            "type": "tool_result", "call_id": call_id, "name": name, "ok": !is_error,
+            "duration_ms": took_ms, "background_job": background_job,
+        }),
+        Event::Notice { text } => json!({"type": "notice", "text": text}),
+        Event::Progress {
+            call_id,
+            progress,
+            total,
+            message,
+        } => {
+            json!({"type": "progress", "call_id": call_id, "progress": progress, "total": total, "message": message})
+        }
+        // Every call that was not sent (denied, unanswered, bad arguments) says why.
+        Event::CallRefused {
+            call_id,
+            name,
+            server,
+            reason,
+            ..
+        } => json!({
+            "type": "tool_refused", "call_id": call_id, "name": name,
+            "server": server.as_ref().map(|s| s.as_str()), "reason": reason,
+        }),
+        _ => return,
+    };
+    // A `Value` always serialises; there is nothing to report if it did not.
+    let _ = crate::output::print_json_line(&line);
 }

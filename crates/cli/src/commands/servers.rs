@@ -38,9 +38,10 @@ pub async fn run(host: &Host, args: ServersArgs) -> anyhow::Result<ExitCode> {
     if let Some(action) = args.action {
         return answer(host, action);
     }
-    let manager = host.start(None)?;
+    let manager = host.look(None)?;
     let limit = host.settle_limit();
-    with_manager(host, manager, async move |m, _cancel| {
+    with_manager(host, manager, async move |c, _cancel| {
+        let m = &c.servers;
         m.wait_settled(limit).await;
         let rows: Vec<Row> = m
             .ids()

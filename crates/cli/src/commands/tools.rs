@@ -8,8 +8,8 @@ use crate::cli::ToolsArgs;
 use crate::host::Host;
 use crate::output::{one_line, table};
 use anyhow::bail;
+use mcp_host_engine::session::views::describe_flag;
 use mcp_host_registry::catalogue::Entry;
-use mcp_host_registry::lint::Flag;
 use mcp_host_registry::pins::PinCheck;
 use serde_json::{Value, json};
 use std::process::ExitCode;
@@ -20,9 +20,10 @@ pub async fn run(host: &Host, args: ToolsArgs) -> anyhow::Result<ExitCode> {
     {
         bail!("no server named `{name}` is configured");
     }
-    let manager = host.start(args.server.as_deref())?;
+    let manager = host.look(args.server.as_deref())?;
     let limit = host.settle_limit();
-    with_manager(host, manager, async move |m, _cancel| {
+    with_manager(host, manager, async move |c, _cancel| {
+        let m = &c.servers;
         m.wait_settled(limit).await;
         let (mut catalogue, store) = snapshot(host, m).await?;
         if args.accept_changes {
@@ -122,48 +123,6 @@ fn print_table(shown: &[(&Entry, Option<f32>)]) {
                 e.name,
                 mcp_host_core::sanitize::strip_terminal_escapes(&d.diff)
             );
-        }
-    }
-}
-
-pub(crate) fn describe_flag(f: &Flag) -> String {
-    match f {
-        Flag::Confusable {
-            other_server,
-            other_tool,
-        } => {
-            format!(
-                "name looks like `{}` of server `{other_server}`",
-                one_line(other_tool, 64)
-            )
-        }
-        Flag::HiddenCharacters {
-            field,
-            count,
-            examples,
-        } => {
-            format!(
-                "{count} invisible or direction-changing character(s) in {field} ({})",
-                examples.join(", ")
-            )
-        }
-        Flag::DescriptionCut {
-            original_chars,
-            limit,
-        } => {
-            format!("description cut from {original_chars} to {limit} characters")
-        }
-        Flag::SchemaUnavailable { reason } => format!("not callable: {reason}"),
-        Flag::SchemaUnvalidated { reason } => format!("arguments are not validated: {reason}"),
-        Flag::ReadsAsInstructions { field, phrases } => {
-            let quoted: Vec<String> = phrases
-                .iter()
-                .map(|p| format!("\"{}\"", one_line(p, 40)))
-                .collect();
-            format!(
-                "{field} reads as instructions to the model ({}); calls ask first",
-                quoted.join(", ")
-            )
         }
     }
 }

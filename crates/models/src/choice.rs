@@ -2,8 +2,7 @@
 //! which base URL (a flag, then the provider's environment variable, then its public
 //! default), which key, and the context window assumed for it.
 
-use anyhow::bail;
-use mcp_host_models::{Anthropic, AnyProvider, Gemini, Ollama, OpenAiCompatible, OpenAiResponses};
+use crate::{Anthropic, AnyProvider, Gemini, Ollama, OpenAiCompatible, OpenAiResponses};
 use std::collections::BTreeMap;
 
 pub const NO_MODEL: &str = "no model configured: pass -m provider:model (for example \
@@ -12,6 +11,15 @@ OPENAI_API_KEY, `-m gemini:gemini-2.5-pro` with GEMINI_API_KEY, `-m ollama:llama
 `-m openai-compatible:NAME --base-url http://127.0.0.1:8080/v1`), or set MCP_HOST_MODEL";
 
 pub const PROVIDERS: &str = "anthropic, openai, openai-chat, openai-compatible, gemini, ollama";
+
+/// Why no model could be chosen, in words for the person who chose.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ChoiceError(String);
+
+macro_rules! bail {
+    ($($t:tt)*) => { return Err(ChoiceError(format!($($t)*))) };
+}
 
 /// A chosen model.
 pub struct Chosen {
@@ -29,10 +37,10 @@ pub fn choose(
     base_url: Option<&str>,
     env: &BTreeMap<String, String>,
     http: reqwest::Client,
-) -> anyhow::Result<Chosen> {
+) -> Result<Chosen, ChoiceError> {
     let var = |k: &str| env.get(k).cloned().filter(|v| !v.is_empty());
     let Some(spec) = spec.map(str::to_string).or_else(|| var("MCP_HOST_MODEL")) else {
-        bail!(NO_MODEL)
+        bail!("{NO_MODEL}")
     };
     let Some((provider, model)) = spec.split_once(':').filter(|(_, m)| !m.is_empty()) else {
         bail!("`{spec}` is not provider:model; {NO_MODEL}")
@@ -44,7 +52,7 @@ pub fn choose(
             .unwrap_or_else(|| default.to_string())
     };
     // A local or proxy endpoint may need no key; the public APIs do.
-    let key = |var_name: &str, base_var: &str| -> anyhow::Result<Option<String>> {
+    let key = |var_name: &str, base_var: &str| -> Result<Option<String>, ChoiceError> {
         let key = var(var_name);
         if key.is_none() && base_url.is_none() && var(base_var).is_none() {
             bail!("{provider} needs {var_name} (or a --base-url for a local endpoint)");

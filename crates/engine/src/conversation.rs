@@ -1,0 +1,97 @@
+//! One conversation's state: its history (each message with the turn it belongs to), the
+//! tool exposure, the answers in force, the provenance of what is in context, background
+//! jobs, and where it is persisted. Dropping it cancels its background calls.
+
+use crate::availability::Availability;
+use crate::background::BackgroundJob;
+use crate::history;
+use mcp_host_models::Message;
+use mcp_host_policy::{Answers, Turn};
+use mcp_host_registry::exposure::Exposure;
+use mcp_host_store::ConversationId;
+
+/// Per-conversation state.
+#[derive(Debug)]
+pub struct Conversation {
+    pub history: Vec<Message>,
+    /// The turn each message of `history` belongs to (kept in step with it).
+    pub(crate) turns: Vec<u32>,
+    pub exposure: Exposure,
+    pub answers: Answers,
+    pub(crate) turn: Turn,
+    /// Turns started so far.
+    pub(crate) turn_no: u32,
+    /// Once a result was stored, `read_result` is offered for the rest of the conversation.
+    pub(crate) stored_results: bool,
+    /// Calls that outlived their step, delivered at the next turn boundary.
+    pub(crate) background: Vec<BackgroundJob>,
+    /// Background jobs started so far (their ids count up).
+    pub(crate) jobs_started: usize,
+    /// Where the conversation is persisted, and how much of it already is.
+    pub(crate) saved: Option<history::Saved>,
+    /// Compaction rewrote old messages: the next save replaces the stored history.
+    pub(crate) rewritten: bool,
+    /// Which unusable servers the model was told about.
+    pub(crate) unavailable: Availability,
+}
+
+impl Conversation {
+    /// A conversation kept in memory only.
+    pub fn new(context_window: usize, answers: Answers) -> Self {
+        Self {
+            history: Vec::new(),
+            turns: Vec::new(),
+            exposure: Exposure::for_context_window(context_window),
+            answers,
+            turn: Turn::default(),
+            turn_no: 0,
+            stored_results: false,
+            background: Vec::new(),
+            jobs_started: 0,
+            saved: None,
+            rewritten: false,
+            unavailable: Availability::default(),
+        }
+    }
+
+    /// The stored conversation's id, when it is persisted.
+    pub fn id(&self) -> Option<&ConversationId> {
+        self.saved.as_ref().map(|s| &s.id)
+    }
+
+    /// Background calls still running.
+    pub fn background_running(&self) -> usize {
+        self.background
+            .iter()
+            .filter(|j| !j.task.is_finished())
+            .count()
+    }
+
+    /// Background calls done and waiting for the next turn boundary.
+    pub fn background_finished(&self) -> usize {
+        self.background.len() - self.background_running()
+    }
+
+    /// The servers whose output is in this turn's context, by name (for front ends).
+    pub(crate) fn provenance_names(&self) -> Vec<String> {
+        self.turn
+            .provenance()
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    pub(crate) fn push(&mut self, message: Message) {
+        self.history.push(message);
+        self.turns.push(self.turn_no);
+    }
+}
+
+impl Drop for Conversation {
+    /// Calls still in the background belong to this conversation: their servers are told.
+    fn drop(&mut self) {
+        for job in &self.background {
+            job.token.cancel();
+        }
+    }
+}

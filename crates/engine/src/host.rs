@@ -1,0 +1,128 @@
+//! Connecting the host to its configured servers, for every front end alike: which servers
+//! start (and in what state the others are shown), the connection manager's options, and the
+//! gate that takes the manager's one capability to call tools. This is the only place the
+//! manager is started, so no front end ever holds that capability.
+
+use crate::audit::Audit;
+use crate::gate::Gate;
+use crate::hooks::Hooks;
+use mcp_host_client::{ManagerOptions, ServerSetup, SupervisorCommand, backoff::RetryPolicy};
+use mcp_host_config::{LoadedConfig, ServerReadiness};
+use mcp_host_core::{ServerId, ServerState};
+use mcp_host_policy::Policy;
+use mcp_host_store::CredentialVault;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use mcp_host_client::{ElicitationAsk, ElicitationKind, ElicitationReply, Manager};
+
+/// How long a connection to a remote server or a model provider may take to open.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What connecting needs from the front end: the configuration, the environment read once,
+/// where the supervisor program is, and where secrets live.
+pub struct HostSetup<'a> {
+    pub config: &'a LoadedConfig,
+    pub env: Arc<BTreeMap<String, String>>,
+    /// The program that supervises stdio servers (the host's own executable).
+    pub supervisor: PathBuf,
+    /// Where the supervisors record their servers, so a later host can end leftovers.
+    pub record_dir: PathBuf,
+    pub credentials: CredentialVault,
+    /// Start only this server (a one-server command).
+    pub only: Option<&'a str>,
+    /// Where servers' questions for a person go; `None` answers them with their defaults.
+    pub ask_person: Option<tokio::sync::mpsc::UnboundedSender<ElicitationAsk>>,
+}
+
+/// The rules every call passes, compiled by the front end from the configuration.
+pub struct Guards {
+    pub policy: Policy,
+    pub hooks: Hooks,
+    /// `None`: no audit log (tests that read the records from the report).
+    pub audit: Option<Audit>,
+}
+
+/// The started servers and the gate over their calls.
+pub struct Connected {
+    pub servers: Manager,
+    pub gate: Gate,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    #[error("cannot build the HTTP client: {0}")]
+    Http(#[from] reqwest::Error),
+}
+
+/// Starts the configured servers (only `setup.only` when given) and puts the capability to
+/// call their tools into the gate.
+pub fn connect(setup: HostSetup<'_>, guards: Guards) -> Result<Connected, HostError> {
+    let opts = ManagerOptions {
+        supervisor: SupervisorCommand {
+            program: setup.supervisor,
+            grace: Duration::from_secs(1),
+            record_dir: Some(setup.record_dir),
+        },
+        host_env: setup.env,
+        retry: RetryPolicy::default(),
+        http_client: http_client()?,
+        health_interval: Duration::from_secs(30),
+        ask_person: setup.ask_person,
+        credentials: Some(setup.credentials),
+    };
+    let setups = (setup.config.entries.iter())
+        .filter(|e| setup.only.is_none_or(|n| n == e.name))
+        .map(|e| {
+            let (spec, initial) = match &e.readiness {
+                ServerReadiness::Start(spec) => (Some(spec.clone()), ServerState::Starting),
+                ServerReadiness::Disabled | ServerReadiness::Denied => {
+                    (None, ServerState::Disabled)
+                }
+                ServerReadiness::PendingApproval => (None, ServerState::PendingApproval),
+                ServerReadiness::Invalid(p) => (
+                    None,
+                    ServerState::Failed {
+                        reason: p.to_string(),
+                    },
+                ),
+            };
+            ServerSetup {
+                id: ServerId::new(&e.name),
+                transport: e.transport,
+                spec,
+                initial,
+            }
+        })
+        .collect();
+    let (servers, caller) = Manager::start(setups, opts);
+    let gate = Gate::new(caller, guards.policy, guards.hooks, guards.audit);
+    Ok(Connected { servers, gate })
+}
+
+/// The HTTP client for model providers and remote servers.
+pub fn http_client() -> Result<reqwest::Client, reqwest::Error> {
+    mcp_host_client::http_client(CONNECT_TIMEOUT)
+}
+
+/// A run whose configured servers all failed is an error, not a model turn without tools:
+/// the servers that failed, with why, or `None` when any is usable (or none was meant to
+/// start).
+pub fn every_server_failed(servers: &Manager) -> Option<Vec<String>> {
+    let mut failed = Vec::new();
+    for id in servers.ids() {
+        let Some(status) = servers.status(id) else {
+            continue;
+        };
+        match &status.state {
+            ServerState::Disabled | ServerState::PendingApproval => {}
+            ServerState::Failed { reason } | ServerState::NeedsAuth { reason } => failed.push(
+                format!("`{id}`: {}", mcp_host_core::sanitize::one_line(reason, 200)),
+            ),
+            _ => return None,
+        }
+    }
+    (!failed.is_empty()).then_some(failed)
+}

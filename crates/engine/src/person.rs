@@ -1,0 +1,115 @@
+//! A person's direct call (`mcp-host call`, chat's `/call`), through the same gate as the
+//! model's: validated against the catalogue entry, decided (the person typing it is the
+//! approval, so only a deny rule or a hook stops it), checked against the definition right
+//! before sending, sent, looked at by the `PostToolUse` hooks, and recorded once in the
+//! audit log with the same fields as a model's call. The result is the person's to read
+//! whole: it is not fitted to a model's budget.
+
+use crate::audit::args_hash;
+use crate::dispatch::ended;
+use crate::events::{Observer, subject};
+use crate::gate::{CallFacts, CallFailure, Gate, Gated, note_decision, note_outcome, trusted};
+use mcp_host_client::Manager;
+use mcp_host_core::CallOutcome;
+use mcp_host_core::decision::{Decision, Mode};
+use mcp_host_core::event::{CallRecord, CallSource, Event};
+use mcp_host_policy::Remembered;
+use mcp_host_registry::catalogue::{Catalogue, Entry};
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// How a person's call ended.
+#[derive(Debug)]
+pub enum DirectOutcome {
+    /// The arguments do not fit the tool's schema; nothing was sent.
+    Invalid(String),
+    /// A rule or a hook denied it; nothing was sent.
+    Denied(Decision),
+    /// Sent, and the server answered; `objections`: what `PostToolUse` hooks said of it.
+    Done {
+        outcome: CallOutcome,
+        objections: Vec<String>,
+    },
+    /// Allowed, and no answer came (or it was not sent after all).
+    Failed(CallFailure),
+}
+
+/// What a person's call needs besides the gate.
+pub struct DirectCall<'a> {
+    pub manager: &'a Manager,
+    pub catalogue: &'a Catalogue,
+    pub entry: &'a Entry,
+    pub call_id: String,
+    pub args: Value,
+    pub remembered: &'a Remembered,
+    pub observer: &'a dyn Observer,
+}
+
+impl Gate {
+    /// Runs a person's call to its end.
+    pub async fn direct(&self, call: DirectCall<'_>, cancel: CancellationToken) -> DirectOutcome {
+        let DirectCall {
+            manager,
+            catalogue,
+            entry,
+            call_id,
+            args,
+            remembered,
+            observer,
+        } = call;
+        let mut record =
+            CallRecord::new(&call_id, CallSource::Person, &entry.name, args_hash(&args));
+        record.server = Some(entry.key.server.to_string());
+        record.tool = Some(entry.key.tool.clone());
+        if let Err(refusal) = catalogue.prepare_call(entry, &args) {
+            let why = refusal.to_string();
+            record.refused = Some(why.clone());
+            record.is_error = true;
+            self.record(&record, observer);
+            return DirectOutcome::Invalid(why);
+        }
+        let provenance = BTreeSet::new();
+        let facts = CallFacts {
+            mode: Mode::Ask,
+            trusted: trusted(manager, &entry.key.server),
+            provenance: &provenance,
+            remembered,
+        };
+        let gated = self.decide(entry, &args, facts, CallSource::Person).await;
+        note_decision(&mut record, gated.decision());
+        let permit = match gated {
+            Gated::Allowed(permit, _) => permit,
+            // A person's `Ask` is allowed by `decide`; only a deny is left.
+            Gated::Denied(decision) | Gated::Ask(_, decision) => {
+                record.refused = Some(format!("denied: {}", decision.reason));
+                record.is_error = true;
+                self.record(&record, observer);
+                return DirectOutcome::Denied(decision);
+            }
+        };
+        observer.event(Event::CallBegun {
+            subject: subject(entry, &call_id, &args, Vec::new()),
+            source: CallSource::Person,
+        });
+        let started = Instant::now();
+        let outcome = self.send(permit, cancel, None).await;
+        let took = started.elapsed();
+        note_outcome(&mut record, &outcome, took);
+        let ended = ended(&call_id, &entry.name, &outcome, took);
+        let result = match outcome {
+            Ok(outcome) => {
+                let objections = self.after(entry, &args, &outcome).await;
+                DirectOutcome::Done {
+                    outcome,
+                    objections,
+                }
+            }
+            Err(e) => DirectOutcome::Failed(e),
+        };
+        self.record(&record, observer);
+        observer.event(ended);
+        result
+    }
+}

@@ -1,0 +1,444 @@
+//! One session: what a conversation needs, owned in one place, behind a queue pair. A front
+//! end submits [`Op`]s (a user turn, an approval answer by call id, an answer to a server's
+//! question, a person's direct call, an interrupt, server restart/enable/approve, a model
+//! change, a new or resumed conversation) and receives `mcp_host_core::event::Event`s. The
+//! session owns the started servers and the gate, the live catalogue, the conversation and
+//! its persistence, the pending approvals and questions, and the person's running calls; a
+//! turn runs as a future beside them, so approvals are answered, a turn is interrupted and
+//! servers are restarted while the model and the servers are busy.
+//!
+//! `mcp-host run` sends one turn and prints events; `mcp-host chat` turns keys into
+//! operations and events into the screen; a hosted mode is one more adapter.
+
+mod ops;
+pub use ops::replay;
+pub mod views;
+
+use crate::host::{Connected, ElicitationAsk, ElicitationReply};
+use crate::{
+    Approval, Conversation, Engine, EngineConfig, EngineError, Observer, Reply, ToolSource,
+    TurnReport,
+};
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
+use mcp_host_core::decision::Mode;
+use mcp_host_core::event::{ApprovalPrompt, ElicitationAnswer, Event};
+use mcp_host_models::AnyProvider;
+use mcp_host_store::Store;
+use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// How often server states are looked at for the `Servers` and `Tools` events.
+const TICK: Duration = Duration::from_millis(250);
+/// How long a session that is shutting down waits for a cancelled turn to wind down.
+const QUIT_GRACE: Duration = Duration::from_secs(2);
+
+/// What a front end asks of the session.
+#[derive(Debug)]
+pub enum Op {
+    /// The person's message; `@server:uri` mentions are attached as that server's content.
+    UserTurn(String),
+    /// A server prompt (`/server:prompt name=value ... text`) sent as the next message.
+    Prompt {
+        server: String,
+        prompt: String,
+        args: String,
+    },
+    /// The answer to the approval question of `call_id`.
+    Answer {
+        call_id: String,
+        approval: Approval,
+    },
+    /// The answer to a server's question, by the id its request carried.
+    AnswerElicitation {
+        id: String,
+        answer: ElicitationAnswer,
+    },
+    /// A person's own call (chat's `/call`): runs beside the turn.
+    DirectCall {
+        server: String,
+        tool: String,
+        args: serde_json::Value,
+    },
+    /// Cancel the running turn (its calls' servers are told).
+    Interrupt,
+    Reconnect(String),
+    SetEnabled {
+        server: String,
+        enabled: bool,
+    },
+    /// Approve a project server waiting for approval (it starts at the next start).
+    ApproveProjectServer(String),
+    /// `provider:model`, or empty to be told the current one.
+    SetModel(String),
+    NewConversation,
+    /// Resume a stored conversation (the latest in this directory when `None`).
+    Resume(Option<String>),
+    /// End the session: the turn is cancelled, the servers stopped.
+    Shutdown,
+}
+
+/// The model a session's turns use.
+#[derive(Clone)]
+pub struct ModelChoice {
+    pub provider: Arc<AnyProvider>,
+    /// `provider:model` as chosen.
+    pub spec: String,
+    /// The model's own name (sent to the provider).
+    pub model: String,
+    pub context_window: usize,
+}
+
+/// Fixed for the session.
+pub struct Settings {
+    pub mode: Mode,
+    pub max_steps: usize,
+    pub background_after: Option<Duration>,
+    /// Overrides the chosen model's context window.
+    pub context_window: Option<usize>,
+    /// Where conversations are listed from (`/resume` with no id).
+    pub workdir: String,
+    /// The environment, read once (model keys, `BROWSER`).
+    pub env: Arc<BTreeMap<String, String>>,
+    /// Project servers waiting for approval, with what approving lets each run and send.
+    pub waiting_servers: Vec<(String, Vec<String>)>,
+    /// Records a project server's approval; its answer is told to the person.
+    pub approve_server: Box<dyn Fn(&str) -> String + Send>,
+    /// Whether a person is there to answer approvals. Headless, an approval question is
+    /// refused at once (nobody could say yes), and the refusal says so.
+    pub interactive: bool,
+}
+
+/// What a session starts with.
+pub struct SessionSetup {
+    pub connected: Connected,
+    pub tools: ToolSource,
+    pub store: Store,
+    pub conversation: Conversation,
+    pub model: Option<ModelChoice>,
+    pub settings: Settings,
+    /// Servers' questions for a person.
+    pub questions: Option<mpsc::UnboundedReceiver<ElicitationAsk>>,
+}
+
+/// The parts turns and direct calls share with the session loop.
+pub(crate) struct Shared {
+    pub connected: Connected,
+    pub tools: ToolSource,
+    pub store: Store,
+}
+
+type TurnFuture = Pin<Box<dyn Future<Output = (Conversation, Result<TurnReport, EngineError>)>>>;
+type DirectFuture = Pin<Box<dyn Future<Output = ()>>>;
+
+/// Sends every event to the front end; keeps approval replies by call id.
+struct SessionObserver {
+    events: mpsc::UnboundedSender<Event>,
+    approvals: Arc<Mutex<HashMap<String, Reply>>>,
+    interactive: bool,
+}
+
+impl Observer for SessionObserver {
+    fn event(&self, event: Event) {
+        // A front end that went away cannot be told; the session ends with its queue.
+        let _ = self.events.send(event);
+    }
+
+    fn approval(&self, prompt: ApprovalPrompt, reply: Reply) {
+        if !self.interactive {
+            return drop(reply);
+        }
+        if let Ok(mut pending) = self.approvals.lock() {
+            pending.insert(prompt.subject.call_id.clone(), reply);
+        }
+        self.event(Event::ApprovalRequested(prompt));
+    }
+}
+
+/// The session: run it with [`Session::run`] beside the front end.
+pub struct Session {
+    shared: Arc<Shared>,
+    model: Option<ModelChoice>,
+    settings: Settings,
+    /// `None` while a turn owns it.
+    conversation: Option<Conversation>,
+    observer: Arc<SessionObserver>,
+    questions: Option<mpsc::UnboundedReceiver<ElicitationAsk>>,
+    /// Servers' questions waiting for the person: reply, and the URL of a URL request.
+    asks: HashMap<
+        String,
+        (
+            tokio::sync::oneshot::Sender<ElicitationReply>,
+            Option<String>,
+        ),
+    >,
+    asked: usize,
+    direct_calls: usize,
+    turn_cancel: Option<CancellationToken>,
+    /// Cancelled when the session ends: the person's calls still running are told.
+    ending: CancellationToken,
+}
+
+/// The front end's side of the queue pair.
+pub struct SessionHandle {
+    ops: mpsc::UnboundedSender<Op>,
+}
+
+impl SessionHandle {
+    /// Submits an operation; `false` when the session has ended.
+    pub fn submit(&self, op: Op) -> bool {
+        self.ops.send(op).is_ok()
+    }
+}
+
+impl Session {
+    /// A session, the handle to submit to it, and the events it sends. Nothing runs until
+    /// [`Session::run`] is awaited.
+    pub fn new(
+        setup: SessionSetup,
+    ) -> (
+        Self,
+        SessionHandle,
+        mpsc::UnboundedReceiver<Op>,
+        mpsc::UnboundedReceiver<Event>,
+    ) {
+        let (ops_tx, ops_rx) = mpsc::unbounded_channel();
+        let (events_tx, events_rx) = mpsc::unbounded_channel();
+        let interactive = setup.settings.interactive;
+        let session = Self {
+            shared: Arc::new(Shared {
+                connected: setup.connected,
+                tools: setup.tools,
+                store: setup.store,
+            }),
+            model: setup.model,
+            settings: setup.settings,
+            conversation: Some(setup.conversation),
+            observer: Arc::new(SessionObserver {
+                events: events_tx,
+                approvals: Arc::default(),
+                interactive,
+            }),
+            questions: setup.questions,
+            asks: HashMap::new(),
+            asked: 0,
+            direct_calls: 0,
+            turn_cancel: None,
+            ending: CancellationToken::new(),
+        };
+        (session, SessionHandle { ops: ops_tx }, ops_rx, events_rx)
+    }
+
+    fn emit(&self, event: Event) {
+        self.observer.event(event);
+    }
+
+    fn notice(&self, text: impl Into<String>) {
+        self.emit(crate::events::notice(text));
+    }
+
+    /// Runs until [`Op::Shutdown`] or the handle is dropped, then stops the servers.
+    pub async fn run(mut self, mut ops: mpsc::UnboundedReceiver<Op>) {
+        let mut tick = tokio::time::interval(TICK);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        let mut turn: Option<TurnFuture> = None;
+        let mut direct: FuturesUnordered<DirectFuture> = FuturesUnordered::new();
+        let mut seen = Published::default();
+        let mut questions = self.questions.take();
+        loop {
+            tokio::select! {
+                op = ops.recv() => match op {
+                    None | Some(Op::Shutdown) => break,
+                    Some(op) => self.op(op, &mut turn, &mut direct).await,
+                },
+                done = async {
+                    match turn.as_mut() {
+                        Some(t) => t.await,
+                        None => std::future::pending().await,
+                    }
+                } => {
+                    turn = None;
+                    self.turn_ended(done);
+                }
+                Some(()) = direct.next(), if !direct.is_empty() => {}
+                Some(ask) = async {
+                    match questions.as_mut() {
+                        Some(q) => q.recv().await,
+                        None => std::future::pending().await,
+                    }
+                } => self.question(ask),
+                _ = tick.tick() => self.publish(&mut seen, turn.is_none()).await,
+            }
+        }
+        // Ending mid-turn: the turn is cancelled (servers are told) and given a moment.
+        self.ending.cancel();
+        if let Some(t) = turn {
+            if let Some(c) = &self.turn_cancel {
+                c.cancel();
+            }
+            let _ = tokio::time::timeout(QUIT_GRACE, t).await;
+        }
+        let _ = tokio::time::timeout(QUIT_GRACE, async { while direct.next().await.is_some() {} })
+            .await;
+        self.shared.connected.servers.shutdown().await;
+        self.emit(Event::Ended);
+    }
+
+    async fn op(
+        &mut self,
+        op: Op,
+        turn: &mut Option<TurnFuture>,
+        direct: &mut FuturesUnordered<DirectFuture>,
+    ) {
+        match op {
+            Op::UserTurn(text) => {
+                let text = self.attach_mentions(text).await;
+                if let Some(t) = self.start_turn(text) {
+                    *turn = Some(t);
+                }
+            }
+            Op::Prompt {
+                server,
+                prompt,
+                args,
+            } => match self.prompt(&server, &prompt, &args).await {
+                Ok(text) => {
+                    if let Some(t) = self.start_turn(text) {
+                        *turn = Some(t);
+                    }
+                }
+                Err(why) => self.notice(why),
+            },
+            Op::Answer { call_id, approval } => {
+                let reply =
+                    (self.observer.approvals.lock().ok()).and_then(|mut p| p.remove(&call_id));
+                if let Some(reply) = reply {
+                    // An answer that arrives after the turn ended is dropped.
+                    let _ = reply.send(approval);
+                }
+            }
+            Op::AnswerElicitation { id, answer } => self.answer_question(&id, answer),
+            Op::DirectCall { server, tool, args } => {
+                if let Some(call) = self.direct_call(&server, &tool, args).await {
+                    direct.push(call);
+                }
+            }
+            Op::Interrupt => {
+                if let Some(c) = &self.turn_cancel {
+                    c.cancel();
+                }
+            }
+            Op::Reconnect(server) => {
+                let id = mcp_host_core::ServerId::new(&server);
+                if self.shared.connected.servers.reconnect(&id) {
+                    self.notice(format!("restarting `{server}`"));
+                }
+            }
+            Op::SetEnabled { server, enabled } => {
+                let id = mcp_host_core::ServerId::new(&server);
+                self.shared.connected.servers.set_enabled(&id, enabled);
+            }
+            Op::ApproveProjectServer(server) => {
+                let note = (self.settings.approve_server)(&server);
+                self.notice(note);
+            }
+            Op::SetModel(spec) => self.set_model(&spec),
+            Op::NewConversation => self.new_conversation().await,
+            Op::Resume(id) => self.resume(id.as_deref()).await,
+            Op::Shutdown => {}
+        }
+    }
+
+    fn start_turn(&mut self, text: String) -> Option<TurnFuture> {
+        let Some(model) = self.model.clone() else {
+            self.notice(mcp_host_models::NO_MODEL);
+            return None;
+        };
+        let Some(mut conversation) = self.conversation.take() else {
+            self.notice("a turn is already running; wait, or Ctrl-C to cancel it");
+            return None;
+        };
+        let window = self.settings.context_window.unwrap_or(model.context_window);
+        conversation.exposure = mcp_host_registry::exposure::Exposure::for_context_window(window);
+        let cancel = CancellationToken::new();
+        self.turn_cancel = Some(cancel.clone());
+        self.emit(Event::TurnStarted { text: text.clone() });
+        let config = EngineConfig {
+            model: model.model.clone(),
+            max_steps: self.settings.max_steps,
+            mode: self.settings.mode,
+            result_chars: crate::DEFAULT_RESULT_CHARS,
+            context_window: window,
+            store: Some(self.shared.store.clone()),
+            background_after: self.settings.background_after,
+        };
+        let shared = self.shared.clone();
+        let observer = self.observer.clone();
+        Some(Box::pin(async move {
+            let engine = Engine {
+                provider: &*model.provider,
+                manager: &shared.connected.servers,
+                tools: &shared.tools,
+                gate: &shared.connected.gate,
+                observer: &*observer,
+                config,
+            };
+            let report = engine.run_turn(&mut conversation, &text, &cancel).await;
+            (conversation, report)
+        }))
+    }
+
+    fn turn_ended(
+        &mut self,
+        (conversation, report): (Conversation, Result<TurnReport, EngineError>),
+    ) {
+        self.conversation = Some(conversation);
+        self.turn_cancel = None;
+        // Whatever is still waiting for an answer belonged to the turn: it is refused.
+        if let Ok(mut pending) = self.observer.approvals.lock() {
+            pending.clear();
+        }
+        self.emit(match report {
+            Ok(report) => Event::TurnEnded {
+                report: Box::new(report),
+            },
+            Err(e) => Event::TurnFailed {
+                error: e.to_string(),
+            },
+        });
+    }
+
+    /// Publishes the servers when they moved, and the catalogue when it changed (between
+    /// turns; a turn reads the same live catalogue at every step).
+    async fn publish(&self, seen: &mut Published, between_turns: bool) {
+        let servers = &self.shared.connected.servers;
+        let views = views::server_views(servers, &self.settings.waiting_servers);
+        if views != seen.servers {
+            seen.servers = views.clone();
+            self.emit(Event::Servers { servers: views });
+        }
+        let revisions: Vec<u64> = (servers.ids())
+            .filter_map(|id| servers.status(id).map(|s| s.revision))
+            .collect();
+        if between_turns && revisions != seen.revisions {
+            seen.revisions = revisions;
+            if let Ok(catalogue) = self.shared.tools.current(servers).await {
+                self.emit(Event::Tools {
+                    tools: views::tool_views(&catalogue),
+                });
+            }
+        }
+    }
+}
+
+/// What the front end was last told about the servers.
+#[derive(Default)]
+struct Published {
+    servers: Vec<mcp_host_core::event::ServerView>,
+    revisions: Vec<u64>,
+}

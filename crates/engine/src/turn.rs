@@ -1,0 +1,133 @@
+//! One user turn: deliver finished background calls, compact the history if it nears the
+//! window, then repeatedly ask the model with the exposed catalogue (read again at every
+//! step, so late servers join and changed definitions show as drift) and run the step's
+//! calls, until the model stops calling tools, the step cap is hit, or the user interrupts.
+
+use crate::{
+    Conversation, Engine, EngineError, ResultStore, TurnEnd, TurnReport, cancelled,
+    read_result_definition, system_prompt, tool_spec, unique_call_ids,
+};
+use mcp_host_core::event::{Event, Usage};
+use mcp_host_models::{Message, ModelRequest, Provider, ProviderError};
+use tokio_util::sync::CancellationToken;
+
+impl<P: Provider> Engine<'_, P> {
+    pub(crate) fn results(&self) -> Option<ResultStore> {
+        self.config.store.clone().map(ResultStore::new)
+    }
+
+    /// Runs one user turn to its end. The history is kept (and saved, when the conversation
+    /// is persisted) however the turn ends.
+    pub async fn run_turn(
+        &self,
+        conv: &mut Conversation,
+        user: &str,
+        cancel: &CancellationToken,
+    ) -> Result<TurnReport, EngineError> {
+        let outcome = self.turn(conv, user, cancel).await;
+        self.save(conv).await?;
+        outcome
+    }
+
+    async fn turn(
+        &self,
+        conv: &mut Conversation,
+        user: &str,
+        cancel: &CancellationToken,
+    ) -> Result<TurnReport, EngineError> {
+        conv.turn_no += 1;
+        conv.turn.user_spoke();
+        let catalogue = self.tools.current(self.manager).await?;
+        if conv.history.is_empty()
+            && let Some(system) = system_prompt(self.manager, &catalogue)
+        {
+            conv.push(Message::System { text: system });
+        }
+        self.compact(conv).await;
+        let delivered = self.deliver_background(conv).await;
+        let unavailable = conv.unavailable.note(self.manager);
+        conv.push(Message::User {
+            text: format!("{delivered}{unavailable}{user}"),
+        });
+        let mut report = TurnReport {
+            text: String::new(),
+            steps: 0,
+            end: TurnEnd::Finished,
+            calls: Vec::new(),
+            usage: Usage::default(),
+            conversation_id: conv.id().map(ToString::to_string),
+        };
+        for step in 1..=self.config.max_steps {
+            report.steps = step;
+            // Between steps the servers may have moved: late ones join, changed definitions
+            // show as drift before the model's next call is decided.
+            let catalogue = if step == 1 {
+                catalogue.clone()
+            } else {
+                self.tools.current(self.manager).await?
+            };
+            let plan = conv.exposure.plan(&catalogue);
+            let mut definitions = plan.definitions(&conv.exposure.loaded);
+            if conv.stored_results {
+                definitions.push(read_result_definition());
+            }
+            let tools = definitions.into_iter().filter_map(tool_spec).collect();
+            let request = ModelRequest::new(self.config.model.clone(), conv.history.clone(), tools);
+            let Some(mut response) = self.ask_model(request, cancel).await? else {
+                return Ok(cancelled(report));
+            };
+            unique_call_ids(&mut response.tool_calls, &conv.history);
+            report.usage += response.usage;
+            conv.push(Message::Assistant {
+                text: response.text.clone(),
+                tool_calls: response.tool_calls.clone(),
+            });
+            if response.tool_calls.is_empty() {
+                report.text = response.text;
+                return Ok(report);
+            }
+            self.run_step(
+                &catalogue,
+                conv,
+                &response.tool_calls,
+                cancel,
+                &mut report.calls,
+            )
+            .await;
+            if cancel.is_cancelled() {
+                return Ok(cancelled(report));
+            }
+        }
+        report.text = format!(
+            "Stopped after {} model steps (the per-turn cap); the task may be unfinished.",
+            self.config.max_steps
+        );
+        report.end = TurnEnd::StepLimit;
+        Ok(report)
+    }
+
+    /// One model request; its text is passed on as it streams. `None`: interrupted.
+    async fn ask_model(
+        &self,
+        mut request: ModelRequest,
+        cancel: &CancellationToken,
+    ) -> Result<Option<mcp_host_models::ModelResponse>, ProviderError> {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        request.deltas = Some(tx);
+        let response = self.provider.complete(&request);
+        tokio::pin!(response);
+        loop {
+            tokio::select! {
+                biased;
+                () = cancel.cancelled() => return Ok(None),
+                Some(text) = rx.recv() => self.observer.event(Event::TextDelta { text }),
+                r = &mut response => {
+                    while let Ok(text) = rx.try_recv() {
+                        self.observer.event(Event::TextDelta { text });
+                    }
+                    return r.map(Some);
+                }
+            }
+        }
+    }
+}
