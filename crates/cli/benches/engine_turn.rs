@@ -39,7 +39,7 @@ fn setup(name: &str) -> ServerSetup {
     }
 }
 
-async fn start(names: &[&str]) -> (Manager, ToolSource) {
+async fn start(names: &[&str]) -> (Manager, ToolSource, mcp_host_client::ToolCaller) {
     let options = ManagerOptions {
         supervisor: SupervisorCommand {
             program: env!("CARGO_BIN_EXE_mcp-host").into(),
@@ -53,7 +53,7 @@ async fn start(names: &[&str]) -> (Manager, ToolSource) {
         ask_person: None,
         credentials: None,
     };
-    let m = Manager::start(names.iter().map(|n| setup(n)).collect(), options);
+    let (m, caller) = Manager::start(names.iter().map(|n| setup(n)).collect(), options);
     let mut servers = Vec::new();
     for n in names {
         let id = ServerId::new(n);
@@ -66,7 +66,7 @@ async fn start(names: &[&str]) -> (Manager, ToolSource) {
             m.tools(&id).unwrap().items.clone(),
         ));
     }
-    (m, ToolSource::fixed(Catalogue::build(servers)))
+    (m, ToolSource::fixed(Catalogue::build(servers)), caller)
 }
 
 fn step(calls: Vec<ToolCall>) -> ModelResponse {
@@ -98,18 +98,13 @@ fn config() -> EngineConfig {
     }
 }
 
-async fn run(m: &Manager, c: &ToolSource, script: Vec<ModelResponse>) -> Duration {
+async fn run(m: &Manager, gate: &Gate, c: &ToolSource, script: Vec<ModelResponse>) -> Duration {
     let provider = Scripted::new(script);
-    let policy = Policy::default();
-    let hooks = Hooks::default();
     let engine = Engine {
         provider: &provider,
         manager: m,
         tools: c,
-        gate: Gate {
-            policy: &policy,
-            hooks: &hooks,
-        },
+        gate,
         observer: &Quiet,
         config: config(),
     };
@@ -158,7 +153,11 @@ fn main() {
         .build()
         .unwrap();
     rt.block_on(async {
-        let (m, c) = start(&["a", "b", "c", "d"]).await;
+        let (m, c, caller) = start(&["a", "b", "c", "d"]).await;
+        let gate = Gate::new(caller, Policy::default(), Hooks::default(), None);
+        // Raw calls go to a second set of the same servers: the gate holds the first
+        // set's only caller.
+        let (raw_m, _, raw_caller) = start(&["a"]).await;
         let echo = serde_json::json!({"message": "ping"});
 
         // Engine overhead: a turn of 20 steps with one echo each, against 20 raw calls.
@@ -169,7 +168,8 @@ fn main() {
         for _ in 0..15 {
             let t0 = Instant::now();
             for _ in 0..20 {
-                m.call(&id, "echo", echo.as_object().cloned(), &never)
+                raw_caller
+                    .call(&id, "echo", echo.as_object().cloned(), &never)
                     .await
                     .unwrap();
             }
@@ -178,7 +178,7 @@ fn main() {
                 .map(|i| step(vec![call(i, "a__echo", echo.clone())]))
                 .collect();
             script.push(ModelResponse::text("done"));
-            per_step.push(run(&m, &c, script).await.as_secs_f64() * 1e6 / 20.0);
+            per_step.push(run(&m, &gate, &c, script).await.as_secs_f64() * 1e6 / 20.0);
         }
         let (raw, per_step) = (median(raw), median(per_step));
         println!("| measure | median |");
@@ -200,7 +200,13 @@ fn main() {
                     .enumerate()
                     .map(|(i, n)| call(i, n, slow.clone()))
                     .collect();
-                let t = run(&m, &c, vec![step(calls), ModelResponse::text("done")]).await;
+                let t = run(
+                    &m,
+                    &gate,
+                    &c,
+                    vec![step(calls), ModelResponse::text("done")],
+                )
+                .await;
                 times.push(t.as_secs_f64() * 1000.0);
             }
             println!(
@@ -238,6 +244,7 @@ fn main() {
             t0.elapsed().as_secs_f64() * 1000.0
         );
         m.shutdown().await;
+        raw_m.shutdown().await;
 
         // Reading a provider stream: 20,000 SSE chunks of 500 bytes (10 MB of text).
         let url = stream_server(20_000, 500);

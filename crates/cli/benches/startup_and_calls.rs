@@ -68,7 +68,7 @@ async fn startup(n: usize, era: &str, rounds: usize) -> (f64, f64) {
     let mut times = Vec::new();
     for _ in 0..rounds {
         let t0 = Instant::now();
-        let m = Manager::start(setups(n, era), options());
+        let (m, _caller) = Manager::start(setups(n, era), options());
         all_ready(&m).await;
         times.push(ms(t0.elapsed()));
         m.shutdown().await;
@@ -78,18 +78,24 @@ async fn startup(n: usize, era: &str, rounds: usize) -> (f64, f64) {
 }
 
 async fn calls(era: &str, count: usize) -> Histogram<u64> {
-    let m = Manager::start(setups(1, era), options());
+    let (m, caller) = Manager::start(setups(1, era), options());
     all_ready(&m).await;
     let id = ServerId::new("s0");
     let args = serde_json::json!({"message": "ping"}).as_object().cloned();
     let never = CancellationToken::new();
     for _ in 0..100 {
-        m.call(&id, "echo", args.clone(), &never).await.unwrap();
+        caller
+            .call(&id, "echo", args.clone(), &never)
+            .await
+            .unwrap();
     }
     let mut h = Histogram::<u64>::new(3).unwrap();
     for _ in 0..count {
         let t0 = Instant::now();
-        m.call(&id, "echo", args.clone(), &never).await.unwrap();
+        caller
+            .call(&id, "echo", args.clone(), &never)
+            .await
+            .unwrap();
         h.record(t0.elapsed().as_micros() as u64).unwrap();
     }
     m.shutdown().await;

@@ -7,9 +7,10 @@
 mod common;
 use common::*;
 use mcp_host_client::Manager;
+use mcp_host_core::event::ApprovalPrompt;
 use mcp_host_core::{ServerId, ServerState};
 use mcp_host_engine::{
-    Approval, Conversation, Engine, EngineConfig, Event, Gate, Hooks, Observer, ToolSource,
+    Approval, Conversation, Engine, EngineConfig, Gate, Hooks, Observer, Reply, ToolSource,
 };
 use mcp_host_models::{ModelResponse, Scripted, StopReason, ToolCall, Usage};
 use mcp_host_policy::{AnswerScope, Answers, Mode, Policy};
@@ -23,22 +24,20 @@ use tokio_util::sync::CancellationToken;
 struct Asked(Mutex<Vec<(String, String)>>);
 
 impl Observer for Asked {
-    fn event(&self, event: Event) {
-        if let Event::ApprovalRequested(request) = event {
-            self.0
-                .lock()
-                .unwrap()
-                .push((request.reason.clone(), request.description.clone()));
-            request.answer(Approval::Allow {
-                scope: AnswerScope::Once,
-            });
-        }
+    fn approval(&self, prompt: ApprovalPrompt, reply: Reply) {
+        self.0
+            .lock()
+            .unwrap()
+            .push((prompt.reason.clone(), prompt.description.clone()));
+        let _ = reply.send(Approval::Allow {
+            scope: AnswerScope::Once,
+        });
     }
 }
 
 #[tokio::test]
 async fn the_approval_names_the_phrases_and_what_was_removed() {
-    let m = Manager::start(
+    let (m, caller) = Manager::start(
         vec![fake_setup("f", &["--fault", "hidden-instructions"], |_| {})],
         manager_options(Duration::from_millis(50), Duration::from_millis(200)),
     );
@@ -62,17 +61,13 @@ async fn the_approval_names_the_phrases_and_what_was_removed() {
         ModelResponse::text("done"),
     ]);
     let asked = Asked::default();
-    let policy = Policy::default();
-    let hooks = Hooks::default();
+    let gate = Gate::new(caller, Policy::default(), Hooks::default(), None);
     let tools = ToolSource::fixed(catalogue);
     let engine = Engine {
         provider: &provider,
         manager: &m,
         tools: &tools,
-        gate: Gate {
-            policy: &policy,
-            hooks: &hooks,
-        },
+        gate: &gate,
         observer: &asked,
         config: EngineConfig {
             model: "m".into(),

@@ -197,7 +197,7 @@ async fn a_mid_session_change_announced_by_list_changed_is_drift() {
         spec: Some(raw.to_spec("f", Scope::Flag, &|_| None).unwrap()),
         initial: ServerState::Starting,
     };
-    let m = Manager::start(
+    let (m, calls) = Manager::start(
         vec![setup],
         manager_options(Duration::from_millis(50), Duration::from_millis(200)),
     );
@@ -213,14 +213,15 @@ async fn a_mid_session_change_announced_by_list_changed_is_drift() {
     before.check_pins(&store).await.unwrap();
     assert_eq!(before.get("f__echo").unwrap().pin, Some(PinCheck::New));
 
-    m.call(
-        &ServerId::new("f"),
-        "mutate",
-        None,
-        &CancellationToken::new(),
-    )
-    .await
-    .unwrap();
+    calls
+        .call(
+            &ServerId::new("f"),
+            "mutate",
+            None,
+            &CancellationToken::new(),
+        )
+        .await
+        .unwrap();
     wait_status(&m, "f", |s| s.revision > first.revision).await;
     let mut after = snapshot(&m);
     after.check_pins(&store).await.unwrap();

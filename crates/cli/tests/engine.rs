@@ -6,11 +6,12 @@
 
 mod common;
 use common::*;
-use mcp_host_client::{Manager, ServerSetup};
+use mcp_host_client::{Manager, ServerSetup, ToolCaller};
 use mcp_host_config::RawToolOptions;
+use mcp_host_core::event::ApprovalPrompt;
 use mcp_host_core::{ServerId, ServerState};
 use mcp_host_engine::{
-    Approval, Conversation, Engine, EngineConfig, Event, Gate, Hooks, Observer, ToolSource,
+    Approval, Conversation, Engine, EngineConfig, Event, Gate, Hooks, Observer, Reply, ToolSource,
     TurnEnd, TurnReport, history_tokens,
 };
 use mcp_host_models::{Message, ModelResponse, Scripted, StopReason, ToolCall, Usage};
@@ -22,9 +23,9 @@ use std::sync::Mutex;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
-async fn start(servers: Vec<ServerSetup>) -> (Manager, ToolSource) {
+async fn start(servers: Vec<ServerSetup>) -> (Manager, ToolSource, ToolCaller) {
     let names: Vec<String> = servers.iter().map(|s| s.id.to_string()).collect();
-    let m = Manager::start(
+    let (m, caller) = Manager::start(
         servers,
         manager_options(Duration::from_millis(50), Duration::from_millis(200)),
     );
@@ -37,12 +38,12 @@ async fn start(servers: Vec<ServerSetup>) -> (Manager, ToolSource) {
             m.tools(&id).unwrap().items.clone(),
         ));
     }
-    (m, ToolSource::fixed(Catalogue::build(tools)))
+    (m, ToolSource::fixed(Catalogue::build(tools)), caller)
 }
 
-fn no_hooks() -> &'static Hooks {
-    static NONE: std::sync::OnceLock<Hooks> = std::sync::OnceLock::new();
-    NONE.get_or_init(Hooks::default)
+/// The gate over the started servers' calls, with these rules and no hooks.
+fn gate(caller: ToolCaller, policy: Policy) -> Gate {
+    Gate::new(caller, policy, Hooks::default(), None)
 }
 
 fn call(id: &str, name: &str, args: serde_json::Value) -> ToolCall {
@@ -89,9 +90,17 @@ impl Recorder {
 }
 
 impl Observer for Recorder {
+    fn approval(&self, prompt: ApprovalPrompt, reply: Reply) {
+        let line = format!("asked:{}:{}", prompt.subject.call_id, prompt.subject.name);
+        if let Some(answer) = self.answer.clone() {
+            let _ = reply.send(answer);
+        }
+        self.seen.lock().unwrap().push(line);
+    }
+
     fn event(&self, event: Event) {
         let line = match event {
-            Event::CallBegun { call_id, .. } => format!("begun:{call_id}"),
+            Event::CallBegun { subject, .. } => format!("begun:{}", subject.call_id),
             Event::CallRefused {
                 call_id,
                 server,
@@ -113,16 +122,10 @@ impl Observer for Recorder {
                 Some(job) => format!("background:{call_id}:{job}"),
                 None => format!("ended:{call_id}"),
             },
-            Event::ApprovalRequested(request) => {
-                let line = format!("asked:{}:{}", request.call_id, request.name);
-                if let Some(answer) = self.answer.clone() {
-                    request.answer(answer);
-                }
-                line
-            }
-            Event::Notice(text) => format!("notice:{text}"),
-            Event::TextDelta(text) => format!("text:{text}"),
+            Event::Notice { text } => format!("notice:{text}"),
+            Event::TextDelta { text } => format!("text:{text}"),
             Event::Progress { call_id, .. } => format!("progress:{call_id}"),
+            _ => return,
         };
         self.seen.lock().unwrap().push(line);
     }
@@ -142,7 +145,7 @@ fn engine_for<'a>(
     provider: &'a Scripted,
     manager: &'a Manager,
     tools: &'a ToolSource,
-    policy: &'a Policy,
+    gate: &'a Gate,
     observer: &'a dyn Observer,
     config: EngineConfig,
 ) -> Engine<'a, Scripted> {
@@ -150,10 +153,7 @@ fn engine_for<'a>(
         provider,
         manager,
         tools,
-        gate: Gate {
-            policy,
-            hooks: no_hooks(),
-        },
+        gate,
         observer,
         config,
     }
@@ -189,7 +189,7 @@ fn tool_results(history: &[Message]) -> Vec<(String, String, bool)> {
 #[tokio::test]
 async fn servers_run_in_parallel_and_one_server_keeps_order_unless_trusted_and_read_only() {
     let ro = ["--annotate-readonly", "slow", "--annotate-readonly", "echo"];
-    let (m, catalogue) = start(vec![
+    let (m, catalogue, caller) = start(vec![
         fake_setup("u", &ro, |_| {}),
         fake_setup("t", &ro, |r| r.trust = Some(true)),
         fake_setup("p", &ro, |r| {
@@ -213,11 +213,12 @@ async fn servers_run_in_parallel_and_one_server_keeps_order_unless_trusted_and_r
     ]);
     let recorder = Recorder::default();
     let policy = Policy::default();
+    let gate = gate(caller, policy);
     let engine = engine_for(
         &provider,
         &m,
         &catalogue,
-        &policy,
+        &gate,
         &recorder,
         config(Mode::Auto),
     );
@@ -242,7 +243,7 @@ async fn servers_run_in_parallel_and_one_server_keeps_order_unless_trusted_and_r
 
 #[tokio::test]
 async fn approvals_are_asked_per_call_and_answers_hold_for_their_scope() {
-    let (m, catalogue) = start(vec![fake_setup("f", &[], |_| {})]).await;
+    let (m, catalogue, caller) = start(vec![fake_setup("f", &[], |_| {})]).await;
     let policy = Policy::default();
     let echo = |id: &str| call(id, "f__echo", json!({"message": id}));
     // Allowed for the session: asked once, then remembered for the second step.
@@ -257,11 +258,12 @@ async fn approvals_are_asked_per_call_and_answers_hold_for_their_scope() {
         }),
         ..Recorder::default()
     };
+    let gate = gate(caller, policy);
     let engine = engine_for(
         &provider,
         &m,
         &catalogue,
-        &policy,
+        &gate,
         &recorder,
         config(Mode::Ask),
     );
@@ -302,7 +304,7 @@ async fn approvals_are_asked_per_call_and_answers_hold_for_their_scope() {
             &provider,
             &m,
             &catalogue,
-            &policy,
+            &gate,
             &recorder,
             config(Mode::Ask),
         );
@@ -317,7 +319,7 @@ async fn approvals_are_asked_per_call_and_answers_hold_for_their_scope() {
 
 #[tokio::test]
 async fn a_long_call_moves_to_the_background_and_arrives_at_the_next_turn() {
-    let (m, catalogue) = start(vec![fake_setup("f", &[], |_| {})]).await;
+    let (m, catalogue, caller) = start(vec![fake_setup("f", &[], |_| {})]).await;
     let policy = Policy::default();
     let provider = Scripted::new([
         step(vec![call("c1", "f__slow", json!({"ms": 1500}))]),
@@ -327,7 +329,8 @@ async fn a_long_call_moves_to_the_background_and_arrives_at_the_next_turn() {
     let recorder = Recorder::default();
     let mut cfg = config(Mode::Auto);
     cfg.background_after = Some(Duration::from_millis(200));
-    let engine = engine_for(&provider, &m, &catalogue, &policy, &recorder, cfg);
+    let gate = gate(caller, policy);
+    let engine = engine_for(&provider, &m, &catalogue, &gate, &recorder, cfg);
     let mut conv = Conversation::new(100_000, Answers::default());
     let cancel = CancellationToken::new();
     let report = engine.run_turn(&mut conv, "start", &cancel).await.unwrap();
@@ -367,7 +370,7 @@ async fn a_long_call_moves_to_the_background_and_arrives_at_the_next_turn() {
 
 #[tokio::test]
 async fn results_over_their_budget_are_stored_and_large_ones_flagged() {
-    let (m, catalogue) = start(vec![fake_setup("f", &[], |r| {
+    let (m, catalogue, caller) = start(vec![fake_setup("f", &[], |r| {
         r.tools.insert(
             "echo".into(),
             RawToolOptions {
@@ -391,7 +394,8 @@ async fn results_over_their_budget_are_stored_and_large_ones_flagged() {
     let recorder = Recorder::default();
     let mut cfg = config(Mode::Auto);
     cfg.store = Some(store.clone());
-    let engine = engine_for(&provider, &m, &catalogue, &policy, &recorder, cfg);
+    let gate = gate(caller, policy);
+    let engine = engine_for(&provider, &m, &catalogue, &gate, &recorder, cfg);
     let (conv, report) = fresh_turn(&engine).await;
     let results = tool_results(&conv.history);
     assert_eq!(results[0].1, "hi");
@@ -419,7 +423,7 @@ async fn results_over_their_budget_are_stored_and_large_ones_flagged() {
 
 #[tokio::test]
 async fn a_full_window_is_compacted_at_the_turn_boundary() {
-    let (m, catalogue) = start(vec![fake_setup("f", &[], |_| {})]).await;
+    let (m, catalogue, caller) = start(vec![fake_setup("f", &[], |_| {})]).await;
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("s.sqlite")).await.unwrap();
     let policy = Policy::default();
@@ -439,7 +443,8 @@ async fn a_full_window_is_compacted_at_the_turn_boundary() {
     let mut cfg = config(Mode::Auto);
     cfg.store = Some(store.clone());
     cfg.context_window = 1_000;
-    let engine = engine_for(&provider, &m, &catalogue, &policy, &recorder, cfg);
+    let gate = gate(caller, policy);
+    let engine = engine_for(&provider, &m, &catalogue, &gate, &recorder, cfg);
     let mut conv = Conversation::create(&store, "m", "/w", 1_000, Answers::default())
         .await
         .unwrap();
@@ -508,7 +513,7 @@ async fn a_full_window_is_compacted_at_the_turn_boundary() {
 
 #[tokio::test]
 async fn a_persisted_conversation_resumes_with_its_history_and_call_records() {
-    let (m, catalogue) = start(vec![fake_setup("f", &[], |_| {})]).await;
+    let (m, catalogue, caller) = start(vec![fake_setup("f", &[], |_| {})]).await;
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("s.sqlite")).await.unwrap();
     let policy = Policy::default();
@@ -519,11 +524,12 @@ async fn a_persisted_conversation_resumes_with_its_history_and_call_records() {
     ]);
     let mut cfg = config(Mode::Auto);
     cfg.store = Some(store.clone());
+    let gate = gate(caller, policy);
     let engine = engine_for(
         &provider,
         &m,
         &catalogue,
-        &policy,
+        &gate,
         &mcp_host_engine::Quiet,
         cfg,
     );
@@ -567,7 +573,7 @@ async fn a_persisted_conversation_resumes_with_its_history_and_call_records() {
 
 #[tokio::test]
 async fn progress_notifications_reach_the_front_end_as_events_of_their_call() {
-    let (m, catalogue) = start(vec![fake_setup("f", &[], |_| {})]).await;
+    let (m, catalogue, caller) = start(vec![fake_setup("f", &[], |_| {})]).await;
     let policy = Policy::default();
     let provider = Scripted::new([
         step(vec![call(
@@ -578,11 +584,12 @@ async fn progress_notifications_reach_the_front_end_as_events_of_their_call() {
         ModelResponse::text("done"),
     ]);
     let recorder = Recorder::default();
+    let gate = gate(caller, policy);
     let engine = engine_for(
         &provider,
         &m,
         &catalogue,
-        &policy,
+        &gate,
         &recorder,
         config(Mode::Auto),
     );
@@ -594,7 +601,7 @@ async fn progress_notifications_reach_the_front_end_as_events_of_their_call() {
 
 #[tokio::test]
 async fn a_refused_call_names_its_server_tool_and_arguments() {
-    let (m, catalogue) = start(vec![fake_setup("f", &[], |_| {})]).await;
+    let (m, catalogue, caller) = start(vec![fake_setup("f", &[], |_| {})]).await;
     let policy = Policy::default();
     let provider = Scripted::new([
         step(vec![
@@ -609,11 +616,12 @@ async fn a_refused_call_names_its_server_tool_and_arguments() {
         ModelResponse::text("ok"),
     ]);
     let recorder = Recorder::default();
+    let gate = gate(caller, policy);
     let engine = engine_for(
         &provider,
         &m,
         &catalogue,
-        &policy,
+        &gate,
         &recorder,
         config(Mode::Deny),
     );

@@ -6,7 +6,7 @@
 
 mod common;
 use common::*;
-use mcp_host_client::{CallError, Manager, ManagerOptions, RequestError, ServerSetup};
+use mcp_host_client::{CallError, Manager, ManagerOptions, RequestError, ServerSetup, ToolCaller};
 use mcp_host_core::{ServerId, ServerState, ServerStatus};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -30,11 +30,11 @@ fn is(label: &'static str) -> impl Fn(&ServerStatus) -> bool {
     move |s| s.state.label() == label
 }
 
-async fn echo(m: &Manager, name: &str) -> Result<String, CallError> {
+async fn echo(calls: &ToolCaller, name: &str) -> Result<String, CallError> {
     let args = serde_json::json!({"message": "still here"})
         .as_object()
         .cloned();
-    let out = m
+    let out = calls
         .call(
             &ServerId::new(name),
             "echo",
@@ -47,7 +47,7 @@ async fn echo(m: &Manager, name: &str) -> Result<String, CallError> {
 
 #[tokio::test]
 async fn faulty_servers_never_take_the_host_or_their_neighbours_down() {
-    let m = Manager::start(
+    let (m, calls) = Manager::start(
         vec![
             setup("healthy", &[], 5000, 5000),
             setup("crash_at_start", &["--fault", "crash-at-start"], 5000, 5000),
@@ -88,7 +88,7 @@ async fn faulty_servers_never_take_the_host_or_their_neighbours_down() {
     for name in ["healthy", "slow_start", "garbage", "flood"] {
         wait_until(&m, name, is("ready")).await;
         assert!(
-            echo(&m, name).await.unwrap().contains("still here"),
+            echo(&calls, name).await.unwrap().contains("still here"),
             "{name}"
         );
     }
@@ -97,9 +97,9 @@ async fn faulty_servers_never_take_the_host_or_their_neighbours_down() {
 
 #[tokio::test]
 async fn a_server_that_crashes_mid_call_fails_that_call_and_is_restarted() {
-    let m = Manager::start(vec![setup("c", &[], 5000, 5000)], options());
+    let (m, calls) = Manager::start(vec![setup("c", &[], 5000, 5000)], options());
     wait_until(&m, "c", is("ready")).await;
-    let err = m
+    let err = calls
         .call(
             &ServerId::new("c"),
             "crash",
@@ -129,7 +129,7 @@ async fn a_server_that_crashes_mid_call_fails_that_call_and_is_restarted() {
             .any(|l| l.contains("crashing mid-call")),
         "{back:?}"
     );
-    assert!(echo(&m, "c").await.unwrap().contains("still here"));
+    assert!(echo(&calls, "c").await.unwrap().contains("still here"));
     m.shutdown().await;
 }
 
@@ -137,10 +137,10 @@ async fn a_server_that_crashes_mid_call_fails_that_call_and_is_restarted() {
 // server is restarted.
 #[tokio::test]
 async fn a_hung_call_times_out_and_the_server_stays_usable() {
-    let m = Manager::start(vec![setup("big", &[], 5000, 1500)], options());
+    let (m, calls) = Manager::start(vec![setup("big", &[], 5000, 1500)], options());
     wait_until(&m, "big", is("ready")).await;
     let id = ServerId::new("big");
-    let err = m
+    let err = calls
         .call(&id, "hang", None, &CancellationToken::new())
         .await
         .unwrap_err();
@@ -152,19 +152,19 @@ async fn a_hung_call_times_out_and_the_server_stays_usable() {
         }
     );
     assert!(timed_out, "{err:?}");
-    assert!(echo(&m, "big").await.unwrap().contains("still here"));
+    assert!(echo(&calls, "big").await.unwrap().contains("still here"));
     assert_eq!(m.status(&id).unwrap().restarts, 0);
     m.shutdown().await;
 }
 
 #[tokio::test]
 async fn cancelling_a_call_returns_at_once() {
-    let m = Manager::start(vec![setup("s", &[], 5000, 60_000)], options());
+    let (m, calls) = Manager::start(vec![setup("s", &[], 5000, 60_000)], options());
     wait_until(&m, "s", is("ready")).await;
     let cancel = CancellationToken::new();
     let args = serde_json::json!({"ms": 60_000}).as_object().cloned();
     let id = ServerId::new("s");
-    let call = m.call(&id, "slow", args, &cancel);
+    let call = calls.call(&id, "slow", args, &cancel);
     let (r, ()) = tokio::join!(call, async { cancel.cancel() });
     assert!(
         matches!(
@@ -176,14 +176,14 @@ async fn cancelling_a_call_returns_at_once() {
         ),
         "{r:?}"
     );
-    assert!(echo(&m, "s").await.is_ok());
+    assert!(echo(&calls, "s").await.is_ok());
     m.shutdown().await;
 }
 
 #[tokio::test]
 async fn list_changed_refreshes_the_tool_list_in_both_eras() {
     // Legacy servers push the notification; modern ones only on the listen stream we open.
-    let m = Manager::start(
+    let (m, calls) = Manager::start(
         vec![
             setup("old", &["--era", "legacy"], 5000, 5000),
             setup("new", &["--era", "modern"], 5000, 5000),
@@ -194,7 +194,8 @@ async fn list_changed_refreshes_the_tool_list_in_both_eras() {
         wait_until(&m, name, is("ready")).await;
         let id = ServerId::new(name);
         assert_eq!(m.status(&id).unwrap().tool_count, 12);
-        m.call(&id, "grow", None, &CancellationToken::new())
+        calls
+            .call(&id, "grow", None, &CancellationToken::new())
             .await
             .unwrap();
         wait_until(&m, name, |s| s.tool_count == 13).await;
@@ -212,7 +213,7 @@ async fn list_changed_refreshes_the_tool_list_in_both_eras() {
 
 #[tokio::test]
 async fn shutdown_stops_everything_and_publishes_stopped() {
-    let m = Manager::start(
+    let (m, _calls) = Manager::start(
         vec![
             setup("a", &[], 5000, 5000),
             setup("b", &["--era", "modern"], 5000, 5000),
@@ -228,7 +229,7 @@ async fn shutdown_stops_everything_and_publishes_stopped() {
 
 #[tokio::test]
 async fn prompts_and_resources_are_listed_across_pages_with_bad_entries_reported() {
-    let m = Manager::start(
+    let (m, _calls) = Manager::start(
         vec![setup("p", &["--page-size", "2"], 5000, 5000)],
         options(),
     );
@@ -250,17 +251,20 @@ async fn prompts_and_resources_are_listed_across_pages_with_bad_entries_reported
 async fn progress_notifications_extend_a_calls_idle_deadline() {
     // Idle deadline 1 s; the call takes 2.5 s. With progress every 100 ms it finishes; without
     // progress it times out and the server is told.
-    let m = Manager::start(vec![setup("s", &[], 5000, 1000)], options());
+    let (m, calls) = Manager::start(vec![setup("s", &[], 5000, 1000)], options());
     wait_until(&m, "s", is("ready")).await;
     let id = ServerId::new("s");
     let never = CancellationToken::new();
     let with_progress = serde_json::json!({"ms": 2500, "progressEvery": 100})
         .as_object()
         .cloned();
-    let out = m.call(&id, "slow", with_progress, &never).await.unwrap();
+    let out = calls
+        .call(&id, "slow", with_progress, &never)
+        .await
+        .unwrap();
     assert!(format!("{:?}", out.content).contains("done"));
     let silent = serde_json::json!({"ms": 2500}).as_object().cloned();
-    let r = m.call(&id, "slow", silent, &never).await;
+    let r = calls.call(&id, "slow", silent, &never).await;
     assert!(
         matches!(
             r,
@@ -278,7 +282,7 @@ async fn progress_notifications_extend_a_calls_idle_deadline() {
 async fn a_server_can_be_restarted_disabled_and_enabled_on_request() {
     let pids = tempfile::NamedTempFile::new().unwrap();
     let log = pids.path().to_str().unwrap().to_string();
-    let m = Manager::start(
+    let (m, calls) = Manager::start(
         vec![setup("s", &["--spawn-log", &log], 5000, 5000)],
         options(),
     );
@@ -293,17 +297,17 @@ async fn a_server_can_be_restarted_disabled_and_enabled_on_request() {
     })
     .await;
     assert_eq!(spawned(), 2);
-    assert!(echo(&m, "s").await.is_ok());
+    assert!(echo(&calls, "s").await.is_ok());
     // Disabled: stopped, calls refused; enabled: back.
     assert!(m.set_enabled(&id, false));
     wait_until(&m, "s", is("disabled")).await;
     assert!(matches!(
-        echo(&m, "s").await,
+        echo(&calls, "s").await,
         Err(CallError::NotReady { .. })
     ));
     assert!(m.set_enabled(&id, true));
     wait_until(&m, "s", is("ready")).await;
-    assert!(echo(&m, "s").await.is_ok());
+    assert!(echo(&calls, "s").await.is_ok());
     assert_eq!(spawned(), 3);
     assert!(!m.reconnect(&ServerId::new("nope")));
     m.shutdown().await;
@@ -314,11 +318,11 @@ async fn a_servers_question_reaches_the_person_and_their_answer_reaches_the_serv
     let (asks_tx, mut asks) = tokio::sync::mpsc::unbounded_channel();
     let mut opts = options();
     opts.ask_person = Some(asks_tx);
-    let m = Manager::start(vec![setup("s", &["--era", "legacy"], 5000, 5000)], opts);
+    let (m, calls) = Manager::start(vec![setup("s", &["--era", "legacy"], 5000, 5000)], opts);
     wait_until(&m, "s", is("ready")).await;
     let id = ServerId::new("s");
     let never = CancellationToken::new();
-    let call = m.call(&id, "ask", None, &never);
+    let call = calls.call(&id, "ask", None, &never);
     let person = async {
         let ask = asks.recv().await.unwrap();
         assert_eq!(ask.server, id);
@@ -339,19 +343,19 @@ async fn a_servers_question_reaches_the_person_and_their_answer_reaches_the_serv
     m.shutdown().await;
 
     // Nobody to ask and no defaults allowed: declined, and the call still ends.
-    let m = Manager::start(
+    let (m, calls) = Manager::start(
         vec![setup("s", &["--era", "legacy"], 5000, 5000)],
         options(),
     );
     wait_until(&m, "s", is("ready")).await;
-    let out = m.call(&id, "ask", None, &never).await.unwrap();
+    let out = calls.call(&id, "ask", None, &never).await.unwrap();
     assert!(format!("{:?}", out.content).contains("decline"));
     m.shutdown().await;
 }
 
 #[tokio::test]
 async fn prompts_are_filled_in_and_resources_read() {
-    let m = Manager::start(vec![setup("s", &[], 5000, 5000)], options());
+    let (m, _calls) = Manager::start(vec![setup("s", &[], 5000, 5000)], options());
     wait_until(&m, "s", is("ready")).await;
     let id = ServerId::new("s");
     let mut args = serde_json::Map::new();

@@ -89,7 +89,7 @@ async fn http_errors_are_retried_only_when_transient() {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         format!("http://{}/mcp", l.local_addr().unwrap())
     };
-    let m = Manager::start(
+    let (m, _calls) = Manager::start(
         vec![
             http_setup("unavailable", &url_503),
             http_setup("unauthorized", &url_401),
@@ -147,7 +147,7 @@ async fn a_remote_server_that_vanishes_is_reconnected_then_given_up_on() {
         max: Duration::from_millis(400),
         jitter: 0.0,
     };
-    let m = Manager::start(vec![http_setup("r", &url)], opts);
+    let (m, _calls) = Manager::start(vec![http_setup("r", &url)], opts);
     wait_for(&m, |s| s.state == ServerState::Ready).await;
 
     first.kill().unwrap();

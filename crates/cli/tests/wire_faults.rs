@@ -9,7 +9,7 @@
 
 mod common;
 use common::*;
-use mcp_host_client::{CallError, Manager, RequestError};
+use mcp_host_client::{CallError, Manager, RequestError, ToolCaller};
 use mcp_host_core::{ServerId, ServerState, ServerStatus};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
@@ -21,7 +21,7 @@ fn setup(name: &str, args: &[&str], startup_ms: u64, tool_ms: u64) -> mcp_host_c
     })
 }
 
-fn start(servers: Vec<mcp_host_client::ServerSetup>) -> Manager {
+fn start(servers: Vec<mcp_host_client::ServerSetup>) -> (Manager, ToolCaller) {
     Manager::start(
         servers,
         manager_options(Duration::from_millis(50), Duration::from_millis(200)),
@@ -32,11 +32,11 @@ fn is(label: &'static str) -> impl Fn(&ServerStatus) -> bool {
     move |s| s.state.label() == label
 }
 
-async fn call(m: &Manager, name: &str, tool: &str) -> Result<String, CallError> {
+async fn call(calls: &ToolCaller, name: &str, tool: &str) -> Result<String, CallError> {
     let args = serde_json::json!({"message": "still here", "a": 1, "b": 2})
         .as_object()
         .cloned();
-    let out = m
+    let out = calls
         .call(&ServerId::new(name), tool, args, &CancellationToken::new())
         .await?;
     Ok(format!("{:?}", out.content))
@@ -46,7 +46,7 @@ async fn call(m: &Manager, name: &str, tool: &str) -> Result<String, CallError> 
 async fn an_undecodable_handshake_answer_fails_the_server_at_once_with_the_reason() {
     // Startup timeout 60 s: today the line is dropped and the server sits in `starting`.
     let began = Instant::now();
-    let m = start(vec![
+    let (m, _calls) = start(vec![
         setup("legacy", &["--fault", "bad-utf16-handshake"], 60_000, 5000),
         setup(
             "modern",
@@ -79,7 +79,7 @@ async fn answers_the_decoder_refuses_fail_that_call_at_once_and_the_server_stays
         ("result-and-error", "both `result` and `error`"),
         ("deep-result", "nested deeper than 127"),
     ];
-    let m = start(
+    let (m, calls) = start(
         cases
             .iter()
             .map(|(fault, _)| setup(fault, &["--fault", fault], 5000, 60_000))
@@ -88,7 +88,7 @@ async fn answers_the_decoder_refuses_fail_that_call_at_once_and_the_server_stays
     for (fault, reason) in cases {
         wait_status(&m, fault, is("ready")).await;
         let began = Instant::now();
-        let err = call(&m, fault, "add").await.unwrap_err();
+        let err = call(&calls, fault, "add").await.unwrap_err();
         let CallError::Request {
             source: RequestError::Protocol(why),
             ..
@@ -100,7 +100,7 @@ async fn answers_the_decoder_refuses_fail_that_call_at_once_and_the_server_stays
         // The tool deadline is a minute: this was the decoder, not the clock.
         assert!(began.elapsed() < Duration::from_secs(10), "{fault}");
         assert!(
-            call(&m, fault, "echo")
+            call(&calls, fault, "echo")
                 .await
                 .unwrap()
                 .contains("still here")
@@ -113,7 +113,7 @@ async fn answers_the_decoder_refuses_fail_that_call_at_once_and_the_server_stays
 async fn stray_and_mistyped_answers_are_dropped_and_never_break_the_handshake() {
     // Before every answer the server sends one to the next id (not sent yet) and one with
     // the id as a string: neither may be taken for the real one, in either era.
-    let m = start(vec![
+    let (m, calls) = start(vec![
         setup("legacy", &["--fault", "early-responses"], 5000, 5000),
         setup(
             "modern",
@@ -126,8 +126,16 @@ async fn stray_and_mistyped_answers_are_dropped_and_never_break_the_handshake() 
         let st = wait_status(&m, name, |s| s.state.is_settled()).await;
         assert_eq!(st.state, ServerState::Ready, "{name}: {st:?}");
         assert_eq!(st.tool_count, 12, "{name}");
-        assert!(call(&m, name, "echo").await.unwrap().contains("still here"));
-        assert!(call(&m, name, "add").await.unwrap().contains('3'), "{name}");
+        assert!(
+            call(&calls, name, "echo")
+                .await
+                .unwrap()
+                .contains("still here")
+        );
+        assert!(
+            call(&calls, name, "add").await.unwrap().contains('3'),
+            "{name}"
+        );
     }
     m.shutdown().await;
 }
@@ -136,14 +144,14 @@ async fn stray_and_mistyped_answers_are_dropped_and_never_break_the_handshake() 
 async fn a_server_request_with_an_invalid_id_is_answered_with_a_null_id() {
     let log = tempfile::NamedTempFile::new().unwrap();
     let path = log.path().to_str().unwrap().to_string();
-    let m = start(vec![setup(
+    let (m, calls) = start(vec![setup(
         "s",
         &["--fault", "invalid-id-request", "--request-log", &path],
         5000,
         5000,
     )]);
     wait_status(&m, "s", is("ready")).await;
-    assert!(call(&m, "s", "add").await.unwrap().contains("asked"));
+    assert!(call(&calls, "s", "add").await.unwrap().contains("asked"));
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let seen = std::fs::read_to_string(&path).unwrap();
@@ -162,10 +170,10 @@ async fn a_server_request_with_an_invalid_id_is_answered_with_a_null_id() {
 
 #[tokio::test]
 async fn an_over_long_line_fails_the_call_at_once_and_the_server_is_restarted() {
-    let m = start(vec![setup("big", &[], 5000, 60_000)]);
+    let (m, calls) = start(vec![setup("big", &[], 5000, 60_000)]);
     wait_status(&m, "big", is("ready")).await;
     let began = Instant::now();
-    let err = call(&m, "big", "huge").await.unwrap_err();
+    let err = call(&calls, "big", "huge").await.unwrap_err();
     let CallError::Request {
         source: RequestError::Protocol(why),
         ..
@@ -185,7 +193,7 @@ async fn an_over_long_line_fails_the_call_at_once_and_the_server_is_restarted() 
     .await;
     assert_eq!(back.tool_count, 12);
     assert!(
-        call(&m, "big", "echo")
+        call(&calls, "big", "echo")
             .await
             .unwrap()
             .contains("still here")
@@ -195,18 +203,18 @@ async fn an_over_long_line_fails_the_call_at_once_and_the_server_is_restarted() 
 
 #[tokio::test]
 async fn roots_list_is_answered_method_not_found() {
-    let m = start(vec![setup("s", &["--fault", "ask-roots"], 5000, 5000)]);
+    let (m, calls) = start(vec![setup("s", &["--fault", "ask-roots"], 5000, 5000)]);
     wait_status(&m, "s", is("ready")).await;
-    let answer = call(&m, "s", "roots").await.unwrap();
+    let answer = call(&calls, "s", "roots").await.unwrap();
     assert!(answer.contains("-32601"), "{answer}");
     m.shutdown().await;
 }
 
 #[tokio::test]
 async fn a_call_to_a_server_that_exited_names_its_exit_status_and_stderr() {
-    let m = start(vec![setup("c", &[], 5000, 5000)]);
+    let (m, calls) = start(vec![setup("c", &[], 5000, 5000)]);
     wait_status(&m, "c", is("ready")).await;
-    let err = call(&m, "c", "crash").await.unwrap_err();
+    let err = call(&calls, "c", "crash").await.unwrap_err();
     let CallError::Request {
         source: RequestError::Exited { how, stderr_tail },
         ..
@@ -227,7 +235,7 @@ async fn a_call_to_a_server_that_exited_names_its_exit_status_and_stderr() {
 async fn a_slow_discover_answer_is_waited_for_and_a_fallback_says_why() {
     // rmcp gives up on server/discover after a fixed 10 s and silently falls back; a server
     // still starting must end in the newer era (the probe may take the start-up timeout).
-    let m = start(vec![
+    let (m, _calls) = start(vec![
         setup(
             "slow",
             &["--era", "dual", "--discover-delay-ms", "10500"],
@@ -342,7 +350,7 @@ async fn over_http_an_answer_with_a_string_id_never_answers_an_integer_request()
         tool_timeout: Some(1000),
         ..mcp_host_config::RawServer::default()
     };
-    let m = start(vec![mcp_host_client::ServerSetup {
+    let (m, calls) = start(vec![mcp_host_client::ServerSetup {
         id: ServerId::new("h"),
         transport: mcp_host_core::TransportKind::Http,
         spec: Some(
@@ -353,7 +361,7 @@ async fn over_http_an_answer_with_a_string_id_never_answers_an_integer_request()
     }]);
     wait_status(&m, "h", is("ready")).await;
     // The answer comes back as {"id": "2", ...} for request 2: it is not the answer.
-    let err = call(&m, "h", "echo").await.unwrap_err();
+    let err = call(&calls, "h", "echo").await.unwrap_err();
     assert!(
         matches!(
             err,
@@ -375,7 +383,7 @@ async fn a_server_silent_to_discover_falls_back_after_the_startup_timeout_and_sa
     // the same process.
     let log = tempfile::NamedTempFile::new().unwrap();
     let spawns = log.path().to_str().unwrap().to_string();
-    let m = start(vec![setup(
+    let (m, calls) = start(vec![setup(
         "quiet",
         &["--fault", "silent-discover", "--spawn-log", &spawns],
         1000,
@@ -388,7 +396,7 @@ async fn a_server_silent_to_discover_falls_back_after_the_startup_timeout_and_sa
     assert!(note.contains("no answer within 1s"), "{note}");
     assert_eq!(std::fs::read_to_string(&spawns).unwrap().lines().count(), 1);
     assert!(
-        call(&m, "quiet", "echo")
+        call(&calls, "quiet", "echo")
             .await
             .unwrap()
             .contains("still here")

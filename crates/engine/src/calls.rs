@@ -137,7 +137,7 @@ impl<P: Provider> Engine<'_, P> {
             }
         };
         note_decision(&mut record, &decision);
-        Prepared::Allowed(Job {
+        Prepared::Allowed(Box::new(Job {
             index,
             call_id: call.id.clone(),
             entry,
@@ -145,7 +145,7 @@ impl<P: Provider> Engine<'_, P> {
             permit,
             provenance: conv.provenance_names(),
             record,
-        })
+        }))
     }
 
     fn decided(&self, call: &ToolCall, decision: &Decision) {

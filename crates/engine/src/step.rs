@@ -18,11 +18,15 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 /// What deciding a call gives.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "one per call of a step, moved once into its slot"
+)]
 pub(crate) enum Prepared<'c> {
     /// Answered without a server: a host tool's answer, or a refusal.
     Answered { content: String, record: CallRecord },
     /// Allowed: to be dispatched.
-    Allowed(Job<'c>),
+    Allowed(Box<Job<'c>>),
 }
 
 /// One call of a step, as it moves through the step. Each call has exactly one slot, so
@@ -57,7 +61,7 @@ impl<P: Provider> Engine<'_, P> {
                         CallSlot::Answered { content, record }
                     }
                     Prepared::Allowed(job) => {
-                        jobs.push(job);
+                        jobs.push(*job);
                         CallSlot::Dispatching
                     }
                 },
