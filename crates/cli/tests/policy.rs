@@ -154,18 +154,13 @@ fn call_applies_deny_rules_and_audits_without_secrets() {
         .iter()
         .map(|l| (l["event"].as_str().unwrap(), l["tool"].as_str().unwrap()))
         .collect();
-    assert_eq!(
-        events,
-        [
-            ("decision", "echo"),
-            ("call", "echo"),
-            ("decision", "crash")
-        ]
-    );
+    // One record per call, sent or refused, with its decision in it.
+    assert_eq!(events, [("call", "echo"), ("call", "crash")]);
     assert_eq!(lines[0]["verdict"], "ask");
-    assert_eq!(lines[0]["answered_by"], "cli user");
-    assert_eq!(lines[1]["status"], "ok");
-    assert_eq!(lines[2]["verdict"], "deny");
+    assert_eq!(lines[0]["source"], "person");
+    assert_eq!(lines[0]["status"], "ok");
+    assert_eq!(lines[1]["verdict"], "deny");
+    assert_eq!(lines[1]["status"], "refused");
     assert_eq!(lines[0]["args_sha256"].as_str().unwrap().len(), 64);
 }
 
@@ -213,7 +208,7 @@ fn hooks_can_deny_and_a_failing_or_slow_hook_denies() {
     let log = std::fs::read_to_string(sb.path().join("data/mcp-host/audit.jsonl")).unwrap();
     assert_eq!(
         log.lines()
-            .filter(|l| l.contains("\"answered_by\":\"hook\""))
+            .filter(|l| l.contains("\"decided_by\":{\"by\":\"hook\""))
             .count(),
         4,
         "{log}"
@@ -332,7 +327,7 @@ fn no_call_reaches_a_server_without_a_recorded_decision() {
             .unwrap_or_default();
         let last: Option<Value> = audit
             .lines()
-            .rfind(|l| l.contains("\"decision\""))
+            .rfind(|l| l.contains("\"event\":\"call\""))
             .map(|l| serde_json::from_str(l).unwrap());
         if after > before {
             sent += 1;
@@ -342,6 +337,7 @@ fn no_call_reaches_a_server_without_a_recorded_decision() {
                 d["verdict"], "deny",
                 "a denied call reached the server: {tool} {args}"
             );
+            assert_ne!(d["status"], "refused", "a refused call reached the server");
         }
     }
     assert!(sent > 0, "the scenario sent nothing; it proves nothing");
