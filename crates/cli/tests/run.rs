@@ -73,25 +73,26 @@ fn a_tool_using_turn_completes_with_denied_and_invalid_calls_reported_to_the_mod
             && system.contains("Prefer echo for greetings."),
         "{system}"
     );
-    // Every decision and every call the engine made is in the audit log.
+    // Every call the model made has one record in the audit log, in call order, sent or
+    // refused, with its decision and how it ended.
     let audit = std::fs::read_to_string(sb.path().join("data/mcp-host/audit.jsonl")).unwrap();
     let events: Vec<(String, String)> = audit
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
         .map(|v| {
+            assert_eq!(v["event"], "call");
+            assert_eq!(v["source"], "model");
             (
-                v["event"].as_str().unwrap().to_string(),
                 v["tool"].as_str().unwrap().to_string(),
+                v["status"].as_str().unwrap().to_string(),
             )
         })
         .collect();
-    // A step's calls are all decided (in call order) before any is sent.
     let want = [
-        ("decision", "echo"),
-        ("decision", "grow"),
-        ("call", "echo"),
-        ("decision", "add"),
-        ("call", "add"),
+        ("echo", "ok"),
+        ("add", "refused"),
+        ("grow", "refused"),
+        ("add", "ok"),
     ];
     assert_eq!(
         events,
@@ -338,7 +339,7 @@ fn a_20_mb_result_is_stored_previewed_and_read_back_through_read_result() {
     let truncated: Vec<(String, bool)> = audit
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .filter(|v| v["event"] == "call")
+        .filter(|v| v["event"] == "call" && v["tool"].is_string())
         .map(|v| {
             (
                 v["tool"].as_str().unwrap().to_string(),
