@@ -107,18 +107,27 @@ impl Host {
         }
     }
 
-    /// Starts the configured servers (only `only` when given) for a command that only looks
-    /// at them: no rule or hook is needed, since nothing is called.
-    pub fn look(&self, only: Option<&str>) -> anyhow::Result<Connected> {
-        let setup = HostSetup {
+    /// What connecting the servers needs from this host.
+    fn setup<'a>(
+        &'a self,
+        only: Option<&'a str>,
+        ask_person: Option<tokio::sync::mpsc::UnboundedSender<ElicitationAsk>>,
+    ) -> anyhow::Result<HostSetup<'a>> {
+        Ok(HostSetup {
             config: &self.config,
             env: self.env.clone(),
             supervisor: std::env::current_exe().context("cannot find the mcp-host executable")?,
             record_dir: self.record_dir(),
             credentials: self.credentials.clone(),
             only,
-            ask_person: None,
-        };
+            ask_person,
+        })
+    }
+
+    /// Starts the configured servers (only `only` when given) for a command that only looks
+    /// at them: no rule or hook is needed, since nothing is called.
+    pub fn look(&self, only: Option<&str>) -> anyhow::Result<Connected> {
+        let setup = self.setup(only, None)?;
         let guards = Guards {
             policy: mcp_host_policy::Policy::default(),
             hooks: mcp_host_engine::Hooks::default(),
@@ -135,15 +144,7 @@ impl Host {
         policy: mcp_host_policy::Policy,
         ask_person: Option<tokio::sync::mpsc::UnboundedSender<ElicitationAsk>>,
     ) -> anyhow::Result<Connected> {
-        let setup = HostSetup {
-            config: &self.config,
-            env: self.env.clone(),
-            supervisor: std::env::current_exe().context("cannot find the mcp-host executable")?,
-            record_dir: self.record_dir(),
-            credentials: self.credentials.clone(),
-            only,
-            ask_person,
-        };
+        let setup = self.setup(only, ask_person)?;
         let guards = Guards {
             policy,
             hooks: self.hooks()?,
