@@ -9,7 +9,7 @@ use mcp_host_client::{
 };
 use mcp_host_config::{ConfigPaths, LoadOptions, LoadedConfig, ServerReadiness, TrustLedger};
 use mcp_host_core::{ServerId, ServerState};
-use mcp_host_store::{CredentialVault, VaultChoice};
+use mcp_host_auth::{CredentialVault, VaultChoice};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;

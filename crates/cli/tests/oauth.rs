@@ -8,7 +8,7 @@
 mod common;
 use common::*;
 use mcp_host_client::oauth::{CredentialStore, StoredCredentials, VaultCredentialStore};
-use mcp_host_store::{CredentialVault, VaultChoice};
+use mcp_host_auth::{CredentialVault, VaultChoice};
 use mcp_host_testkit::oauth_server::LocalAuthServer;
 use serde_json::{Value, json};
 use std::path::PathBuf;

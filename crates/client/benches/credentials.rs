@@ -11,7 +11,7 @@ use mcp_host_client::oauth::{
     AuthSettings, AuthorizationResponse, Authorizer, CredentialStore, Grant, OAuth, OAuthError,
     StoredCredentials, VaultCredentialStore,
 };
-use mcp_host_store::{CredentialKey, CredentialVault, OsKeyring, VaultChoice};
+use mcp_host_auth::{CredentialKey, CredentialVault, OsKeyring, VaultChoice};
 use mcp_host_testkit::oauth_server::LocalAuthServer;
 use serde_json::json;
 use std::sync::Arc;

@@ -33,7 +33,7 @@ pub struct ManagerOptions {
     pub ask_person: Option<tokio::sync::mpsc::UnboundedSender<ElicitationAsk>>,
     /// Where OAuth credentials are stored (`mcp-host auth login` puts them there); `None`
     /// connects remote servers without OAuth.
-    pub credentials: Option<mcp_host_store::CredentialVault>,
+    pub credentials: Option<mcp_host_auth::CredentialVault>,
 }
 
 /// How many list warnings a status carries; the rest are counted (and in the log).

@@ -8,7 +8,7 @@ use mcp_host_client::oauth::{
     AuthSettings, AuthorizationResponse, Authorizer, CredentialStore, Grant, OAuth, OAuthError,
     StoredCredentials, VaultCredentialStore,
 };
-use mcp_host_store::CredentialVault;
+use mcp_host_auth::CredentialVault;
 use mcp_host_testkit::oauth_server::LocalAuthServer;
 use serde_json::{Value, json};
 use std::os::unix::fs::PermissionsExt;
