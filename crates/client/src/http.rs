@@ -13,11 +13,7 @@ use std::time::Duration;
 /// Largest JSON body or SSE event accepted from a server.
 pub const MAX_HTTP_MESSAGE: usize = 64 * 1024 * 1024;
 
-/// Installs ring as rustls' process-wide crypto provider (we avoid aws-lc's C build).
-/// Idempotent; a provider installed earlier by the embedding program wins.
-pub fn install_crypto_provider() {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-}
+pub use mcp_host_auth::install_crypto_provider;
 
 pub fn http_client(connect_timeout: Duration) -> Result<reqwest::Client, reqwest::Error> {
     install_crypto_provider();

@@ -496,7 +496,7 @@ impl Runner {
         };
         let oauth = self.spec.oauth.as_deref();
         let machine = oauth.is_some_and(|o| o.is_machine());
-        let store = match crate::oauth::VaultCredentialStore::new(vault, url) {
+        let store = match mcp_host_auth::VaultCredentialStore::new(vault, url) {
             Ok(s) => s,
             Err(e) => {
                 tracing::warn!(server = %self.spec.name, error = %e, "no credential store");
@@ -510,10 +510,10 @@ impl Runner {
         }
         // The redirect URI only matters for a new login, which happens in `auth login`; a
         // machine grant from the config replaces the person's.
-        let person = crate::oauth::Grant::AuthorizationCode(Arc::new(NobodyToAsk {
+        let person = mcp_host_auth::Grant::AuthorizationCode(Arc::new(NobodyToAsk {
             server: self.spec.name.clone(),
         }));
-        let settings = match crate::oauth::AuthSettings::new("http://127.0.0.1/callback", person)
+        let settings = match mcp_host_auth::AuthSettings::new("http://127.0.0.1/callback", person)
             .configured(oauth)
             .and_then(|s| s.with_stored_secret(&store))
         {
@@ -524,7 +524,7 @@ impl Runner {
             }
         };
         let store = store.with_client_secret(settings.client_secret.clone());
-        match crate::oauth::OAuth::with_store(url, settings, Arc::new(store)).await {
+        match mcp_host_auth::OAuth::with_store(url, settings, Arc::new(store)).await {
             Ok(o) => *auth = Some(o),
             Err(e) => tracing::warn!(server = %self.spec.name, error = %e, "OAuth not used"),
         }
@@ -679,16 +679,16 @@ impl NobodyToAsk {
     }
 }
 
-impl crate::oauth::Authorizer for NobodyToAsk {
+impl mcp_host_auth::Authorizer for NobodyToAsk {
     fn authorize<'a>(
         &'a self,
         _url: &'a str,
     ) -> futures::future::BoxFuture<
         'a,
-        Result<crate::oauth::AuthorizationResponse, crate::oauth::OAuthError>,
+        Result<mcp_host_auth::AuthorizationResponse, mcp_host_auth::OAuthError>,
     > {
         let why = self.why();
-        Box::pin(async move { Err(crate::oauth::OAuthError::Authorization(why)) })
+        Box::pin(async move { Err(mcp_host_auth::OAuthError::Authorization(why)) })
     }
 
     fn unavailable(&self) -> Option<String> {

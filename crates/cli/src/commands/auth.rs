@@ -8,7 +8,7 @@ use crate::cli::AuthCommand;
 use crate::host::Host;
 use crate::login::{LOGIN_TIMEOUT, LoopbackAuthorizer};
 use anyhow::{Context, bail};
-use mcp_host_client::oauth::{AuthSettings, CredentialStore, Grant, OAuth, VaultCredentialStore};
+use mcp_host_auth::{AuthSettings, CredentialStore, Grant, OAuth, VaultCredentialStore};
 use mcp_host_client::{ClientFeatures, Endpoint, EraChoice, Session};
 use mcp_host_config::{ServerReadiness, ServerSpec, Transport};
 use std::process::ExitCode;

@@ -459,7 +459,7 @@ async fn listen_for_changes(
 }
 
 async fn handshake_error(e: &ClientInitializeError, process: Option<StdioProcess>) -> ConnectError {
-    if let Some(failure) = transport_error(e).and_then(|t| oauth::auth_failure(t.error.as_ref())) {
+    if let Some(failure) = transport_error(e).and_then(|t| auth_failure(t.error.as_ref())) {
         return ConnectError::Auth(failure);
     }
     if e.is_authorization_required() {
