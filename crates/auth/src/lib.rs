@@ -6,7 +6,9 @@
 //!   with PKCE, step-up, the machine grants), `private_key_jwt` assertions (`jwt.rs`),
 //!   SEP-990's identity assertion grant (`enterprise.rs`), the token requests made here
 //!   (`token.rs`), the credential store over the vault with its refresh coordination
-//!   (`persist.rs`), and the HTTP client an authorized transport sends through (`client.rs`).
+//!   (`persist.rs`), the HTTP client an authorized transport sends through (`client.rs`),
+//!   and OAuth for background connections, where nobody may be asked (`unattended.rs`:
+//!   `OAuth::for_server`).
 //! * `credentials.rs`: [`CredentialVault`], where credentials persist (the OS keyring when
 //!   one works, else 0600 files written atomically) and the cross-process refresh lock.
 //! * `keyring.rs`: [`OsKeyring`], the freedesktop Secret Service over D-Bus.

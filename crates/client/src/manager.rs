@@ -8,6 +8,7 @@ use crate::handler::{ClientFeatures, ElicitationAsk, Progress};
 use crate::listing::{Offers, ToolList};
 use crate::session::{ConnectError, Endpoint, EraChoice, RequestError, Session};
 use crate::stdio::{StdioLaunch, SupervisorCommand};
+use mcp_host_auth::OAuth;
 use mcp_host_config::{ServerSpec, Transport};
 use mcp_host_core::{CallOutcome, ServerId, ServerState, ServerStatus, TransportKind};
 use serde_json::{Map, Value};
@@ -482,50 +483,17 @@ impl Runner {
         self.set_state(ServerState::Stopped);
     }
 
-    /// Gives a remote server OAuth when it can be used without a person: a stored
-    /// credential (from `mcp-host auth login`, refreshed here as needed), or a
-    /// machine-to-machine `client_credentials` grant. Otherwise a 401 leaves the server in
-    /// `needs_auth`; nothing is registered with an authorization server behind the user's
-    /// back.
+    /// Gives a remote server OAuth when it can be used without a person (see
+    /// [`OAuth::for_server`]); otherwise a 401 leaves the server in `needs_auth`.
     async fn attach_oauth(&mut self) {
         let Some(vault) = self.opts.credentials.clone() else {
             return;
         };
-        let Endpoint::Http { url, auth, .. } = &mut self.endpoint else {
+        let Endpoint::Http { auth, .. } = &mut self.endpoint else {
             return;
         };
-        let oauth = self.spec.oauth.as_deref();
-        let machine = oauth.is_some_and(|o| o.is_machine());
-        let store = match mcp_host_auth::VaultCredentialStore::new(vault, url) {
-            Ok(s) => s,
-            Err(e) => {
-                tracing::warn!(server = %self.spec.name, error = %e, "no credential store");
-                return;
-            }
-        };
-        // A secret kept alone (`auth set-secret`) is not a sign-in.
-        let stored = matches!(store.peek(), Ok(Some(c)) if c.token_response.is_some());
-        if !stored && !machine {
-            return;
-        }
-        // The redirect URI only matters for a new login, which happens in `auth login`; a
-        // machine grant from the config replaces the person's.
-        let person = mcp_host_auth::Grant::AuthorizationCode(Arc::new(NobodyToAsk {
-            server: self.spec.name.clone(),
-        }));
-        let settings = match mcp_host_auth::AuthSettings::new("http://127.0.0.1/callback", person)
-            .configured(oauth)
-            .and_then(|s| s.with_stored_secret(&store))
-        {
-            Ok(s) => s,
-            Err(e) => {
-                tracing::warn!(server = %self.spec.name, error = %e, "OAuth not used");
-                return;
-            }
-        };
-        let store = store.with_client_secret(settings.client_secret.clone());
-        match mcp_host_auth::OAuth::with_store(url, settings, Arc::new(store)).await {
-            Ok(o) => *auth = Some(o),
+        match OAuth::for_server(vault, &self.spec).await {
+            Ok(oauth) => *auth = oauth,
             Err(e) => tracing::warn!(server = %self.spec.name, error = %e, "OAuth not used"),
         }
     }
@@ -661,37 +629,5 @@ impl Runner {
         });
         session.tools_changed.refreshed(covers);
         Ok(())
-    }
-}
-
-/// Stands in for the person while the host runs: a new login is never started behind the
-/// user's back; the server goes to `needs_auth` with the command that fixes it.
-struct NobodyToAsk {
-    server: String,
-}
-
-impl NobodyToAsk {
-    fn why(&self) -> String {
-        format!(
-            "the stored sign-in no longer works; run `mcp-host auth login {}`",
-            self.server
-        )
-    }
-}
-
-impl mcp_host_auth::Authorizer for NobodyToAsk {
-    fn authorize<'a>(
-        &'a self,
-        _url: &'a str,
-    ) -> futures::future::BoxFuture<
-        'a,
-        Result<mcp_host_auth::AuthorizationResponse, mcp_host_auth::OAuthError>,
-    > {
-        let why = self.why();
-        Box::pin(async move { Err(mcp_host_auth::OAuthError::Authorization(why)) })
-    }
-
-    fn unavailable(&self) -> Option<String> {
-        Some(self.why())
     }
 }

@@ -16,6 +16,7 @@ mod jwt;
 mod persist;
 pub mod store;
 mod token;
+mod unattended;
 
 pub use client::AuthorizingClient;
 pub use enterprise::IdentityProvider;
