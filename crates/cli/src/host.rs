@@ -1,15 +1,16 @@
 //! Wiring shared by every command: reading the environment once, loading the config scopes,
-//! reporting config problems (and refusing calls while one is fatal), and starting the
-//! connection manager for the chosen servers.
+//! reporting config problems (and refusing calls while one is fatal), starting the
+//! connection manager for the chosen servers, and the one connection `auth login` makes.
 
 use crate::cli::ConfigArgs;
 use anyhow::Context;
+use mcp_host_auth::{CredentialVault, OAuth, VaultChoice};
 use mcp_host_client::{
-    Manager, ManagerOptions, ServerSetup, SupervisorCommand, backoff::RetryPolicy,
+    ClientFeatures, Endpoint, EraChoice, Manager, ManagerOptions, ServerSetup, Session,
+    SupervisorCommand, backoff::RetryPolicy,
 };
 use mcp_host_config::{ConfigPaths, LoadOptions, LoadedConfig, ServerReadiness, TrustLedger};
 use mcp_host_core::{ServerId, ServerState};
-use mcp_host_auth::{CredentialVault, VaultChoice};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -256,4 +257,25 @@ fn exit_now(why: &str) -> ! {
     }
     crate::output::errln!("interrupted: exiting ({why}); servers stop with the host");
     std::process::exit(130)
+}
+
+/// Connects once to the remote server at `url` through `oauth` and closes the session again,
+/// so that whatever authorization the server asks for runs now, with `oauth`'s authorizer
+/// (`mcp-host auth login`), waiting at most `limit`.
+pub async fn sign_in(
+    url: &str,
+    headers: &BTreeMap<String, String>,
+    oauth: &OAuth,
+    limit: Duration,
+) -> anyhow::Result<()> {
+    let endpoint = Endpoint::Http {
+        url: url.to_string(),
+        headers: headers.clone(),
+        client: mcp_host_client::http_client(Duration::from_secs(30))?,
+        auth: Some(oauth.clone()),
+    };
+    let session =
+        Session::connect(&endpoint, EraChoice::Auto, limit, ClientFeatures::default()).await?;
+    session.shutdown().await;
+    Ok(())
 }
