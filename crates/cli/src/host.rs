@@ -234,9 +234,9 @@ pub fn interrupt_token() -> anyhow::Result<CancellationToken> {
 
 impl Host {
     /// The user's pins of tool definitions.
-    pub async fn pins(&self) -> anyhow::Result<mcp_host_registry::pins::PinStore> {
+    pub async fn pins(&self) -> anyhow::Result<mcp_host_store::pins::PinStore> {
         let path = self.paths.data_dir.join("pins.sqlite");
-        Ok(mcp_host_registry::pins::PinStore::open(&path).await?)
+        Ok(mcp_host_store::pins::PinStore::open(&path).await?)
     }
 
     /// The hooks of every scope that may define them. A hook that cannot be used is an

@@ -6,11 +6,14 @@
 //!
 //! The store also keeps conversations and their messages (`conversations.rs`), the audit
 //! trail of tool calls (`tool_calls.rs`) and large tool results spilled out of the prompt
-//! (`results.rs`). All tables live in one file and one migration sequence. No secret is kept
+//! (`results.rs`). All these tables live in one file and one migration sequence
+//! (`migrations/`); tool-definition pins have a file and migrations of their own
+//! (`pins.rs`: `pins.sqlite`, `pin_migrations/`). No secret is kept
 //! here: OAuth credentials live in `mcp-host-auth`'s vault, out of the database, so a copy
 //! of it carries no secret.
 
 mod conversations;
+pub mod pins;
 mod results;
 mod tool_calls;
 
