@@ -119,18 +119,15 @@ impl ConnectError {
         }
     }
 
-    /// Whether retrying later might succeed.
+    /// Whether retrying later might succeed. Every variant is named, so a new one has to
+    /// decide.
     pub fn is_transient(&self) -> bool {
-        matches!(
-            self,
-            Self::Handshake {
-                transient: true,
-                ..
-            } | Self::Timeout {
-                transient: true,
-                ..
-            }
-        )
+        match self {
+            Self::Handshake { transient, .. } | Self::Timeout { transient, .. } => *transient,
+            // A command that cannot start, or a header the config got wrong, fails the same
+            // way next time; authorization waits for a person (the runner parks it).
+            Self::Spawn(_) | Self::Header(_) | Self::NeedsAuth(_) | Self::Auth(_) => false,
+        }
     }
 }
 
