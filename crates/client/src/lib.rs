@@ -18,6 +18,7 @@ pub mod listing;
 pub mod manager;
 pub mod procs;
 mod reading;
+mod runner;
 pub mod session;
 pub mod stdio;
 pub mod supervisor;
