@@ -9,7 +9,7 @@ cargo build --release --locked -p mcp-host-testkit -p mcp-host
 cargo bench --locked -p mcp-host --bench startup_and_calls
 cargo bench --locked -p mcp-host --bench engine_turn
 if command -v gnome-keyring-daemon >/dev/null; then
-  scripts/with-keyring.sh cargo bench --locked -p mcp-host-client --bench credentials
+  scripts/with-keyring.sh cargo bench --locked -p mcp-host-auth --bench credentials
 else
-  cargo bench --locked -p mcp-host-client --bench credentials
+  cargo bench --locked -p mcp-host-auth --bench credentials
 fi

@@ -4,9 +4,9 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
-cargo test -q --locked -p mcp-host-store --test keyring --no-run
+cargo test -q --locked -p mcp-host-auth --test keyring --no-run
 cargo test -q --locked -p mcp-host --test oauth --no-run
 scripts/with-keyring.sh bash -euo pipefail -c '
-  cargo test -q --locked -p mcp-host-store --test keyring -- --ignored
+  cargo test -q --locked -p mcp-host-auth --test keyring -- --ignored
   cargo test -q --locked -p mcp-host --test oauth -- --ignored'
 echo "keyring-test: passed"

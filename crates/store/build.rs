@@ -1,6 +1,8 @@
 //! Rebuilds the crate when a migration is added or edited: `sqlx::migrate!` embeds the
-//! `migrations/` directory at compile time, and cargo does not otherwise watch it.
+//! `migrations/` and `pin_migrations/` directories at compile time, and cargo does not
+//! otherwise watch them.
 
 fn main() {
     println!("cargo:rerun-if-changed=migrations");
+    println!("cargo:rerun-if-changed=pin_migrations");
 }

@@ -5,7 +5,7 @@
 use crate::host::Host;
 use mcp_host_engine::host::Manager;
 use mcp_host_registry::catalogue::Catalogue;
-use mcp_host_registry::pins::PinStore;
+use mcp_host_store::pins::PinStore;
 
 /// Says on stderr which servers are not ready and which tools were skipped, then builds the
 /// catalogue from the ready ones and checks their pins.

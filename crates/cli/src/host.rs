@@ -4,10 +4,10 @@
 
 use crate::cli::ConfigArgs;
 use anyhow::Context;
+use mcp_host_auth::{CredentialVault, VaultChoice};
 use mcp_host_config::{ConfigPaths, LoadOptions, LoadedConfig, ServerReadiness, TrustLedger};
 use mcp_host_engine::Audit;
 use mcp_host_engine::host::{Connected, ElicitationAsk, Guards, HostSetup};
-use mcp_host_store::{CredentialVault, VaultChoice};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -222,9 +222,9 @@ pub fn interrupt_token() -> anyhow::Result<CancellationToken> {
 
 impl Host {
     /// The user's pins of tool definitions.
-    pub async fn pins(&self) -> anyhow::Result<mcp_host_registry::pins::PinStore> {
+    pub async fn pins(&self) -> anyhow::Result<mcp_host_store::pins::PinStore> {
         let path = self.paths.data_dir.join("pins.sqlite");
-        Ok(mcp_host_registry::pins::PinStore::open(&path).await?)
+        Ok(mcp_host_store::pins::PinStore::open(&path).await?)
     }
 
     /// The hooks of every scope that may define them. A hook that cannot be used is an

@@ -4,7 +4,7 @@
 //! the URL elsewhere and pastes the address they were sent to (or just its `code=…&state=…`
 //! part) here. The redirect's `state` and `iss` are checked by the OAuth flow, not here.
 
-use mcp_host_client::oauth::{AuthorizationResponse, Authorizer, OAuthError};
+use mcp_host_auth::{AuthorizationResponse, Authorizer, OAuthError};
 use std::collections::BTreeMap;
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};

@@ -7,8 +7,9 @@
 
 mod common;
 use common::*;
-use mcp_host_client::oauth::{CredentialStore, StoredCredentials, VaultCredentialStore};
-use mcp_host_store::{CredentialVault, VaultChoice};
+use mcp_host_auth::{
+    CredentialStore, CredentialVault, StoredCredentials, VaultChoice, VaultCredentialStore,
+};
 use mcp_host_testkit::oauth_server::LocalAuthServer;
 use serde_json::{Value, json};
 use std::path::PathBuf;
@@ -135,7 +136,7 @@ fn two_processes_refresh_once(sb: &Sandbox, keyring: bool, env: &[(&str, &str)])
             .args(["servers", "--json", "--strict-mcp-config", "--mcp-config"])
             .arg(&cfg)
             .envs(env.iter().copied())
-            .env("MCP_HOST_LOG", "mcp_host_client=debug")
+            .env("MCP_HOST_LOG", "mcp_host_client=debug,mcp_host_auth=debug")
             .stdout(std::process::Stdio::piped())
             .stderr(stderr)
             .spawn()

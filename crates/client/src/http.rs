@@ -1,11 +1,15 @@
-//! Building the Streamable HTTP transport (rmcp's client, our reqwest client and caps) and
-//! classifying its failures by type, never by message text.
+//! Building the Streamable HTTP transport (rmcp's client, our reqwest client and caps, and
+//! OAuth's client around it when the server has OAuth) and classifying its failures by
+//! type, never by message text.
 
-use rmcp::transport::StreamableHttpClientTransport;
+use futures::future::Either;
+use mcp_host_auth::{AuthorizingClient, OAuth};
+use rmcp::service::{RoleClient, RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::common::client_side_sse::ExponentialBackoff;
 use rmcp::transport::streamable_http_client::{
     HttpStatusError, StreamableHttpClient, StreamableHttpClientTransportConfig, StreamableHttpError,
 };
+use rmcp::transport::{StreamableHttpClientTransport, Transport};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,11 +17,7 @@ use std::time::Duration;
 /// Largest JSON body or SSE event accepted from a server.
 pub const MAX_HTTP_MESSAGE: usize = 64 * 1024 * 1024;
 
-/// Installs ring as rustls' process-wide crypto provider (we avoid aws-lc's C build).
-/// Idempotent; a provider installed earlier by the embedding program wins.
-pub fn install_crypto_provider() {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-}
+pub use mcp_host_auth::install_crypto_provider;
 
 pub fn http_client(connect_timeout: Duration) -> Result<reqwest::Client, reqwest::Error> {
     install_crypto_provider();
@@ -38,7 +38,7 @@ pub enum HeaderError {
 
 /// The Streamable HTTP transport over `client` (our reqwest client, or the OAuth client
 /// around it; with OAuth the `Authorization` header belongs to the transport too).
-pub fn transport<C: StreamableHttpClient>(
+fn transport<C: StreamableHttpClient>(
     client: C,
     url: &str,
     headers: &BTreeMap<String, String>,
@@ -75,6 +75,59 @@ pub fn transport<C: StreamableHttpClient>(
         .max_json_response_size(MAX_HTTP_MESSAGE);
     config.retry_config = Arc::new(retry);
     Ok(StreamableHttpClientTransport::with_client(client, config))
+}
+
+/// One connection's Streamable HTTP transport: over our reqwest client, or over the OAuth
+/// client around it. Either way its failures are `StreamableHttpError<reqwest::Error>`, so
+/// they are classified alike.
+pub enum HttpTransport {
+    Plain(StreamableHttpClientTransport<reqwest::Client>),
+    Authorized(StreamableHttpClientTransport<AuthorizingClient>),
+}
+
+/// The transport for a fresh connection to the server at `url` over `client`: through
+/// `auth`'s client when the server has OAuth (the `Authorization` header is then the
+/// transport's, not the config's).
+pub fn transport_for(
+    client: &reqwest::Client,
+    auth: Option<&OAuth>,
+    url: &str,
+    headers: &BTreeMap<String, String>,
+) -> Result<HttpTransport, HeaderError> {
+    Ok(match auth {
+        None => HttpTransport::Plain(transport(client.clone(), url, headers, false)?),
+        Some(auth) => {
+            HttpTransport::Authorized(transport(auth.client(client.clone()), url, headers, true)?)
+        }
+    })
+}
+
+impl Transport<RoleClient> for HttpTransport {
+    type Error = StreamableHttpError<reqwest::Error>;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        match self {
+            Self::Plain(t) => Either::Left(t.send(item)),
+            Self::Authorized(t) => Either::Right(t.send(item)),
+        }
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
+        match self {
+            Self::Plain(t) => t.receive().await,
+            Self::Authorized(t) => t.receive().await,
+        }
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        match self {
+            Self::Plain(t) => t.close().await,
+            Self::Authorized(t) => t.close().await,
+        }
+    }
 }
 
 /// How an HTTP failure should be treated.

@@ -1,8 +1,13 @@
 //! The MCP client side of mcp-host: supervised stdio processes and Streamable HTTP
 //! connections, protocol-era negotiation, and the connection manager that keeps one session
-//! per configured server, and OAuth for remote servers. rmcp is used only inside `session`,
-//! `http` and `oauth`; everything this crate exports speaks the neutral types of
-//! `mcp-host-core`, except the credential-store contract that `oauth::store` re-exports.
+//! per configured server. OAuth is `mcp-host-auth`'s: a remote [`Endpoint`] carries its
+//! `OAuth` handle, and the transport sends through the client that handle gives.
+//!
+//! rmcp is used only inside `session/` (the lifecycle and requests), `http` (the Streamable
+//! HTTP transport and its failures), `wire/` (our stdio transport under rmcp's service),
+//! `handler` (rmcp's `ClientHandler`), `listing` and `reading` (decoding rmcp's results);
+//! everything this crate exports speaks the neutral types of `mcp-host-core`, and those of
+//! `mcp-host-auth` where a connection needs OAuth.
 
 pub mod backoff;
 mod changes;
@@ -11,9 +16,9 @@ mod http;
 pub mod lenient;
 pub mod listing;
 pub mod manager;
-pub mod oauth;
 pub mod procs;
 mod reading;
+mod runner;
 pub mod session;
 pub mod stdio;
 pub mod supervisor;
@@ -25,9 +30,6 @@ pub use handler::{
 pub use http::{http_client, install_crypto_provider};
 pub use listing::{Listing, ToolList};
 pub use manager::{CallError, Expect, Manager, ManagerOptions, ServerSetup, ToolCaller};
-pub use oauth::{
-    AuthSettings, AuthorizationResponse, Authorizer, Grant, JwtAlgorithm, OAuth, OAuthError,
-};
 pub use reading::{PromptMessage, ResourceText};
 pub use session::{ConnectError, Endpoint, EraChoice, RequestError, Session};
 pub use stdio::{StdioLaunch, SupervisorCommand};

@@ -1,14 +1,16 @@
 //! The connection manager: exactly one supervised session per configured server, all started
-//! in parallel. Each server has its own task that connects, publishes its state, refreshes
-//! tools on `list_changed`, restarts or reconnects inside the retry policy, and stops in
-//! order on shutdown. A server that fails, hangs or lies affects only its own task.
+//! in parallel. Each server has its own task (`runner.rs`) that connects, publishes its
+//! state, refreshes tools on `list_changed`, restarts or reconnects inside the retry policy,
+//! and stops in order on shutdown. A server that fails, hangs or lies affects only its own
+//! task. This file owns the manager's API and the per-server slots the tasks fill.
 
-use crate::backoff::{Next, Retrier, RetryPolicy};
-use crate::handler::{ClientFeatures, ElicitationAsk, Progress};
+use crate::backoff::RetryPolicy;
+use crate::handler::{ElicitationAsk, Progress};
 use crate::listing::{Offers, ToolList};
-use crate::session::{ConnectError, Endpoint, EraChoice, RequestError, Session};
-use crate::stdio::{StdioLaunch, SupervisorCommand};
-use mcp_host_config::{ServerSpec, Transport};
+use crate::runner::Runner;
+use crate::session::{RequestError, Session};
+use crate::stdio::SupervisorCommand;
+use mcp_host_config::ServerSpec;
 use mcp_host_core::{
     CallOutcome, ServerId, ServerState, ServerStatus, ToolDescriptor, TransportKind,
 };
@@ -35,14 +37,8 @@ pub struct ManagerOptions {
     pub ask_person: Option<tokio::sync::mpsc::UnboundedSender<ElicitationAsk>>,
     /// Where OAuth credentials are stored (`mcp-host auth login` puts them there); `None`
     /// connects remote servers without OAuth.
-    pub credentials: Option<mcp_host_store::CredentialVault>,
+    pub credentials: Option<mcp_host_auth::CredentialVault>,
 }
-
-/// How many list warnings a status carries; the rest are counted (and in the log).
-const MAX_WARNINGS: usize = 8;
-
-/// How long a liveness check may take before the server counts as gone.
-const HEALTH_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// One configured server as the manager receives it.
 #[derive(Clone, Debug)]
@@ -89,19 +85,20 @@ pub struct Expect {
     pub wait: Duration,
 }
 
-struct Slot {
+/// One server as the manager and its task share it: the task writes, the manager reads.
+pub(crate) struct Slot {
     transport: TransportKind,
     spec: Option<ServerSpec>,
     status: watch::Receiver<ServerStatus>,
-    session: RwLock<Option<Arc<Session>>>,
-    tools: RwLock<Arc<ToolList>>,
-    offers: RwLock<Arc<Offers>>,
+    pub(crate) session: RwLock<Option<Arc<Session>>>,
+    pub(crate) tools: RwLock<Arc<ToolList>>,
+    pub(crate) offers: RwLock<Arc<Offers>>,
     /// Poked when a request failed in a way that suggests the server is gone.
-    suspect: Notify,
+    pub(crate) suspect: Notify,
     /// Poked to restart the server now (a person asked), or to apply `enabled`.
-    restart: Notify,
+    pub(crate) restart: Notify,
     /// A disabled server is stopped and stays stopped until enabled again.
-    enabled: std::sync::atomic::AtomicBool,
+    pub(crate) enabled: std::sync::atomic::AtomicBool,
 }
 
 pub struct Manager {
@@ -165,14 +162,7 @@ impl Manager {
                 enabled: std::sync::atomic::AtomicBool::new(true),
             });
             if let Some(spec) = s.spec {
-                let endpoint = endpoint(&spec, &opts);
-                let runner = Runner {
-                    spec,
-                    endpoint,
-                    slot: slot.clone(),
-                    status: tx,
-                    opts: opts.clone(),
-                };
+                let runner = Runner::new(spec, slot.clone(), tx, opts.clone());
                 tasks.push(tokio::spawn(runner.run(stop.child_token())));
             }
             slots.insert(s.id, slot);
@@ -304,32 +294,6 @@ impl Manager {
     }
 }
 
-fn endpoint(spec: &ServerSpec, opts: &ManagerOptions) -> Endpoint {
-    match &spec.transport {
-        Transport::Stdio {
-            command,
-            args,
-            env,
-            cwd,
-        } => Endpoint::Stdio {
-            launch: StdioLaunch {
-                command: command.clone(),
-                args: args.clone(),
-                env: env.clone(),
-                cwd: cwd.clone(),
-            },
-            supervisor: opts.supervisor.clone(),
-            host_env: opts.host_env.clone(),
-        },
-        Transport::Http { url, headers } => Endpoint::Http {
-            url: url.clone(),
-            headers: headers.clone(),
-            client: opts.http_client.clone(),
-            auth: None,
-        },
-    }
-}
-
 impl ToolCaller {
     /// Calls a tool on a ready server with the server's tool timeout. The future borrows
     /// nothing, so it can outlive the caller's step (a call moved to the background keeps
@@ -427,347 +391,5 @@ fn session<'s>(
                 state,
             })
         }
-    }
-}
-
-/// The task that owns one server's lifecycle.
-struct Runner {
-    spec: ServerSpec,
-    endpoint: Endpoint,
-    slot: Arc<Slot>,
-    status: watch::Sender<ServerStatus>,
-    opts: ManagerOptions,
-}
-
-enum Ended {
-    Stopped,
-    Lost(String),
-    /// A person asked for a restart (or disabled the server).
-    Restart,
-}
-
-impl Runner {
-    fn publish(&self, f: impl FnOnce(&mut ServerStatus)) {
-        self.status.send_modify(f);
-    }
-
-    fn set_state(&self, state: ServerState) {
-        self.publish(|s| s.state = state);
-    }
-
-    async fn run(mut self, stop: CancellationToken) {
-        self.attach_oauth().await;
-        let remote = matches!(self.endpoint, Endpoint::Http { .. });
-        let mut retrier = Retrier::new(self.opts.retry.clone(), remote);
-        // Once an era worked, reconnects use it directly instead of probing again.
-        let mut era_choice = EraChoice::Auto;
-        loop {
-            if !self.slot.enabled.load(std::sync::atomic::Ordering::SeqCst) {
-                self.set_state(ServerState::Disabled);
-                tokio::select! {
-                    () = self.slot.restart.notified() => continue,
-                    () = stop.cancelled() => break,
-                }
-            }
-            self.set_state(ServerState::Starting);
-            let features = ClientFeatures {
-                elicitation_defaults: self.spec.elicitation_defaults,
-                ask_person: (self.opts.ask_person.clone())
-                    .map(|tx| (ServerId::new(&self.spec.name), tx)),
-            };
-            let connect = Session::connect(
-                &self.endpoint,
-                era_choice,
-                self.spec.startup_timeout,
-                features,
-            );
-            let result = tokio::select! {
-                r = connect => r,
-                () = stop.cancelled() => break,
-            };
-            let (reason, transient) = match result {
-                Ok(session) => {
-                    retrier.on_ready();
-                    era_choice = if session.era().is_modern() {
-                        EraChoice::Modern
-                    } else {
-                        EraChoice::Legacy
-                    };
-                    match self.serve(Arc::new(session), &stop).await {
-                        Ended::Stopped => break,
-                        Ended::Lost(reason) => (reason, true),
-                        Ended::Restart => {
-                            retrier = Retrier::new(self.opts.retry.clone(), remote);
-                            continue;
-                        }
-                    }
-                }
-                Err(e @ (ConnectError::NeedsAuth(_) | ConnectError::Auth(_))) => {
-                    let reason = match e {
-                        ConnectError::NeedsAuth(challenge) => challenge,
-                        other => other.to_string(),
-                    };
-                    self.set_state(ServerState::NeedsAuth { reason });
-                    tokio::select! {
-                        () = self.slot.restart.notified() => continue,
-                        () = stop.cancelled() => break,
-                    }
-                }
-                Err(e) => {
-                    if let ConnectError::Handshake { stderr_tail, .. } = &e {
-                        let tail = stderr_tail.clone();
-                        self.publish(|s| s.stderr_tail = tail);
-                    }
-                    (e.to_string(), e.is_transient())
-                }
-            };
-            match retrier.on_failure(
-                transient,
-                tokio::time::Instant::now(),
-                rand::random::<f64>(),
-            ) {
-                Next::GiveUp => {
-                    self.set_state(ServerState::Failed { reason });
-                    tokio::select! {
-                        () = self.slot.restart.notified() => {
-                            retrier = Retrier::new(self.opts.retry.clone(), remote);
-                        }
-                        () = stop.cancelled() => break,
-                    }
-                }
-                Next::RetryAfter { attempt, delay } => {
-                    tracing::info!(server = %self.spec.name, attempt, ?delay, %reason, "retrying");
-                    self.publish(|s| {
-                        s.state = ServerState::Backoff {
-                            attempt,
-                            retry_in: delay,
-                            reason,
-                        };
-                        s.restarts += 1;
-                    });
-                    tokio::select! {
-                        () = tokio::time::sleep(delay) => {}
-                        () = self.slot.restart.notified() => {
-                            retrier = Retrier::new(self.opts.retry.clone(), remote);
-                        }
-                        () = stop.cancelled() => break,
-                    }
-                }
-            }
-        }
-        self.set_state(ServerState::Stopped);
-    }
-
-    /// Gives a remote server OAuth when it can be used without a person: a stored
-    /// credential (from `mcp-host auth login`, refreshed here as needed), or a
-    /// machine-to-machine `client_credentials` grant. Otherwise a 401 leaves the server in
-    /// `needs_auth`; nothing is registered with an authorization server behind the user's
-    /// back.
-    async fn attach_oauth(&mut self) {
-        let Some(vault) = self.opts.credentials.clone() else {
-            return;
-        };
-        let Endpoint::Http { url, auth, .. } = &mut self.endpoint else {
-            return;
-        };
-        let oauth = self.spec.oauth.as_deref();
-        let machine = oauth.is_some_and(|o| o.is_machine());
-        let store = match crate::oauth::VaultCredentialStore::new(vault, url) {
-            Ok(s) => s,
-            Err(e) => {
-                tracing::warn!(server = %self.spec.name, error = %e, "no credential store");
-                return;
-            }
-        };
-        // A secret kept alone (`auth set-secret`) is not a sign-in.
-        let stored = matches!(store.peek(), Ok(Some(c)) if c.token_response.is_some());
-        if !stored && !machine {
-            return;
-        }
-        // The redirect URI only matters for a new login, which happens in `auth login`; a
-        // machine grant from the config replaces the person's.
-        let person = crate::oauth::Grant::AuthorizationCode(Arc::new(NobodyToAsk {
-            server: self.spec.name.clone(),
-        }));
-        let settings = match crate::oauth::AuthSettings::new("http://127.0.0.1/callback", person)
-            .configured(oauth)
-            .and_then(|s| s.with_stored_secret(&store))
-        {
-            Ok(s) => s,
-            Err(e) => {
-                tracing::warn!(server = %self.spec.name, error = %e, "OAuth not used");
-                return;
-            }
-        };
-        let store = store.with_client_secret(settings.client_secret.clone());
-        match crate::oauth::OAuth::with_store(url, settings, Arc::new(store)).await {
-            Ok(o) => *auth = Some(o),
-            Err(e) => tracing::warn!(server = %self.spec.name, error = %e, "OAuth not used"),
-        }
-    }
-
-    /// Runs a ready session until it ends or the host stops.
-    async fn serve(&self, session: Arc<Session>, stop: &CancellationToken) -> Ended {
-        if let Err(e) = self.refresh_tools(&session).await {
-            let reason = format!("listing tools failed: {e}");
-            session.shutdown().await;
-            return Ended::Lost(reason);
-        }
-        self.refresh_offers(&session).await;
-        if let Ok(mut s) = self.slot.session.write() {
-            *s = Some(session.clone());
-        }
-        let era = session.era().clone();
-        let note = session.era_note().map(str::to_string);
-        self.publish(|s| {
-            s.state = ServerState::Ready;
-            s.era = Some(era);
-            // A reconnect in the known era makes no probe: the first one's reason stands.
-            if note.is_some() {
-                s.era_note = note;
-            }
-        });
-        let remote = matches!(self.endpoint, Endpoint::Http { .. });
-        let every = self.opts.health_interval;
-        let mut health = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
-        health.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let ended = loop {
-            let check = tokio::select! {
-                _ = health.tick(), if remote => true,
-                () = self.slot.suspect.notified() => true,
-                () = session.closed() => {
-                    let (how, tail) = session.reap().await;
-                    self.publish(|s| s.stderr_tail = tail);
-                    break Ended::Lost(how);
-                }
-                () = session.tools_changed.notified() => {
-                    if let Err(e) = self.refresh_tools(&session).await {
-                        tracing::warn!(server = %self.spec.name, error = %e, "tool refresh failed");
-                    }
-                    false
-                }
-                () = session.offers_changed.notified() => {
-                    self.refresh_offers(&session).await;
-                    false
-                }
-                () = stop.cancelled() => {
-                    session.shutdown().await;
-                    break Ended::Stopped;
-                }
-                () = self.slot.restart.notified() => {
-                    session.shutdown().await;
-                    break Ended::Restart;
-                }
-            };
-            if check && let Err(e) = session.check_alive(HEALTH_TIMEOUT).await {
-                session.shutdown().await;
-                break Ended::Lost(format!("the server stopped answering ({e})"));
-            }
-        };
-        if let Ok(mut s) = self.slot.session.write() {
-            *s = None;
-        }
-        ended
-    }
-
-    async fn refresh_offers(&self, session: &Session) {
-        let offers = session.list_offers(self.spec.startup_timeout).await;
-        for issue in offers
-            .prompts
-            .issues
-            .iter()
-            .chain(&offers.resources.issues)
-            .chain(&offers.templates.issues)
-        {
-            tracing::warn!(server = %self.spec.name, item = %issue.item, reason = %issue.reason, "list entry skipped");
-        }
-        if let Ok(mut o) = self.slot.offers.write() {
-            *o = Arc::new(offers);
-        }
-        let warnings = self.list_warnings();
-        self.publish(|s| {
-            s.revision += 1;
-            s.warnings = warnings;
-        });
-    }
-
-    /// What the current lists left out, one line each (at most [`MAX_WARNINGS`]).
-    fn list_warnings(&self) -> Vec<String> {
-        let tools = self.slot.tools.read().ok().map(|t| t.clone());
-        let offers = self.slot.offers.read().ok().map(|o| o.clone());
-        let mut lists = Vec::new();
-        if let Some(t) = &tools {
-            lists.push(("tools/list", &t.issues));
-        }
-        if let Some(o) = &offers {
-            lists.push(("prompts/list", &o.prompts.issues));
-            lists.push(("resources/list", &o.resources.issues));
-            lists.push(("resources/templates/list", &o.templates.issues));
-        }
-        // What cut a whole list first, so the truncation below never hides it.
-        let mut all = Vec::new();
-        for whole in [true, false] {
-            for (what, issues) in &lists {
-                all.extend(crate::listing::warnings(what, issues, whole));
-            }
-        }
-        if all.len() > MAX_WARNINGS {
-            let more = all.len() - (MAX_WARNINGS - 1);
-            all.truncate(MAX_WARNINGS - 1);
-            all.push(format!("… and {more} more (see the log)"));
-        }
-        all
-    }
-
-    async fn refresh_tools(&self, session: &Session) -> Result<(), RequestError> {
-        let covers = session.tools_changed.refresh_begins();
-        let list = session.list_tools(self.spec.startup_timeout).await?;
-        for issue in &list.issues {
-            tracing::warn!(server = %self.spec.name, tool = %issue.item, reason = %issue.reason, "tool skipped");
-        }
-        let count = list.items.len();
-        if let Ok(mut t) = self.slot.tools.write() {
-            *t = Arc::new(list);
-        }
-        let warnings = self.list_warnings();
-        self.publish(|s| {
-            s.tool_count = count;
-            s.revision += 1;
-            s.warnings = warnings;
-        });
-        session.tools_changed.refreshed(covers);
-        Ok(())
-    }
-}
-
-/// Stands in for the person while the host runs: a new login is never started behind the
-/// user's back; the server goes to `needs_auth` with the command that fixes it.
-struct NobodyToAsk {
-    server: String,
-}
-
-impl NobodyToAsk {
-    fn why(&self) -> String {
-        format!(
-            "the stored sign-in no longer works; run `mcp-host auth login {}`",
-            self.server
-        )
-    }
-}
-
-impl crate::oauth::Authorizer for NobodyToAsk {
-    fn authorize<'a>(
-        &'a self,
-        _url: &'a str,
-    ) -> futures::future::BoxFuture<
-        'a,
-        Result<crate::oauth::AuthorizationResponse, crate::oauth::OAuthError>,
-    > {
-        let why = self.why();
-        Box::pin(async move { Err(crate::oauth::OAuthError::Authorization(why)) })
-    }
-
-    fn unavailable(&self) -> Option<String> {
-        Some(self.why())
     }
 }

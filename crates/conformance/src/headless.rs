@@ -3,7 +3,7 @@
 //! so fetching the authorization URL without following the redirect yields the response.
 
 use futures::future::BoxFuture;
-use mcp_host_client::{AuthorizationResponse, OAuthError};
+use mcp_host_auth::{AuthorizationResponse, OAuthError};
 use std::time::Duration;
 
 pub struct Authorizer {
@@ -12,7 +12,7 @@ pub struct Authorizer {
 
 impl Authorizer {
     pub fn new() -> anyhow::Result<Self> {
-        mcp_host_client::install_crypto_provider();
+        mcp_host_auth::install_crypto_provider();
         let http = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .timeout(Duration::from_secs(10))
@@ -21,7 +21,7 @@ impl Authorizer {
     }
 }
 
-impl mcp_host_client::Authorizer for Authorizer {
+impl mcp_host_auth::Authorizer for Authorizer {
     fn authorize<'a>(
         &'a self,
         url: &'a str,

@@ -6,8 +6,8 @@
 mod headless;
 
 use anyhow::{Context, bail};
-use mcp_host_client::oauth::{IdTokenSource, IdentityProvider};
-use mcp_host_client::{AuthSettings, ClientFeatures, Endpoint, EraChoice, Grant, OAuth, Session};
+use mcp_host_auth::{AuthSettings, Grant, IdTokenSource, IdentityProvider, OAuth};
+use mcp_host_client::{ClientFeatures, Endpoint, EraChoice, Session};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 use std::sync::Arc;

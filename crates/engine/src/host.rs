@@ -1,16 +1,18 @@
 //! Connecting the host to its configured servers, for every front end alike: which servers
 //! start (and in what state the others are shown), the connection manager's options, and the
 //! gate that takes the manager's one capability to call tools. This is the only place the
-//! manager is started, so no front end ever holds that capability.
+//! manager is started, so no front end ever holds that capability. Also the one connection
+//! `auth login` makes to run a server's sign-in.
 
 use crate::audit::Audit;
 use crate::gate::Gate;
 use crate::hooks::Hooks;
+use mcp_host_auth::{CredentialVault, OAuth};
+use mcp_host_client::{ClientFeatures, ConnectError, Endpoint, EraChoice, Session};
 use mcp_host_client::{ManagerOptions, ServerSetup, SupervisorCommand, backoff::RetryPolicy};
 use mcp_host_config::{LoadedConfig, ServerReadiness};
 use mcp_host_core::{ServerId, ServerState};
 use mcp_host_policy::Policy;
-use mcp_host_store::CredentialVault;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -55,6 +57,8 @@ pub struct Connected {
 pub enum HostError {
     #[error("cannot build the HTTP client: {0}")]
     Http(#[from] reqwest::Error),
+    #[error(transparent)]
+    Connect(#[from] ConnectError),
 }
 
 /// Starts the configured servers (only `setup.only` when given) and puts the capability to
@@ -125,4 +129,25 @@ pub fn every_server_failed(servers: &Manager) -> Option<Vec<String>> {
         }
     }
     (!failed.is_empty()).then_some(failed)
+}
+
+/// Connects once to the remote server at `url` through `oauth` and closes the session again,
+/// so that whatever authorization the server asks for runs now, with `oauth`'s authorizer
+/// (`mcp-host auth login`), waiting at most `limit`.
+pub async fn sign_in(
+    url: &str,
+    headers: &BTreeMap<String, String>,
+    oauth: &OAuth,
+    limit: Duration,
+) -> Result<(), HostError> {
+    let endpoint = Endpoint::Http {
+        url: url.to_string(),
+        headers: headers.clone(),
+        client: mcp_host_client::http_client(Duration::from_secs(30))?,
+        auth: Some(oauth.clone()),
+    };
+    let session =
+        Session::connect(&endpoint, EraChoice::Auto, limit, ClientFeatures::default()).await?;
+    session.shutdown().await;
+    Ok(())
 }

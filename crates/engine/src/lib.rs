@@ -97,7 +97,7 @@ pub enum EngineError {
     #[error(transparent)]
     History(#[from] HistoryError),
     #[error("cannot check tool definitions against their pins: {0}")]
-    Pins(#[from] mcp_host_registry::pins::PinError),
+    Pins(#[from] mcp_host_store::pins::PinError),
 }
 
 /// Characters of one server's `instructions` put into the system prompt.

@@ -7,7 +7,7 @@
 use mcp_host_client::Manager;
 use mcp_host_core::{ServerId, ServerState, sanitize::one_line};
 use mcp_host_registry::catalogue::{Catalogue, ServerTools};
-use mcp_host_registry::pins::{PinError, PinStore};
+use mcp_host_store::pins::{PinError, PinStore};
 use std::sync::Arc;
 use tokio::sync::Mutex;
 

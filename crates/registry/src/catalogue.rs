@@ -6,9 +6,10 @@
 
 use crate::lint::{self, Flag};
 use crate::names::{NameTable, ToolKey};
-use crate::pins::{self, PinCheck, PinError, PinStore};
+use crate::pins::{self, PinCheck};
 use crate::schema::{self, Checker, Problem};
 use crate::search::{DocText, Index};
+use mcp_host_core::pins::PinRecords;
 use mcp_host_core::{
     PromptDescriptor, ResourceDescriptor, ResourceTemplateDescriptor, ServerId, ToolDescriptor,
 };
@@ -352,16 +353,11 @@ impl Catalogue {
             .collect()
     }
 
-    /// Compares every entry with its pin (pinning new ones) and records the result.
-    pub async fn check_pins(&mut self, store: &PinStore) -> Result<(), PinError> {
+    /// Compares every entry with its pin in `pins` (pinning new ones) and records the result.
+    pub async fn check_pins<P: PinRecords>(&mut self, pins: &P) -> Result<(), P::Error> {
         for e in &mut self.entries {
-            let check = store
-                .check(
-                    e.key.server.as_str(),
-                    &e.key.tool,
-                    &Entry::definition(&e.tool),
-                )
-                .await?;
+            let definition = Entry::definition(&e.tool);
+            let check = pins::check(pins, e.key.server.as_str(), &e.key.tool, &definition).await?;
             e.pin = Some(check);
         }
         Ok(())

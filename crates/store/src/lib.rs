@@ -6,21 +6,18 @@
 //!
 //! The store also keeps conversations and their messages (`conversations.rs`), the audit
 //! trail of tool calls (`tool_calls.rs`) and large tool results spilled out of the prompt
-//! (`results.rs`). All tables live in one file and one migration sequence. OAuth credentials
-//! are files of their own (`credentials.rs`: 0600, atomic writes, a cross-process refresh
-//! lock), kept out of the database so a copy of it carries no secret.
+//! (`results.rs`). All these tables live in one file and one migration sequence
+//! (`migrations/`); tool-definition pins have a file and migrations of their own
+//! (`pins.rs`: `pins.sqlite`, `pin_migrations/`). No secret is kept
+//! here: OAuth credentials live in `mcp-host-auth`'s vault, out of the database, so a copy
+//! of it carries no secret.
 
 mod conversations;
-mod credentials;
-mod keyring;
+pub mod pins;
 mod results;
 mod tool_calls;
 
 pub use conversations::{ConversationId, ConversationSummary};
-pub use credentials::{
-    CredentialError, CredentialKey, CredentialVault, Protection, RefreshLock, VaultChoice,
-};
-pub use keyring::{KeyringUnavailable, OsKeyring};
 pub use results::result_handle;
 pub use tool_calls::ToolCallRow;
 

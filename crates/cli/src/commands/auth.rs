@@ -8,8 +8,7 @@ use crate::cli::AuthCommand;
 use crate::host::Host;
 use crate::login::{LOGIN_TIMEOUT, LoopbackAuthorizer};
 use anyhow::{Context, bail};
-use mcp_host_client::oauth::{AuthSettings, CredentialStore, Grant, OAuth, VaultCredentialStore};
-use mcp_host_client::{ClientFeatures, Endpoint, EraChoice, Session};
+use mcp_host_auth::{AuthSettings, CredentialStore, Grant, OAuth, VaultCredentialStore};
 use mcp_host_config::{ServerReadiness, ServerSpec, Transport};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -72,21 +71,14 @@ async fn login(host: &Host, name: &str) -> anyhow::Result<ExitCode> {
     let settings = settings.with_stored_secret(&store)?;
     let store = store.with_client_secret(settings.client_secret.clone());
     let oauth = OAuth::with_store(url, settings, Arc::new(store)).await?;
-    let endpoint = Endpoint::Http {
-        url: url.to_string(),
-        headers: headers.clone(),
-        client: mcp_host_client::http_client(Duration::from_secs(30))?,
-        auth: Some(oauth.clone()),
-    };
-    let session = Session::connect(
-        &endpoint,
-        EraChoice::Auto,
+    mcp_host_engine::host::sign_in(
+        url,
+        headers,
+        &oauth,
         LOGIN_TIMEOUT + Duration::from_secs(60),
-        ClientFeatures::default(),
     )
     .await
     .with_context(|| format!("cannot sign in to `{name}`"))?;
-    session.shutdown().await;
     if oauth.rounds() == 0 {
         crate::output::outln!("`{name}` did not ask for authorization; nothing was stored");
     } else {

@@ -10,7 +10,7 @@ use crate::output::{one_line, table};
 use anyhow::bail;
 use mcp_host_engine::session::views::describe_flag;
 use mcp_host_registry::catalogue::Entry;
-use mcp_host_registry::pins::PinCheck;
+use mcp_host_registry::pins::{self, PinCheck};
 use serde_json::{Value, json};
 use std::process::ExitCode;
 
@@ -32,13 +32,8 @@ pub async fn run(host: &Host, args: ToolsArgs) -> anyhow::Result<ExitCode> {
                 .iter()
                 .filter(|e| matches!(e.pin, Some(PinCheck::Drift(_))))
             {
-                store
-                    .accept(
-                        e.key.server.as_str(),
-                        &e.key.tool,
-                        &Entry::definition(&e.tool),
-                    )
-                    .await?;
+                let definition = Entry::definition(&e.tool);
+                pins::accept(&store, e.key.server.as_str(), &e.key.tool, &definition).await?;
                 crate::output::errln!("accepted the current definition of `{}`", e.name);
             }
             catalogue.check_pins(&store).await?;

@@ -158,53 +158,19 @@ impl Session {
             }
         };
         let (process, verdicts) = conn.into_parts();
-        let info = service.peer().peer_info();
-        let era = Era {
-            version: info.as_ref().map_or_else(
-                || "unknown".to_string(),
-                |i| i.protocol_version.as_str().to_string(),
-            ),
+        let era = match check_version(&service) {
+            Ok(era) => era,
+            Err(e) => {
+                service.cancellation_token().cancel();
+                if let Some(mut p) = process {
+                    p.shutdown().await;
+                }
+                return Err(e);
+            }
         };
-        if !SUPPORTED_VERSIONS.contains(&era.version.as_str()) {
-            let detail = format!(
-                "the server speaks protocol version {:?}; this host supports {}",
-                era.version,
-                SUPPORTED_VERSIONS.join(", ")
-            );
-            service.cancellation_token().cancel();
-            if let Some(mut p) = process {
-                p.shutdown().await;
-            }
-            return Err(ConnectError::Handshake {
-                detail,
-                transient: false,
-                stderr_tail: Vec::new(),
-            });
-        }
-        let server_name = info.and_then(|i| i.server_info.as_ref().map(|s| s.name.clone()));
-        service
-            .peer()
-            .set_response_cache_config(rmcp::service::ClientCacheConfig::disabled())
-            .await;
-        if era.is_modern()
-            && let Some(info) = service.peer().peer_info()
-        {
-            let caps = &info.capabilities;
-            let wants = Changes {
-                tools: caps.tools.as_ref().and_then(|t| t.list_changed) == Some(true),
-                prompts: caps.prompts.as_ref().and_then(|p| p.list_changed) == Some(true),
-                resources: caps.resources.as_ref().and_then(|r| r.list_changed) == Some(true),
-            };
-            if wants.tools || wants.prompts || wants.resources {
-                let notify = (parts.tools_changed.clone(), parts.offers_changed.clone());
-                tokio::spawn(listen_for_changes(
-                    service.peer().clone(),
-                    wants,
-                    notify,
-                    closed.clone(),
-                ));
-            }
-        }
+        let server_name = (service.peer().peer_info())
+            .and_then(|i| i.server_info.as_ref().map(|s| s.name.clone()));
+        after_connect(&service, &era, &parts, &closed).await;
         let stderr = process.as_ref().map(|p| p.stderr.clone());
         let process = std::sync::Mutex::new(process);
         Ok(Self {
@@ -221,6 +187,57 @@ impl Session {
             server_name,
             progress: parts.progress,
         })
+    }
+}
+
+/// The protocol version the server settled on, as an era, if this host speaks it.
+fn check_version(service: &Service) -> Result<Era, ConnectError> {
+    let era = Era {
+        version: service.peer().peer_info().as_ref().map_or_else(
+            || "unknown".to_string(),
+            |i| i.protocol_version.as_str().to_string(),
+        ),
+    };
+    if SUPPORTED_VERSIONS.contains(&era.version.as_str()) {
+        return Ok(era);
+    }
+    Err(ConnectError::Handshake {
+        detail: format!(
+            "the server speaks protocol version {:?}; this host supports {}",
+            era.version,
+            SUPPORTED_VERSIONS.join(", ")
+        ),
+        transient: false,
+        stderr_tail: Vec::new(),
+    })
+}
+
+/// Sets up a connected session for its life: answers are never served from rmcp's cache
+/// (a refresh after a change must get the server's current list), and a 2026-07-28 server that declared list
+/// changes gets the `subscriptions/listen` stream it announces them on.
+async fn after_connect(service: &Service, era: &Era, parts: &Parts, closed: &CancellationToken) {
+    service
+        .peer()
+        .set_response_cache_config(rmcp::service::ClientCacheConfig::disabled())
+        .await;
+    if era.is_modern()
+        && let Some(info) = service.peer().peer_info()
+    {
+        let caps = &info.capabilities;
+        let wants = Changes {
+            tools: caps.tools.as_ref().and_then(|t| t.list_changed) == Some(true),
+            prompts: caps.prompts.as_ref().and_then(|p| p.list_changed) == Some(true),
+            resources: caps.resources.as_ref().and_then(|r| r.list_changed) == Some(true),
+        };
+        if wants.tools || wants.prompts || wants.resources {
+            let notify = (parts.tools_changed.clone(), parts.offers_changed.clone());
+            tokio::spawn(listen_for_changes(
+                service.peer().clone(),
+                wants,
+                notify,
+                closed.clone(),
+            ));
+        }
     }
 }
 
@@ -305,22 +322,10 @@ impl Conn {
                     url,
                     headers,
                     client,
-                    auth: None,
+                    auth,
                 },
             ) => {
-                let inner = http::transport(client.clone(), url, headers, false)?;
-                handshake(Correlated::new(inner), handler, mode, timeout, closed).await
-            }
-            (
-                Self::Http,
-                Endpoint::Http {
-                    url,
-                    headers,
-                    client,
-                    auth: Some(auth),
-                },
-            ) => {
-                let inner = http::transport(auth.client(client.clone()), url, headers, true)?;
+                let inner = http::transport_for(client, auth.as_ref(), url, headers)?;
                 handshake(Correlated::new(inner), handler, mode, timeout, closed).await
             }
             // `Conn::new` made the connection from this endpoint.
@@ -459,7 +464,7 @@ async fn listen_for_changes(
 }
 
 async fn handshake_error(e: &ClientInitializeError, process: Option<StdioProcess>) -> ConnectError {
-    if let Some(failure) = transport_error(e).and_then(|t| oauth::auth_failure(t.error.as_ref())) {
+    if let Some(failure) = transport_error(e).and_then(|t| auth_failure(t.error.as_ref())) {
         return ConnectError::Auth(failure);
     }
     if e.is_authorization_required() {

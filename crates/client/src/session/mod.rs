@@ -1,15 +1,15 @@
 //! One protocol session with one server, behind host-owned types: it puts a deadline on
 //! every request, cancels what it gives up on, turns the wire's verdicts into typed errors
 //! (a refused answer, a server that exited) and decodes results leniently; `connect` picks
-//! the era. With `wire`, `listing`, `reading`, `handler`, `http` and `oauth/`, the only code
-//! that touches rmcp.
+//! the era. With `wire`, `listing`, `reading`, `handler` and `http`, the only code in this
+//! crate that touches rmcp (OAuth's use of it is in `mcp-host-auth`).
 
 use crate::handler::{ClientFeatures, HostHandler, Progress, ProgressRoutes, client_config};
 use crate::http::{self, HttpFailure};
 use crate::lenient;
-use crate::oauth::{self, OAuth, OAuthError};
 use crate::stdio::{ProcessExit, SpawnError, StdioLaunch, StdioProcess, SupervisorCommand};
 use crate::wire::{Correlated, Verdicts, Wire};
+use mcp_host_auth::{OAuth, OAuthError, auth_failure};
 use mcp_host_core::{CallOutcome, Era};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest,
@@ -119,18 +119,15 @@ impl ConnectError {
         }
     }
 
-    /// Whether retrying later might succeed.
+    /// Whether retrying later might succeed. Every variant is named, so a new one has to
+    /// decide.
     pub fn is_transient(&self) -> bool {
-        matches!(
-            self,
-            Self::Handshake {
-                transient: true,
-                ..
-            } | Self::Timeout {
-                transient: true,
-                ..
-            }
-        )
+        match self {
+            Self::Handshake { transient, .. } | Self::Timeout { transient, .. } => *transient,
+            // A command that cannot start, or a header the config got wrong, fails the same
+            // way next time; authorization waits for a person (the runner parks it).
+            Self::Spawn(_) | Self::Header(_) | Self::NeedsAuth(_) | Self::Auth(_) => false,
+        }
     }
 }
 
@@ -454,7 +451,7 @@ pub(crate) fn to_value(r: &ServerResult) -> Result<Value, RequestError> {
 
 fn map_service_error(e: ServiceError) -> RequestError {
     if let ServiceError::TransportSend(t) = &e
-        && let Some(failure) = oauth::auth_failure(t.error.as_ref())
+        && let Some(failure) = auth_failure(t.error.as_ref())
     {
         return RequestError::Auth(failure);
     }

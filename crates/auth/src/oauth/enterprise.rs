@@ -210,6 +210,14 @@ mod tests {
         m
     }
 
+    fn test_client() -> reqwest::Client {
+        crate::install_crypto_provider();
+        reqwest::Client::builder()
+            .connect_timeout(std::time::Duration::from_secs(5))
+            .build()
+            .unwrap()
+    }
+
     async fn run(
         idp: &IdentityProvider,
         metadata: &AuthorizationMetadata,
@@ -217,7 +225,7 @@ mod tests {
     ) -> Result<(), AuthError> {
         let store = InMemoryCredentialStore::new();
         Exchange {
-            http: &crate::http_client(std::time::Duration::from_secs(5)).unwrap(),
+            http: &test_client(),
             resource,
             metadata,
             idp,

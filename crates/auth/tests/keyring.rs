@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a panic is the failure report.
 
-use mcp_host_store::{CredentialKey, CredentialVault, OsKeyring, Protection, VaultChoice};
+use mcp_host_auth::{CredentialKey, CredentialVault, OsKeyring, Protection, VaultChoice};
 use serde_json::json;
 
 fn key(resource: &str) -> CredentialKey {

@@ -81,7 +81,7 @@ impl Shared {
         settings: AuthSettings,
         store: Arc<dyn CredentialStore>,
     ) -> Result<Self, OAuthError> {
-        crate::http::install_crypto_provider();
+        crate::install_crypto_provider();
         let mut base = reqwest::Url::parse(server_url)
             .map_err(|e| config_error(format!("server URL {server_url:?}: {e}")))?;
         base.set_fragment(None);

@@ -7,11 +7,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // A benchmark: a panic is the report.
 
 use futures::future::BoxFuture;
-use mcp_host_client::oauth::{
-    AuthSettings, AuthorizationResponse, Authorizer, CredentialStore, Grant, OAuth, OAuthError,
-    StoredCredentials, VaultCredentialStore,
+use mcp_host_auth::{
+    AuthSettings, AuthorizationResponse, Authorizer, CredentialKey, CredentialStore,
+    CredentialVault, Grant, OAuth, OAuthError, OsKeyring, StoredCredentials, VaultChoice,
+    VaultCredentialStore,
 };
-use mcp_host_store::{CredentialKey, CredentialVault, OsKeyring, VaultChoice};
 use mcp_host_testkit::oauth_server::LocalAuthServer;
 use serde_json::json;
 use std::sync::Arc;

@@ -1,5 +1,5 @@
 //! Credentials that outlive the process: [`VaultCredentialStore`] is rmcp's
-//! [`CredentialStore`] over `mcp_host_store::CredentialVault` (the OS keyring, else one 0600
+//! [`CredentialStore`] over [`crate::CredentialVault`] (the OS keyring, else one 0600
 //! JSON file per credential in a 0700 directory; a cross-process refresh lock either way),
 //! for ONE server. "The file" below is the vault's item for the credential, wherever it is.
 //!
@@ -58,7 +58,7 @@
 
 use super::OAuthError;
 use super::store::{CredentialRefreshGuard, CredentialStore, StoreError, StoredCredentials};
-use mcp_host_store::{CredentialError, CredentialKey, CredentialVault, RefreshLock};
+use crate::{CredentialError, CredentialKey, CredentialVault, RefreshLock};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};

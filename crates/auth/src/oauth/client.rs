@@ -21,8 +21,10 @@ use std::sync::Arc;
 
 type Error = StreamableHttpError<reqwest::Error>;
 
+/// What a Streamable HTTP transport to an OAuth-protected server sends through (made by
+/// [`super::OAuth::client`]; the transport itself is `mcp-host-client`'s).
 #[derive(Clone)]
-pub(crate) struct AuthorizingClient {
+pub struct AuthorizingClient {
     inner: AuthClient<reqwest::Client>,
     shared: Arc<Shared>,
 }

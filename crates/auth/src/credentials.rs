@@ -109,7 +109,7 @@ impl CredentialKey {
     /// The file stem and keyring account: a hash, so neither URL appears in a name.
     pub(crate) fn stem(&self) -> String {
         let digest = Sha256::digest(format!("{}\n{}", self.issuer, self.resource).as_bytes());
-        crate::hex(&digest[..16])
+        digest[..16].iter().map(|b| format!("{b:02x}")).collect()
     }
 }
 

@@ -2,7 +2,7 @@
 //! the public face of it: what a caller configures ([`AuthSettings`], [`Grant`]), how a
 //! person (or a headless stand-in) approves an authorization request ([`Authorizer`]), the
 //! typed failures ([`OAuthError`]), and the per-server handle ([`OAuth`]) that an
-//! [`crate::Endpoint::Http`] carries.
+//! `mcp_host_client::Endpoint::Http` carries.
 //!
 //! Authorization is reactive: requests go out without a token until the server answers 401;
 //! then discovery, registration, the authorization round and the token exchange run inside
@@ -16,8 +16,9 @@ mod jwt;
 mod persist;
 pub mod store;
 mod token;
+mod unattended;
 
-pub(crate) use client::AuthorizingClient;
+pub use client::AuthorizingClient;
 pub use enterprise::IdentityProvider;
 pub use persist::{DEFAULT_LOCK_WAIT, ISSUER_IN_FILE, VaultCredentialStore};
 pub use store::{CredentialStore, InMemoryCredentialStore, StoredCredentials};
@@ -405,7 +406,7 @@ impl From<OAuthError> for AuthError {
 /// The authorization failure behind a transport error, if that is what it is: a flow that
 /// failed (rmcp's `AuthError`, other than "authorization required", which is a plain 401),
 /// or a 403 `insufficient_scope` that could not be stepped up.
-pub(crate) fn auth_failure(err: &(dyn std::error::Error + 'static)) -> Option<OAuthError> {
+pub fn auth_failure(err: &(dyn std::error::Error + 'static)) -> Option<OAuthError> {
     let mut cur = Some(err);
     while let Some(e) = cur {
         if let Some(a) = e.downcast_ref::<AuthError>()
@@ -489,7 +490,7 @@ impl OAuth {
 
     /// The HTTP client a Streamable HTTP transport uses to reach this server: `http`, with
     /// tokens attached and authorization run when the server asks for it.
-    pub(crate) fn client(&self, http: reqwest::Client) -> AuthorizingClient {
+    pub fn client(&self, http: reqwest::Client) -> AuthorizingClient {
         AuthorizingClient::new(http, self.shared.clone())
     }
 }

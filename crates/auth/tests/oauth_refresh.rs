@@ -4,11 +4,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use futures::future::BoxFuture;
-use mcp_host_client::oauth::{
-    AuthSettings, AuthorizationResponse, Authorizer, CredentialStore, Grant, OAuth, OAuthError,
-    StoredCredentials, VaultCredentialStore,
+use mcp_host_auth::{
+    AuthSettings, AuthorizationResponse, Authorizer, CredentialStore, CredentialVault, Grant,
+    OAuth, OAuthError, StoredCredentials, VaultCredentialStore,
 };
-use mcp_host_store::CredentialVault;
 use mcp_host_testkit::oauth_server::LocalAuthServer;
 use serde_json::{Value, json};
 use std::os::unix::fs::PermissionsExt;

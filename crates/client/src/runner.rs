@@ -1,0 +1,441 @@
+//! The task that owns one server's lifecycle, as explicit phases: connect (unless a person
+//! disabled the server), serve the session until it ends, then let the retry policy choose
+//! between a backoff and giving up; `needs_auth`, `failed` and `disabled` wait for a person's
+//! restart. Every wait also ends when the host stops. While serving, the task keeps the
+//! server's tools and offers current and checks that a remote server is still there.
+
+use crate::backoff::{Next, Retrier, RetryPolicy};
+use crate::handler::ClientFeatures;
+use crate::manager::{ManagerOptions, Slot};
+use crate::session::{ConnectError, Endpoint, EraChoice, RequestError, Session};
+use crate::stdio::StdioLaunch;
+use mcp_host_auth::OAuth;
+use mcp_host_config::{ServerSpec, Transport};
+use mcp_host_core::{ServerId, ServerState, ServerStatus};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+/// How many list warnings a status carries; the rest are counted (and in the log).
+const MAX_WARNINGS: usize = 8;
+
+/// How long a liveness check may take before the server counts as gone.
+const HEALTH_TIMEOUT: Duration = Duration::from_secs(10);
+
+fn endpoint(spec: &ServerSpec, opts: &ManagerOptions) -> Endpoint {
+    match &spec.transport {
+        Transport::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => Endpoint::Stdio {
+            launch: StdioLaunch {
+                command: command.clone(),
+                args: args.clone(),
+                env: env.clone(),
+                cwd: cwd.clone(),
+            },
+            supervisor: opts.supervisor.clone(),
+            host_env: opts.host_env.clone(),
+        },
+        Transport::Http { url, headers } => Endpoint::Http {
+            url: url.clone(),
+            headers: headers.clone(),
+            client: opts.http_client.clone(),
+            auth: None,
+        },
+    }
+}
+
+/// The task that owns one server's lifecycle.
+pub(crate) struct Runner {
+    spec: ServerSpec,
+    endpoint: Endpoint,
+    slot: Arc<Slot>,
+    status: watch::Sender<ServerStatus>,
+    opts: ManagerOptions,
+}
+
+enum Ended {
+    Stopped,
+    Lost(String),
+    /// A person asked for a restart (or disabled the server).
+    Restart,
+}
+
+/// Where a server's task is.
+enum Phase {
+    /// About to connect, if the server is enabled.
+    Connect,
+    /// Connected: serving until the session ends.
+    Serve(Arc<Session>),
+    /// A person disabled the server: stopped until a restart enables it again.
+    Disabled,
+    /// Refused for want of a usable sign-in: waits for a restart (after `auth login`).
+    NeedsAuth(String),
+    /// The connection failed or the session was lost: the retry policy decides.
+    Down { reason: String, transient: bool },
+    /// Waits `delay` before the next attempt; a restart cuts it short.
+    Backoff {
+        attempt: u32,
+        delay: Duration,
+        reason: String,
+    },
+    /// Out of retries: waits for a restart.
+    Failed(String),
+}
+
+/// What ended a wait that the host's stop did not end.
+#[derive(PartialEq, Eq)]
+enum Woken {
+    Restart,
+    Elapsed,
+}
+
+/// What one server's attempts carry from one to the next.
+struct Attempts {
+    policy: RetryPolicy,
+    remote: bool,
+    retrier: Retrier,
+    /// Once an era worked, reconnects use it directly instead of probing again.
+    era: EraChoice,
+}
+
+impl Attempts {
+    fn new(policy: RetryPolicy, remote: bool) -> Self {
+        Self {
+            retrier: Retrier::new(policy.clone(), remote),
+            policy,
+            remote,
+            era: EraChoice::Auto,
+        }
+    }
+
+    /// A person asked for a restart: a fresh retry budget (the era stays known).
+    fn reset(&mut self) {
+        self.retrier = Retrier::new(self.policy.clone(), self.remote);
+    }
+
+    fn connected(&mut self, session: &Session) {
+        self.retrier.on_ready();
+        self.era = if session.era().is_modern() {
+            EraChoice::Modern
+        } else {
+            EraChoice::Legacy
+        };
+    }
+}
+
+impl Runner {
+    pub(crate) fn new(
+        spec: ServerSpec,
+        slot: Arc<Slot>,
+        status: watch::Sender<ServerStatus>,
+        opts: ManagerOptions,
+    ) -> Self {
+        Self {
+            endpoint: endpoint(&spec, &opts),
+            spec,
+            slot,
+            status,
+            opts,
+        }
+    }
+
+    fn publish(&self, f: impl FnOnce(&mut ServerStatus)) {
+        self.status.send_modify(f);
+    }
+
+    fn set_state(&self, state: ServerState) {
+        self.publish(|s| s.state = state);
+    }
+
+    pub(crate) async fn run(mut self, stop: CancellationToken) {
+        self.attach_oauth().await;
+        let remote = matches!(self.endpoint, Endpoint::Http { .. });
+        let mut attempts = Attempts::new(self.opts.retry.clone(), remote);
+        let mut phase = Phase::Connect;
+        while let Some(next) = self.step(phase, &mut attempts, &stop).await {
+            phase = next;
+        }
+        self.set_state(ServerState::Stopped);
+    }
+
+    /// Does what `phase` says and returns the phase after it; `None` once the host stops.
+    async fn step(
+        &self,
+        phase: Phase,
+        attempts: &mut Attempts,
+        stop: &CancellationToken,
+    ) -> Option<Phase> {
+        match phase {
+            Phase::Connect if !self.slot.enabled.load(std::sync::atomic::Ordering::SeqCst) => {
+                Some(Phase::Disabled)
+            }
+            Phase::Connect => self.connect(attempts, stop).await,
+            Phase::Serve(session) => match self.serve(session, stop).await {
+                Ended::Stopped => None,
+                Ended::Lost(reason) => Some(Phase::Down {
+                    reason,
+                    transient: true,
+                }),
+                Ended::Restart => {
+                    attempts.reset();
+                    Some(Phase::Connect)
+                }
+            },
+            Phase::Disabled => {
+                self.set_state(ServerState::Disabled);
+                self.wait(None, stop).await?;
+                Some(Phase::Connect)
+            }
+            Phase::NeedsAuth(reason) => {
+                self.set_state(ServerState::NeedsAuth { reason });
+                self.wait(None, stop).await?;
+                Some(Phase::Connect)
+            }
+            Phase::Down { reason, transient } => {
+                let now = tokio::time::Instant::now();
+                Some(
+                    match attempts.retrier.on_failure(transient, now, rand::random()) {
+                        Next::GiveUp => Phase::Failed(reason),
+                        Next::RetryAfter { attempt, delay } => Phase::Backoff {
+                            attempt,
+                            delay,
+                            reason,
+                        },
+                    },
+                )
+            }
+            Phase::Backoff {
+                attempt,
+                delay,
+                reason,
+            } => {
+                tracing::info!(server = %self.spec.name, attempt, ?delay, %reason, "retrying");
+                self.publish(|s| {
+                    s.state = ServerState::Backoff {
+                        attempt,
+                        retry_in: delay,
+                        reason,
+                    };
+                    s.restarts += 1;
+                });
+                if self.wait(Some(delay), stop).await? == Woken::Restart {
+                    attempts.reset();
+                }
+                Some(Phase::Connect)
+            }
+            Phase::Failed(reason) => {
+                self.set_state(ServerState::Failed { reason });
+                self.wait(None, stop).await?;
+                attempts.reset();
+                Some(Phase::Connect)
+            }
+        }
+    }
+
+    /// One connection attempt, in the era that worked last (or probing for it).
+    async fn connect(&self, attempts: &mut Attempts, stop: &CancellationToken) -> Option<Phase> {
+        self.set_state(ServerState::Starting);
+        let features = ClientFeatures {
+            elicitation_defaults: self.spec.elicitation_defaults,
+            ask_person: (self.opts.ask_person.clone())
+                .map(|tx| (ServerId::new(&self.spec.name), tx)),
+        };
+        let connect = Session::connect(
+            &self.endpoint,
+            attempts.era,
+            self.spec.startup_timeout,
+            features,
+        );
+        let result = tokio::select! {
+            r = connect => r,
+            () = stop.cancelled() => return None,
+        };
+        Some(match result {
+            Ok(session) => {
+                attempts.connected(&session);
+                Phase::Serve(Arc::new(session))
+            }
+            Err(ConnectError::NeedsAuth(challenge)) => Phase::NeedsAuth(challenge),
+            Err(e @ ConnectError::Auth(_)) => Phase::NeedsAuth(e.to_string()),
+            Err(e) => {
+                if let ConnectError::Handshake { stderr_tail, .. } = &e {
+                    let tail = stderr_tail.clone();
+                    self.publish(|s| s.stderr_tail = tail);
+                }
+                Phase::Down {
+                    reason: e.to_string(),
+                    transient: e.is_transient(),
+                }
+            }
+        })
+    }
+
+    /// Waits for a person's restart (or for `delay` to pass, when given); `None` when the
+    /// host stops first.
+    async fn wait(&self, delay: Option<Duration>, stop: &CancellationToken) -> Option<Woken> {
+        let elapsed = async {
+            match delay {
+                Some(delay) => tokio::time::sleep(delay).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            () = elapsed => Some(Woken::Elapsed),
+            () = self.slot.restart.notified() => Some(Woken::Restart),
+            () = stop.cancelled() => None,
+        }
+    }
+
+    /// Gives a remote server OAuth when it can be used without a person (see
+    /// [`OAuth::for_server`]); otherwise a 401 leaves the server in `needs_auth`.
+    async fn attach_oauth(&mut self) {
+        let Some(vault) = self.opts.credentials.clone() else {
+            return;
+        };
+        let Endpoint::Http { auth, .. } = &mut self.endpoint else {
+            return;
+        };
+        match OAuth::for_server(vault, &self.spec).await {
+            Ok(oauth) => *auth = oauth,
+            Err(e) => tracing::warn!(server = %self.spec.name, error = %e, "OAuth not used"),
+        }
+    }
+
+    /// Runs a ready session until it ends or the host stops.
+    async fn serve(&self, session: Arc<Session>, stop: &CancellationToken) -> Ended {
+        if let Err(e) = self.refresh_tools(&session).await {
+            let reason = format!("listing tools failed: {e}");
+            session.shutdown().await;
+            return Ended::Lost(reason);
+        }
+        self.refresh_offers(&session).await;
+        if let Ok(mut s) = self.slot.session.write() {
+            *s = Some(session.clone());
+        }
+        let era = session.era().clone();
+        let note = session.era_note().map(str::to_string);
+        self.publish(|s| {
+            s.state = ServerState::Ready;
+            s.era = Some(era);
+            // A reconnect in the known era makes no probe: the first one's reason stands.
+            if note.is_some() {
+                s.era_note = note;
+            }
+        });
+        let remote = matches!(self.endpoint, Endpoint::Http { .. });
+        let every = self.opts.health_interval;
+        let mut health = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+        health.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let ended = loop {
+            let check = tokio::select! {
+                _ = health.tick(), if remote => true,
+                () = self.slot.suspect.notified() => true,
+                () = session.closed() => {
+                    let (how, tail) = session.reap().await;
+                    self.publish(|s| s.stderr_tail = tail);
+                    break Ended::Lost(how);
+                }
+                () = session.tools_changed.notified() => {
+                    if let Err(e) = self.refresh_tools(&session).await {
+                        tracing::warn!(server = %self.spec.name, error = %e, "tool refresh failed");
+                    }
+                    false
+                }
+                () = session.offers_changed.notified() => {
+                    self.refresh_offers(&session).await;
+                    false
+                }
+                () = stop.cancelled() => {
+                    session.shutdown().await;
+                    break Ended::Stopped;
+                }
+                () = self.slot.restart.notified() => {
+                    session.shutdown().await;
+                    break Ended::Restart;
+                }
+            };
+            if check && let Err(e) = session.check_alive(HEALTH_TIMEOUT).await {
+                session.shutdown().await;
+                break Ended::Lost(format!("the server stopped answering ({e})"));
+            }
+        };
+        if let Ok(mut s) = self.slot.session.write() {
+            *s = None;
+        }
+        ended
+    }
+
+    async fn refresh_offers(&self, session: &Session) {
+        let offers = session.list_offers(self.spec.startup_timeout).await;
+        for issue in offers
+            .prompts
+            .issues
+            .iter()
+            .chain(&offers.resources.issues)
+            .chain(&offers.templates.issues)
+        {
+            tracing::warn!(server = %self.spec.name, item = %issue.item, reason = %issue.reason, "list entry skipped");
+        }
+        if let Ok(mut o) = self.slot.offers.write() {
+            *o = Arc::new(offers);
+        }
+        let warnings = self.list_warnings();
+        self.publish(|s| {
+            s.revision += 1;
+            s.warnings = warnings;
+        });
+    }
+
+    /// What the current lists left out, one line each (at most [`MAX_WARNINGS`]).
+    fn list_warnings(&self) -> Vec<String> {
+        let tools = self.slot.tools.read().ok().map(|t| t.clone());
+        let offers = self.slot.offers.read().ok().map(|o| o.clone());
+        let mut lists = Vec::new();
+        if let Some(t) = &tools {
+            lists.push(("tools/list", &t.issues));
+        }
+        if let Some(o) = &offers {
+            lists.push(("prompts/list", &o.prompts.issues));
+            lists.push(("resources/list", &o.resources.issues));
+            lists.push(("resources/templates/list", &o.templates.issues));
+        }
+        // What cut a whole list first, so the truncation below never hides it.
+        let mut all = Vec::new();
+        for whole in [true, false] {
+            for (what, issues) in &lists {
+                all.extend(crate::listing::warnings(what, issues, whole));
+            }
+        }
+        if all.len() > MAX_WARNINGS {
+            let more = all.len() - (MAX_WARNINGS - 1);
+            all.truncate(MAX_WARNINGS - 1);
+            all.push(format!("… and {more} more (see the log)"));
+        }
+        all
+    }
+
+    async fn refresh_tools(&self, session: &Session) -> Result<(), RequestError> {
+        let covers = session.tools_changed.refresh_begins();
+        let list = session.list_tools(self.spec.startup_timeout).await?;
+        for issue in &list.issues {
+            tracing::warn!(server = %self.spec.name, tool = %issue.item, reason = %issue.reason, "tool skipped");
+        }
+        let count = list.items.len();
+        if let Ok(mut t) = self.slot.tools.write() {
+            *t = Arc::new(list);
+        }
+        let warnings = self.list_warnings();
+        self.publish(|s| {
+            s.tool_count = count;
+            s.revision += 1;
+            s.warnings = warnings;
+        });
+        session.tools_changed.refreshed(covers);
+        Ok(())
+    }
+}

@@ -1,0 +1,34 @@
+//! The seam between tool-definition pins and where they are kept: [`PinRecords`] is what
+//! the registry's pin checks (`mcp_host_registry::pins`: hashing, comparing, drift diffs)
+//! read and write, and what the store's pin file (`mcp_host_store::pins::PinStore`)
+//! implements. It lives here so that neither crate depends on the other: the registry stays
+//! free of I/O, and the store of catalogue logic.
+
+/// One pinned definition, as kept.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PinRecord {
+    /// The definition's hash (`mcp_host_registry::pins::definition_hash`).
+    pub hash: String,
+    /// The definition as canonical JSON text (sorted keys), for drift diffs.
+    pub definition: String,
+}
+
+/// Where pins are kept: at most one per (server, tool).
+pub trait PinRecords {
+    type Error;
+
+    /// The pin of (server, tool), if there is one.
+    fn pinned(
+        &self,
+        server: &str,
+        tool: &str,
+    ) -> impl Future<Output = Result<Option<PinRecord>, Self::Error>> + Send;
+
+    /// Pins `record` for (server, tool), replacing an earlier pin.
+    fn pin(
+        &self,
+        server: &str,
+        tool: &str,
+        record: &PinRecord,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send;
+}

@@ -1,0 +1,93 @@
+//! Tool-definition pins on disk: [`PinStore`] keeps one pin per (server, tool), its hash
+//! and canonical definition text, in a small SQLite file of its own (`pins.sqlite` in the
+//! user's data dir) with its own migrations (`pin_migrations/`). It only keeps them: what
+//! a pin is and when a definition drifted from it is the registry's
+//! (`mcp_host_registry::pins`), over the [`PinRecords`] seam this implements.
+
+use crate::StoreError;
+use mcp_host_core::pins::{PinRecord, PinRecords};
+use sqlx::sqlite::SqlitePool;
+use std::path::Path;
+
+#[derive(Debug, thiserror::Error)]
+pub enum PinError {
+    #[error(transparent)]
+    Open(#[from] StoreError),
+    #[error("cannot migrate the pin store: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    #[error("pin store query failed: {0}")]
+    Query(#[from] sqlx::Error),
+}
+
+#[derive(Clone, Debug)]
+pub struct PinStore {
+    pool: SqlitePool,
+}
+
+impl PinStore {
+    pub async fn open(path: &Path) -> Result<Self, PinError> {
+        let pool = crate::open_sqlite(path).await?;
+        sqlx::migrate!("./pin_migrations").run(&pool).await?;
+        Ok(Self { pool })
+    }
+}
+
+impl PinRecords for PinStore {
+    type Error = PinError;
+
+    async fn pinned(&self, server: &str, tool: &str) -> Result<Option<PinRecord>, PinError> {
+        let row: Option<(String, String)> =
+            sqlx::query_as("SELECT hash, definition FROM tool_pins WHERE server = ? AND tool = ?")
+                .bind(server)
+                .bind(tool)
+                .fetch_optional(&self.pool)
+                .await?;
+        Ok(row.map(|(hash, definition)| PinRecord { hash, definition }))
+    }
+
+    async fn pin(&self, server: &str, tool: &str, record: &PinRecord) -> Result<(), PinError> {
+        sqlx::query(
+            "INSERT INTO tool_pins (server, tool, hash, definition) VALUES (?, ?, ?, ?)
+             ON CONFLICT (server, tool) DO UPDATE SET hash = excluded.hash,
+                 definition = excluded.definition,
+                 pinned_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now')",
+        )
+        .bind(server)
+        .bind(tool)
+        .bind(&record.hash)
+        .bind(&record.definition)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    fn record(hash: &str) -> PinRecord {
+        PinRecord {
+            hash: hash.into(),
+            definition: format!(r#"{{"name":"echo","v":"{hash}"}}"#),
+        }
+    }
+
+    #[tokio::test]
+    async fn pins_persist_per_server_and_tool_and_are_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("data/pins.sqlite");
+        let store = PinStore::open(&path).await.unwrap();
+        assert_eq!(store.pinned("s", "echo").await.unwrap(), None);
+        store.pin("s", "echo", &record("h1")).await.unwrap();
+        drop(store);
+        // A new process sees the same pins in the same file.
+        let store = PinStore::open(&path).await.unwrap();
+        assert_eq!(store.pinned("s", "echo").await.unwrap(), Some(record("h1")));
+        assert_eq!(store.pinned("other", "echo").await.unwrap(), None);
+        assert_eq!(store.pinned("s", "other").await.unwrap(), None);
+        store.pin("s", "echo", &record("h2")).await.unwrap();
+        assert_eq!(store.pinned("s", "echo").await.unwrap(), Some(record("h2")));
+    }
+}
