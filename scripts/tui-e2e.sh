@@ -6,7 +6,7 @@
 # sequences (clear screen, window title, OSC 52 clipboard, OSC 8 link; C1 and bidi controls
 # checked in the bytes the pane received), and Ctrl-C twice to
 # quit with every server stopped; a PreToolUse hook that denies in chat (the model's call and
-# a /call); then `auth set-secret` at a terminal (no echo, and the
+# a /call), each audited once with the fields of `run` and `call`; then `auth set-secret` at a terminal (no echo, and the
 # terminal given back, also on Ctrl-C). Last line: "tui-e2e: N passed, N failed".
 set -uo pipefail
 
@@ -179,6 +179,22 @@ check "no approval was asked for the hooked call" bash -c '! grep -qF "Allow onc
 check "the model read the hook's reason" wait_file "blocked by the e2e hook" "$WORK/model-hooked.log"
 "${T[@]}" send-keys -t e2e '/call time get_current_time {"timezone": "UTC"}' Enter
 check "a person's /call is stopped by the hook too" wait_for "blocked by the e2e hook"
+# One audit record per call in chat too, with the fields of `run` and `call` (the list in
+# crates/cli/tests/gate.rs): the hook's refusals of the model's call and of the /call alike.
+audit_ok() {
+  python3 - "$WORK/data/mcp-host/audit.jsonl" <<'PY'
+import json, sys
+fields = ["args_sha256", "background_job", "decided_by", "duration_ms", "error", "event", "id",
+          "is_error", "name", "reason", "refused", "result_bytes", "result_handle", "server",
+          "source", "status", "tool", "truncated", "ts", "verdict"]
+records = [json.loads(l) for l in open(sys.argv[1])]
+assert records and all(sorted(r) == fields for r in records), records
+hooked = {r["source"] for r in records if r["tool"] == "get_current_time"
+          and (r["decided_by"] or {}).get("by") == "hook" and r["status"] == "refused"}
+assert hooked == {"model", "person"}, hooked
+PY
+}
+check "chat audits each call once, with the same fields as run and call" audit_ok
 "${T[@]}" send-keys -t e2e '/quit' Enter
 check "/quit exits cleanly after the hooked session" wait_for "HOST-EXITED 0" 15
 

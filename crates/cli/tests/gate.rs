@@ -111,6 +111,83 @@ fn a_denying_pre_tool_use_hook_stops_a_persons_call() {
     assert!(calls_received(&log).is_empty());
 }
 
+/// The fields of every audit record, whatever made the call and whichever front end ran it
+/// (`scripts/tui-e2e.sh` checks chat's records against the same list).
+const AUDIT_FIELDS: &[&str] = &[
+    "args_sha256",
+    "background_job",
+    "decided_by",
+    "duration_ms",
+    "error",
+    "event",
+    "id",
+    "is_error",
+    "name",
+    "reason",
+    "refused",
+    "result_bytes",
+    "result_handle",
+    "server",
+    "source",
+    "status",
+    "tool",
+    "truncated",
+    "ts",
+    "verdict",
+];
+
+#[test]
+fn run_and_call_write_one_audit_record_per_call_with_the_same_fields() {
+    let (url, _seen) = fake_model(vec![
+        tool_calls_stream(&[
+            ("call_a", "f__echo", r#"{"message": "hi"}"#),
+            ("call_b", "f__add", r#"{"a": 1, "b": 2}"#),
+        ]),
+        text_stream("done"),
+    ]);
+    let sb = Sandbox::new();
+    let log = sb.path().join("requests.log");
+    let cfg = blocking_hook_config(&sb, &log);
+    let out = sb.run_with(&run_args(&url, &["--allowed-tools", "f__*"]), &cfg);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let denied = sb.run_with(
+        &["call", "f", "echo", "--args", r#"{"message": "hi"}"#],
+        &cfg,
+    );
+    assert_eq!(denied.status.code(), Some(1));
+    let sent = sb.run_with(&["call", "f", "add", "--args", r#"{"a": 1, "b": 2}"#], &cfg);
+    assert!(sent.status.success(), "{}", stderr(&sent));
+
+    let audit = std::fs::read_to_string(sb.path().join("data/mcp-host/audit.jsonl")).unwrap();
+    let records: Vec<Value> = audit
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let summary: Vec<(&str, &str, &str, &str)> = records
+        .iter()
+        .map(|r| {
+            let keys: Vec<&str> = r.as_object().unwrap().keys().map(String::as_str).collect();
+            assert_eq!(keys, AUDIT_FIELDS, "{r}");
+            (
+                r["source"].as_str().unwrap(),
+                r["tool"].as_str().unwrap(),
+                r["decided_by"]["by"].as_str().unwrap(),
+                r["status"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            ("model", "echo", "hook", "refused"),
+            ("model", "add", "allow_rule", "ok"),
+            ("person", "echo", "hook", "refused"),
+            ("person", "add", "mode", "ok"),
+        ],
+        "{audit}"
+    );
+}
+
 #[test]
 fn a_hook_matcher_that_is_not_a_regex_stops_the_command_before_any_server_starts() {
     let sb = Sandbox::new();
