@@ -180,7 +180,7 @@ check "the model read the hook's reason" wait_file "blocked by the e2e hook" "$W
 "${T[@]}" send-keys -t e2e '/call time get_current_time {"timezone": "UTC"}' Enter
 check "a person's /call is stopped by the hook too" wait_for "blocked by the e2e hook"
 # One audit record per call in chat too, with the fields of `run` and `call` (the list in
-# crates/cli/tests/gate.rs): the hook's refusals of the model's call and of the /call alike.
+# crates/cli/tests/all/gate.rs): the hook's refusals of the model's call and of the /call alike.
 audit_ok() {
   python3 - "$WORK/data/mcp-host/audit.jsonl" <<'PY'
 import json, sys

@@ -1,6 +1,6 @@
 //! Token refresh from persisted credentials, against a local authorization server: rotated
 //! refresh tokens on disk, audience separation, and what a rejected refresh token does to the
-//! store. (One refresh across two host processes is `crates/cli/tests/oauth.rs`.)
+//! store. (One refresh across two host processes is `crates/cli/tests/all/oauth.rs`.)
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use futures::future::BoxFuture;

@@ -4,10 +4,7 @@
 //! server that never answers, and the model is told which servers it cannot use and why.
 //! (Chat's part is driven through tmux in `scripts/tui-e2e.sh`.)
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a panic is the failure report.
-
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
 use std::path::Path;
 use std::time::{Duration, Instant};

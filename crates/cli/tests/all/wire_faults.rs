@@ -5,10 +5,7 @@
 //! reported, and a call to a server that died says how it died. Real supervised processes
 //! (the fake server's fault modes); waits are on published states with deadlines.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a panic is the failure report.
-
-mod common;
-use common::*;
+use crate::common::*;
 use mcp_host_client::{CallError, Manager, RequestError, ToolCaller};
 use mcp_host_core::{ServerId, ServerState, ServerStatus};
 use std::time::{Duration, Instant};

@@ -2,10 +2,7 @@
 //! per-server ordering, approvals answered through events, background calls delivered at
 //! the next turn, result budgets, compaction, and persisted conversations.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a panic is the failure report.
-
-mod common;
-use common::*;
+use crate::common::*;
 use mcp_host_client::{Manager, ServerSetup, ToolCaller};
 use mcp_host_config::RawToolOptions;
 use mcp_host_core::event::ApprovalPrompt;

@@ -2,10 +2,7 @@
 //! wire format drives a tool-using turn against the fake MCP server. Denied and invalid calls
 //! come back to the model as readable errors and the turn goes on.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a panic is the failure report.
-
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
 
 #[test]

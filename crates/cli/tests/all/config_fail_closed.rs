@@ -5,10 +5,7 @@
 //! only warn, with a guess; other hosts' formats are named. The fake server's request log
 //! proves that no call reached it.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a panic is the failure report.
-
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::Output;

@@ -2,10 +2,7 @@
 //! crashes, hangs, floods, lies or sends an oversized line affects only itself, and the host
 //! restarts what can be restarted. Waits are on published state changes with deadlines.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a panic is the failure report.
-
-mod common;
-use common::*;
+use crate::common::*;
 use mcp_host_client::{CallError, Manager, ManagerOptions, RequestError, ServerSetup, ToolCaller};
 use mcp_host_core::{ServerId, ServerState, ServerStatus};
 use std::time::Duration;

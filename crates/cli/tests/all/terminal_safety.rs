@@ -5,10 +5,7 @@
 //! line on stdout) and a model that answers with the same text. The only control bytes
 //! allowed are the pty's own line endings (`\r\n`) and tabs.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a panic is the failure report.
-
-mod common;
-use common::*;
+use crate::common::*;
 use mcp_host_testkit::HOSTILE_TEXT;
 use serde_json::{Value, json};
 use std::path::Path;

@@ -2,10 +2,7 @@
 //! server never sees a bad call), drift reports with a diff (across runs and mid-session),
 //! and look-alike names.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a panic is the failure report.
-
-mod common;
-use common::*;
+use crate::common::*;
 use mcp_host_client::{Manager, ServerSetup};
 use mcp_host_config::{RawServer, Scope};
 use mcp_host_core::{ServerId, ServerState, TransportKind};

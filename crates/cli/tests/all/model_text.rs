@@ -4,10 +4,7 @@
 //! model (`<IMPORTANT>`, "ignore previous instructions", `~/.ssh`) is kept but flags the
 //! tool and its server in `tools`, and makes the call ask.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a panic is the failure report.
-
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
 
 fn tags(text: &str) -> String {

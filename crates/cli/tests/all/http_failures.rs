@@ -2,10 +2,7 @@
 //! (5xx, refused) are retried on the first connection, 401/403 mean `needs_auth` at once,
 //! other 4xx fail at once. The server is a raw local HTTP responder that counts requests.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a panic is the failure report.
-
-mod common;
-use common::*;
+use crate::common::*;
 use mcp_host_client::backoff::Backoff;
 use mcp_host_client::{Manager, ManagerOptions, ServerSetup};
 use mcp_host_config::{RawServer, Scope};

@@ -3,10 +3,7 @@
 //! the same expired credential refresh it once between them, and a token never reaches a
 //! server it was not issued for, even on the same origin and authorization server.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a panic is the failure report.
-
-mod common;
-use common::*;
+use crate::common::*;
 use mcp_host_auth::{
     CredentialStore, CredentialVault, StoredCredentials, VaultChoice, VaultCredentialStore,
 };

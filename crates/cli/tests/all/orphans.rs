@@ -2,10 +2,7 @@
 //! via `setsid`) leave nothing behind when the host exits normally, when it is killed with
 //! SIGKILL, or when even its supervisor is SIGKILLed (the next host cleans up).
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a panic is the failure report.
-
-mod common;
-use common::*;
+use crate::common::*;
 use nix::sys::signal::Signal;
 use serde_json::json;
 use std::path::Path;

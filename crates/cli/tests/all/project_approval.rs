@@ -3,10 +3,7 @@
 //! shows exactly what will run and be sent, as written, and asks on a terminal; without one
 //! it refuses unless `--yes` is given.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a panic is the failure report.
-
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 

@@ -1,10 +1,7 @@
 //! End-to-end tests of `mcp-host servers|tools|call` against the fake server in both eras,
 //! with broken config files, and through the project-approval flow.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a panic is the failure report.
-
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::json;
 
 #[test]

@@ -2,10 +2,7 @@
 //! schema withholds its tool with a reason, a validation that would run for ever is refused
 //! in bounded time, and SIGTERM ends the host within 2 s whatever it is doing.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a panic is the failure report.
-
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};

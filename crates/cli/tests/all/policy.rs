@@ -3,10 +3,7 @@
 //! trusted servers, a project file cannot allow, and `call` leaves an audit line per
 //! decision and call with no secret in it.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a panic is the failure report.
-
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
 
 const FIXTURE: &str = concat!(

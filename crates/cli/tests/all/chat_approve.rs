@@ -2,10 +2,7 @@
 //! approval it shows what the definition runs (as written), `a` only asks, a key other than
 //! `y` approves nothing, and `y` records the approval of exactly that definition.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a panic is the failure report.
-
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -8,10 +8,7 @@
 //! in the provider's shape, and the replayed calls and results (ids, echo text, error
 //! marking) in the provider's shape. Also: how a bad provider or a missing key is reported.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a panic is the failure report.
-
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
 
 const PROMPT: &str = "Echo a greeting through a, add 40 and 2 through b, then report.";

@@ -1,8 +1,6 @@
 //! Shared helpers for the integration tests: an isolated HOME/XDG sandbox, config files that
 //! point at the fake server, and running the real `mcp-host` binary.
 
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)] // Test code: a panic is the failure report.
-
 use mcp_host_client::backoff::{Backoff, RetryPolicy};
 use mcp_host_client::{Manager, ManagerOptions, SupervisorCommand};
 use mcp_host_core::{ServerId, ServerStatus};
@@ -233,11 +231,6 @@ pub struct SeenRequest {
 impl SeenRequest {
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(name).map(String::as_str)
-    }
-
-    /// The request target: path and query.
-    pub fn target(&self) -> &str {
-        self.line.split(' ').nth(1).unwrap_or_default()
     }
 }
 

@@ -2,10 +2,7 @@
 //! the model (issue 12, item 9): the reason names the phrases, the description carries the
 //! host's note on what was removed, and the call asks even in auto mode.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a panic is the failure report.
-
-mod common;
-use common::*;
+use crate::common::*;
 use mcp_host_client::Manager;
 use mcp_host_core::event::ApprovalPrompt;
 use mcp_host_core::{ServerId, ServerState};
