@@ -4,6 +4,7 @@
 //! against a local authorization server (metadata discovery, expiry check, cross-process
 //! lock, refresh request over loopback HTTP, save of the rotated token). Run: `scripts/bench.sh` (release build).
 
+#![allow(clippy::print_stdout, clippy::print_stderr)] // Reports its measurements or findings on the terminal.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // A benchmark: a panic is the report.
 
 use futures::future::BoxFuture;

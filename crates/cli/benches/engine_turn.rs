@@ -3,6 +3,7 @@
 //! dispatch saves, what storing and previewing a 20 MB result costs, and how fast a
 //! provider's stream is read from a local socket. Run: `scripts/bench.sh` (release build).
 
+#![allow(clippy::print_stdout, clippy::print_stderr)] // Reports its measurements or findings on the terminal.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // A benchmark: a panic is the report.
 
 use mcp_host_client::backoff::RetryPolicy;

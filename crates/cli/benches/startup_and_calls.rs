@@ -2,6 +2,7 @@
 //! start-to-ready time for 1, 10 and 50 servers, and the latency of sequential `tools/call`
 //! round trips over stdio in both eras. Run: `scripts/bench.sh` (release build).
 
+#![allow(clippy::print_stdout, clippy::print_stderr)] // Reports its measurements or findings on the terminal.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // A benchmark: a panic is the report.
 
 use hdrhistogram::Histogram;

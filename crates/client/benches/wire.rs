@@ -4,6 +4,7 @@
 //! ids (each answer's request is sent first) and keeps refused answers. Run:
 //! `cargo bench -p mcp-host-client --bench wire`.
 
+#![allow(clippy::print_stdout, clippy::print_stderr)] // Reports its measurements or findings on the terminal.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // A benchmark: a panic is the report.
 
 use mcp_host_client::wire::Wire;

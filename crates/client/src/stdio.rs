@@ -193,6 +193,10 @@ fn resolve(command: &str, path_var: Option<&str>, cwd: &Path) -> Result<PathBuf,
 impl StdioProcess {
     /// Starts the server under a supervisor. `host_env` is the host's environment, filtered
     /// here through the allow-list.
+    #[allow(
+        unsafe_code,
+        reason = "pre_exec: moves the lifeline pipe to its fixed fd"
+    )]
     pub fn spawn(
         launch: &StdioLaunch,
         supervisor: &SupervisorCommand,

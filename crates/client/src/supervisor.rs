@@ -99,12 +99,21 @@ pub fn supervise(args: &SupervisorArgs) -> i32 {
     match run(args) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("mcp-host supervisor: {e}");
+            // The supervisor is its own process with no logger: stderr is where it can say
+            // why the server did not start (the host reads it as the server's stderr).
+            #[allow(clippy::print_stderr)]
+            {
+                eprintln!("mcp-host supervisor: {e}");
+            }
             EXIT_SPAWN_FAILED
         }
     }
 }
 
+#[allow(
+    unsafe_code,
+    reason = "pre_exec: masks signals and sets the death signal in the child"
+)]
 fn run(args: &SupervisorArgs) -> Result<i32, String> {
     let me = std::process::id() as i32;
     nix::sys::prctl::set_child_subreaper(true).map_err(|e| format!("subreaper: {e}"))?;
@@ -174,6 +183,10 @@ fn run(args: &SupervisorArgs) -> Result<i32, String> {
 }
 
 /// Borrows a raw fd that this process owns for its whole life.
+#[allow(
+    unsafe_code,
+    reason = "the lifeline fd is owned for the whole process life"
+)]
 fn unsafe_borrow(fd: RawFd) -> BorrowedFd<'static> {
     // SAFETY: fd 3 was installed by the host before exec and is never closed by this process.
     unsafe { BorrowedFd::borrow_raw(fd) }

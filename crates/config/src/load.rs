@@ -500,7 +500,7 @@ mod tests {
         let cfg = run(
             &fx,
             &LoadOptions {
-                extra_files: vec![flag.clone()],
+                extra_files: vec![flag],
                 strict: false,
             },
         );

@@ -3,6 +3,8 @@
 //! OAuth for the `auth/*` scenarios), then does what the scenario in
 //! `MCP_CONFORMANCE_SCENARIO` expects, and exits 0 on success.
 
+#![allow(clippy::print_stderr)] // A command-line driver: its report to the suite is stderr.
+
 mod headless;
 
 use anyhow::{Context, bail};

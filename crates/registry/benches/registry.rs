@@ -3,6 +3,7 @@
 //! (p50/p99 over 2,000 varied queries), which criterion's means do not show.
 //! Run: `cargo bench -p mcp-host-registry --bench registry`.
 
+#![allow(clippy::print_stdout, clippy::print_stderr)] // Reports its measurements or findings on the terminal.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // A benchmark: a panic is the report.
 
 use criterion::{BenchmarkId, Criterion};

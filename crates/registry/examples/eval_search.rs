@@ -1,6 +1,7 @@
 //! Prints retrieval quality over a dataset: `cargo run --release -p mcp-host-registry
 //! --example eval_search [TOOLS.json QUERIES.json]` (defaults: the repo's `eval/` files).
 
+#![allow(clippy::print_stdout, clippy::print_stderr)] // Reports its measurements or findings on the terminal.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // A report tool: a panic is the error.
 
 use mcp_host_registry::eval::{DatasetTool, Query, catalogue_from, evaluate};

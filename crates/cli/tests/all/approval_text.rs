@@ -25,7 +25,7 @@ impl Observer for Asked {
         self.0
             .lock()
             .unwrap()
-            .push((prompt.reason.clone(), prompt.description.clone()));
+            .push((prompt.reason.clone(), prompt.description));
         let _ = reply.send(Approval::Allow {
             scope: AnswerScope::Once,
         });

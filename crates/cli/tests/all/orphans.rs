@@ -2,6 +2,8 @@
 //! via `setsid`) leave nothing behind when the host exits normally, when it is killed with
 //! SIGKILL, or when even its supervisor is SIGKILLed (the next host cleans up).
 
+#![allow(clippy::print_stdout, clippy::print_stderr)] // Reports its measurements or findings on the terminal.
+
 use crate::common::*;
 use nix::sys::signal::Signal;
 use serde_json::json;

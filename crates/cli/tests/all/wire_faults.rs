@@ -5,6 +5,8 @@
 //! reported, and a call to a server that died says how it died. Real supervised processes
 //! (the fake server's fault modes); waits are on published states with deadlines.
 
+#![allow(clippy::print_stdout, clippy::print_stderr)] // Reports its measurements or findings on the terminal.
+
 use crate::common::*;
 use mcp_host_client::{CallError, Manager, RequestError, ToolCaller};
 use mcp_host_core::{ServerId, ServerState, ServerStatus};

@@ -3,6 +3,7 @@
 //! era-locking like the Python SDK, and can misbehave on purpose (see `--help`).
 
 #![allow(clippy::unwrap_used)] // A test fixture: failing loudly is what it should do.
+#![allow(clippy::print_stdout, clippy::print_stderr)] // It speaks MCP on stdout, logs on stderr.
 
 use serde_json::{Value, json};
 use std::io::{BufRead, Write};
