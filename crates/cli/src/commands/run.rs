@@ -1,8 +1,9 @@
 //! `mcp-host run -p PROMPT [-m provider:model] [--base-url URL] [--output-format
 //! text|json|stream-json] [--max-steps N] [--allowed-tools PATTERNS] [--mode deny|ask|auto]
 //! [--continue | --resume ID]`: one headless turn, saved as a conversation in the store.
-//! Approvals come only from policy; nothing is ever asked on a terminal (an approval request
-//! is dropped, which refuses the call).
+//! Approvals come only from policy; nothing is ever asked on a terminal (the session refuses
+//! an approval question at once, and the refusal says so). A thin adapter over the engine's
+//! session: one `UserTurn`, its events printed for `stream-json`, its report summarised.
 //!
 //! Exit status: 0 when the model finished, 3 when the step cap stopped it, 130 when
 //! interrupted, 1 on errors.
@@ -171,8 +172,6 @@ async fn follow(
                 handle.submit(Op::Shutdown);
             }
             Event::Ended => break,
-            // No model was chosen or the turn could not start: said once, then done.
-            Event::Notice { text } if outcome.is_none() && !stream && text.is_empty() => {}
             event if stream => emit(&event),
             _ => {}
         }
