@@ -42,6 +42,25 @@ impl<P: Provider> Engine<'_, P> {
     /// Compacts when needed; returns whether anything changed.
     pub(crate) async fn compact(&self, conv: &mut Conversation) -> bool {
         let limit = (self.config.context_window as f64 * COMPACT_AT) as u64;
+        self.compact_to(conv, limit).await
+    }
+
+    /// Compacts now, because a person asked (`/compact`): down to half the point where a
+    /// turn would compact by itself, so the next turns have room. Saved like a turn.
+    pub async fn compact_now(&self, conv: &mut Conversation) -> Result<bool, crate::HistoryError> {
+        let limit = (self.config.context_window as f64 * COMPACT_AT / 2.0) as u64;
+        let changed = self.compact_to(conv, limit).await;
+        if !changed {
+            self.observer.event(crate::events::notice(format!(
+                "nothing to compact: the conversation is about {} tokens",
+                history_tokens(&conv.history)
+            )));
+        }
+        self.save(conv).await?;
+        Ok(changed)
+    }
+
+    async fn compact_to(&self, conv: &mut Conversation, limit: u64) -> bool {
         let before = history_tokens(&conv.history);
         if before <= limit {
             return false;

@@ -1,6 +1,6 @@
 //! The screen's commands as session operations, slash commands included (the screen handles
 //! `/mcp`, `/tools`, `/help` and `/quit` itself): `/model provider:model`, `/clear`,
-//! `/resume [ID]`, `/call SERVER TOOL {json}` (the person typing it is the approval, as with
+//! `/resume [ID]`, `/compact`, `/call SERVER TOOL {json}` (the person typing it is the approval, as with
 //! `mcp-host call`; deny rules and hooks still apply) and `/server:prompt [args]`.
 
 use mcp_host_engine::Approval;
@@ -43,6 +43,7 @@ fn slash(name: &str, args: &str) -> Result<Op, String> {
     match name {
         "model" => Ok(Op::SetModel(args.trim().to_string())),
         "clear" => Ok(Op::NewConversation),
+        "compact" => Ok(Op::Compact),
         "resume" => Ok(Op::Resume(
             Some(args.trim())
                 .filter(|a| !a.is_empty())

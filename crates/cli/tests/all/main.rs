@@ -24,5 +24,6 @@ mod project_approval;
 mod providers;
 mod run;
 mod schema_budget;
+mod session;
 mod terminal_safety;
 mod wire_faults;

@@ -76,6 +76,8 @@ pub enum Op {
     ApproveProjectServer(String),
     /// `provider:model`, or empty to be told the current one.
     SetModel(String),
+    /// Compact the conversation now (between turns), to make room for the next ones.
+    Compact,
     NewConversation,
     /// Resume a stored conversation (the latest in this directory when `None`).
     Resume(Option<String>),
@@ -131,6 +133,25 @@ pub(crate) struct Shared {
     pub connected: Connected,
     pub tools: ToolSource,
     pub store: Store,
+}
+
+impl Shared {
+    /// The engine for one turn (or compaction) of this session.
+    fn engine<'s>(
+        &'s self,
+        model: &'s ModelChoice,
+        observer: &'s dyn Observer,
+        config: EngineConfig,
+    ) -> Engine<'s, AnyProvider> {
+        Engine {
+            provider: &model.provider,
+            manager: &self.connected.servers,
+            tools: &self.tools,
+            gate: &self.connected.gate,
+            observer,
+            config,
+        }
+    }
 }
 
 type TurnFuture = Pin<Box<dyn Future<Output = (Conversation, Result<TurnReport, EngineError>)>>>;
@@ -348,13 +369,19 @@ impl Session {
                 self.notice(note);
             }
             Op::SetModel(spec) => self.set_model(&spec),
+            Op::Compact => {
+                if let Some(t) = self.start_compaction() {
+                    *turn = Some(t);
+                }
+            }
             Op::NewConversation => self.new_conversation().await,
             Op::Resume(id) => self.resume(id.as_deref()).await,
             Op::Shutdown => {}
         }
     }
 
-    fn start_turn(&mut self, text: String) -> Option<TurnFuture> {
+    /// The model and the conversation for a turn, or why there is no turn now.
+    fn take_for_turn(&mut self) -> Option<(ModelChoice, Conversation, EngineConfig)> {
         let Some(model) = self.model.clone() else {
             self.notice(mcp_host_models::NO_MODEL);
             return None;
@@ -365,9 +392,6 @@ impl Session {
         };
         let window = self.settings.context_window.unwrap_or(model.context_window);
         conversation.exposure = mcp_host_registry::exposure::Exposure::for_context_window(window);
-        let cancel = CancellationToken::new();
-        self.turn_cancel = Some(cancel.clone());
-        self.emit(Event::TurnStarted { text: text.clone() });
         let config = EngineConfig {
             model: model.model.clone(),
             max_steps: self.settings.max_steps,
@@ -377,18 +401,40 @@ impl Session {
             store: Some(self.shared.store.clone()),
             background_after: self.settings.background_after,
         };
+        Some((model, conversation, config))
+    }
+
+    fn start_turn(&mut self, text: String) -> Option<TurnFuture> {
+        let (model, mut conversation, config) = self.take_for_turn()?;
+        let cancel = CancellationToken::new();
+        self.turn_cancel = Some(cancel.clone());
+        self.emit(Event::TurnStarted { text: text.clone() });
         let shared = self.shared.clone();
         let observer = self.observer.clone();
         Some(Box::pin(async move {
-            let engine = Engine {
-                provider: &*model.provider,
-                manager: &shared.connected.servers,
-                tools: &shared.tools,
-                gate: &shared.connected.gate,
-                observer: &*observer,
-                config,
-            };
+            let engine = shared.engine(&model, &*observer, config);
             let report = engine.run_turn(&mut conversation, &text, &cancel).await;
+            (conversation, report)
+        }))
+    }
+
+    /// `/compact`: runs beside the loop like a turn (it may ask the model for a summary),
+    /// and ends like one, with an empty report.
+    fn start_compaction(&mut self) -> Option<TurnFuture> {
+        let (model, mut conversation, config) = self.take_for_turn()?;
+        let shared = self.shared.clone();
+        let observer = self.observer.clone();
+        Some(Box::pin(async move {
+            let engine = shared.engine(&model, &*observer, config);
+            let outcome = engine.compact_now(&mut conversation).await;
+            let report = outcome.map_err(EngineError::from).map(|_| TurnReport {
+                text: String::new(),
+                steps: 0,
+                end: crate::TurnEnd::Finished,
+                calls: Vec::new(),
+                usage: Default::default(),
+                conversation_id: conversation.id().map(ToString::to_string),
+            });
             (conversation, report)
         }))
     }

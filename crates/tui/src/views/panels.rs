@@ -337,6 +337,7 @@ const HELP: &[(&str, &str)] = &[
     ),
     ("/tools [text]", "browse and search the tools"),
     ("/model /clear /resume", "handled by the host"),
+    ("/compact", "shorten the conversation now"),
     ("/call /quit", "call a tool directly; quit"),
     ("/server:prompt", "run a server's prompt"),
     ("//text", "send a message that starts with /"),

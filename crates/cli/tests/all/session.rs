@@ -1,0 +1,146 @@
+//! The engine's session through its queue pair alone, as any front end drives it: a turn
+//! whose call waits for an approval answered by call id, a person's direct call beside it,
+//! a compaction asked for between turns, and a shutdown that ends with `Ended`. Waits are on
+//! the events themselves, each with a deadline.
+
+use crate::common::*;
+use mcp_host_client::Manager;
+use mcp_host_core::ServerState;
+use mcp_host_core::decision::{AnswerScope, Mode};
+use mcp_host_core::event::{CallSource, Event, TurnEnd};
+use mcp_host_engine::host::Connected;
+use mcp_host_engine::session::{ModelChoice, Op, Session, SessionSetup, Settings};
+use mcp_host_engine::{Approval, Conversation, Gate, Hooks, ToolSource};
+use mcp_host_policy::{Answers, Policy};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc::UnboundedReceiver;
+
+/// The next event that `want` accepts, skipping others; fails after 20 seconds.
+async fn next_where(events: &mut UnboundedReceiver<Event>, want: impl Fn(&Event) -> bool) -> Event {
+    let found = tokio::time::timeout(Duration::from_secs(20), async {
+        while let Some(e) = events.recv().await {
+            if want(&e) {
+                return Some(e);
+            }
+        }
+        None
+    });
+    found
+        .await
+        .expect("no such event within 20 s")
+        .expect("the session ended first")
+}
+
+#[tokio::test]
+async fn a_front_end_drives_turns_approvals_direct_calls_and_compaction_by_operations() {
+    let (url, _seen) = fake_model(vec![
+        tool_calls_stream(&[("call_a", "f__echo", r#"{"message": "from the model"}"#)]),
+        text_stream("done"),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let (servers, caller) = Manager::start(
+        vec![fake_setup("f", &[], |_| {})],
+        manager_options(Duration::from_millis(50), Duration::from_millis(200)),
+    );
+    wait_status(&servers, "f", |s| s.state == ServerState::Ready).await;
+    let store = mcp_host_store::Store::open(&dir.path().join("store.sqlite"))
+        .await
+        .unwrap();
+    let pins = mcp_host_store::pins::PinStore::open(&dir.path().join("pins.sqlite"))
+        .await
+        .unwrap();
+    let conversation = Conversation::create(&store, "m", "/", 0, Answers::default())
+        .await
+        .unwrap();
+    let env = Arc::new(BTreeMap::new());
+    let http = mcp_host_engine::host::http_client().unwrap();
+    let chosen =
+        mcp_host_models::choose(Some("openai-compatible:m"), Some(&url), &env, http).unwrap();
+    let setup = SessionSetup {
+        connected: Connected {
+            servers,
+            gate: Gate::new(caller, Policy::default(), Hooks::default(), None),
+        },
+        tools: ToolSource::live(pins),
+        store,
+        conversation,
+        model: Some(ModelChoice::from(chosen)),
+        settings: Settings {
+            mode: Mode::Ask,
+            max_steps: 5,
+            background_after: None,
+            context_window: Some(100_000),
+            workdir: "/".into(),
+            env,
+            waiting_servers: Vec::new(),
+            approve_server: Box::new(|_| String::new()),
+            interactive: true,
+        },
+        questions: None,
+    };
+    let (session, handle, ops, mut events) = Session::new(setup);
+    let front = async {
+        handle.submit(Op::UserTurn("go".into()));
+        let Event::ApprovalRequested(prompt) =
+            next_where(&mut events, |e| matches!(e, Event::ApprovalRequested(_))).await
+        else {
+            unreachable!()
+        };
+        assert_eq!(prompt.subject.name, "f__echo");
+        // An answer naming another call reaches nothing; the right one lets the call run.
+        handle.submit(Op::Answer {
+            call_id: "not-this-one".into(),
+            approval: Approval::Deny {
+                scope: AnswerScope::Once,
+                reason: None,
+            },
+        });
+        handle.submit(Op::Answer {
+            call_id: prompt.subject.call_id.clone(),
+            approval: Approval::Allow {
+                scope: AnswerScope::Once,
+            },
+        });
+        let Event::TurnEnded { report } =
+            next_where(&mut events, |e| matches!(e, Event::TurnEnded { .. })).await
+        else {
+            unreachable!()
+        };
+        assert_eq!(report.end, TurnEnd::Finished);
+        assert_eq!(report.text, "done");
+        assert_eq!(report.calls.len(), 1);
+        assert!(!report.calls[0].is_error, "{:?}", report.calls[0]);
+
+        // A person's call, through the same gate, marked as theirs.
+        handle.submit(Op::DirectCall {
+            server: "f".into(),
+            tool: "echo".into(),
+            args: serde_json::json!({"message": "from a person"}),
+        });
+        let begun = next_where(&mut events, |e| matches!(e, Event::CallBegun { .. })).await;
+        assert!(
+            matches!(&begun, Event::CallBegun { source: CallSource::Person, subject } if subject.tool == "echo"),
+            "{begun:?}"
+        );
+        let ended = next_where(&mut events, |e| matches!(e, Event::CallEnded { .. })).await;
+        assert!(
+            matches!(&ended, Event::CallEnded { is_error: false, preview, .. } if preview.contains("from a person")),
+            "{ended:?}"
+        );
+
+        // Compaction between turns: a short conversation has nothing to give up.
+        handle.submit(Op::Compact);
+        let said = next_where(&mut events, |e| matches!(e, Event::Notice { .. })).await;
+        assert!(
+            matches!(&said, Event::Notice { text } if text.contains("nothing to compact")),
+            "{said:?}"
+        );
+        next_where(&mut events, |e| matches!(e, Event::TurnEnded { .. })).await;
+
+        handle.submit(Op::Shutdown);
+        next_where(&mut events, |e| *e == Event::Ended).await;
+    };
+    tokio::join!(session.run(ops), front);
+}
