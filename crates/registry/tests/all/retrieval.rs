@@ -1,8 +1,6 @@
 //! Retrieval quality over the repo's dataset (real servers' tool lists, our own queries)
 //! must not regress below the floors measured when the index was tuned.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a panic is the failure report.
-
 use mcp_host_registry::eval::{DatasetTool, Query, catalogue_from, evaluate};
 
 fn load<T: serde::de::DeserializeOwned>(file: &str) -> T {

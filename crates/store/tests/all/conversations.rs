@@ -1,7 +1,5 @@
 //! Conversations, messages and tool calls against real SQLite files.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a panic is the failure report.
-
 use mcp_host_store::{ConversationId, Store, StoreError, ToolCallRow};
 use serde_json::{Value, json};
 use std::collections::HashSet;

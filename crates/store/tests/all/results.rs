@@ -1,8 +1,6 @@
 //! Large results against a real SQLite file: byte-exact round trips, one copy per content,
 //! handle shapes.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a panic is the failure report.
-
 use mcp_host_store::{Store, StoreError, result_handle};
 
 async fn open(dir: &tempfile::TempDir) -> Store {

@@ -2,8 +2,6 @@
 //! removed from descriptions and schema prose, instruction-like text flags the tool and its
 //! server, and hidden text that cannot be removed withholds the tool.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a panic is the failure report.
-
 use mcp_host_core::{ServerId, ToolDescriptor};
 use mcp_host_registry::catalogue::{Catalogue, ServerTools};
 use mcp_host_registry::lint::{self, Flag};
