@@ -1,7 +1,5 @@
 //! Retries against a local server: 429 (with `retry-after`) and 503 are retried, 400 is not.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a panic is the failure report.
-
 use mcp_host_models::{Message, ModelRequest, OpenAiCompatible, Provider, ProviderError, Retry};
 use std::io::{Read, Write};
 use std::net::TcpListener;

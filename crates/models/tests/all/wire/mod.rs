@@ -3,8 +3,6 @@
 //! bodies of a two-step tool-using turn (the second carries the first step's calls and
 //! results, one of them an error).
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a panic is the failure report.
-
 mod anthropic;
 mod chat;
 mod gemini;

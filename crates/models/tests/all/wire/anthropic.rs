@@ -2,8 +2,8 @@
 //! arrives as `input_json_delta` fragments, usage split between `message_start` and
 //! `message_delta`.
 
-use crate::history::{self, RESULT_A, RESULT_B, STEP_ONE, STEP_TWO, SYSTEM, USER};
-use crate::server::{SSE, event, halves, serve};
+use super::history::{self, RESULT_A, RESULT_B, STEP_ONE, STEP_TWO, SYSTEM, USER};
+use super::server::{SSE, event, halves, serve};
 use mcp_host_models::{Anthropic, Provider, ProviderError, StopReason, Usage};
 use serde_json::{Value, json};
 

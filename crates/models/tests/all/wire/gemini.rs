@@ -2,8 +2,8 @@
 //! them), each a whole `GenerateContentResponse` with running usage; function calls arrive
 //! whole, usually without ids, and Gemini 3 signs the first one.
 
-use crate::history::{self, RESULT_A, RESULT_B, STEP_ONE, STEP_TWO, SYSTEM, USER, call};
-use crate::server::{SSE, halves, serve};
+use super::history::{self, RESULT_A, RESULT_B, STEP_ONE, STEP_TWO, SYSTEM, USER, call};
+use super::server::{SSE, halves, serve};
 use mcp_host_models::{Gemini, Message, Provider, ProviderError, StopReason, Usage};
 use serde_json::{Value, json};
 

@@ -1,8 +1,8 @@
 //! Ollama `/api/chat`: NDJSON, one object per line; tool calls whole with object arguments
 //! and no ids; the `done` line carries the reason and the counts.
 
-use crate::history::{self, RESULT_A, RESULT_B, STEP_ONE, STEP_TWO, SYSTEM, USER, call};
-use crate::server::{NDJSON, halves, serve};
+use super::history::{self, RESULT_A, RESULT_B, STEP_ONE, STEP_TWO, SYSTEM, USER, call};
+use super::server::{NDJSON, halves, serve};
 use mcp_host_models::{Ollama, Provider, ProviderError, StopReason, Usage};
 use serde_json::{Value, json};
 

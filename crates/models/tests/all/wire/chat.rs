@@ -1,8 +1,8 @@
 //! OpenAI-compatible Chat Completions: `data:` chunks with `choices[0].delta`, tool calls as
 //! index-keyed fragments, a usage chunk after the finish, `[DONE]`.
 
-use crate::history::{self, RESULT_A, RESULT_B, STEP_ONE, STEP_TWO, SYSTEM, USER, call};
-use crate::server::{SSE, data, halves, serve};
+use super::history::{self, RESULT_A, RESULT_B, STEP_ONE, STEP_TWO, SYSTEM, USER, call};
+use super::server::{SSE, data, halves, serve};
 use mcp_host_models::{OpenAiCompatible, Provider, ProviderError, StopReason, Usage};
 use serde_json::{Value, json};
 

@@ -3,8 +3,8 @@
 //! or by item id only), a `done` with the whole arguments, and `response.completed` with
 //! usage.
 
-use crate::history::{self, RESULT_A, RESULT_B, STEP_ONE, STEP_TWO, SYSTEM, USER, call};
-use crate::server::{SSE, event, halves, serve};
+use super::history::{self, RESULT_A, RESULT_B, STEP_ONE, STEP_TWO, SYSTEM, USER, call};
+use super::server::{SSE, event, halves, serve};
 use mcp_host_models::{OpenAiResponses, Provider, ProviderError, StopReason, Usage};
 use serde_json::{Value, json};
 
