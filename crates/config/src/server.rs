@@ -1,8 +1,10 @@
 //! One server's definition: as written in a file (`RawServer`), and validated with variables
-//! expanded (`ServerSpec`), which is what the connection layer consumes.
+//! expanded (`ServerSpec`): the connection settings the connection layer consumes, and the
+//! server's facts (core's `ServerFacts`) that the catalogue carries.
 
 use crate::expand::{ExpandError, expand};
 use crate::oauth::{OAuthConfig, RawOAuth};
+use mcp_host_core::ServerFacts;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -109,7 +111,8 @@ pub enum Transport {
     },
 }
 
-/// A validated, expanded server definition.
+/// A validated, expanded server definition: how to reach the server, and what the host
+/// believes of its tools (`facts`, which travel with the catalogue, not the connection).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ServerSpec {
     pub name: String,
@@ -117,30 +120,12 @@ pub struct ServerSpec {
     pub transport: Transport,
     pub startup_timeout: Duration,
     pub tool_timeout: Duration,
-    /// Whether policy may believe this server's annotations. Never true for a project file.
-    pub trusted: bool,
     /// Hash of the raw definition; approvals are keyed by it.
     pub definition_hash: String,
-    pub always_load: bool,
-    pub allow_unvalidated: bool,
     pub elicitation_defaults: bool,
-    pub parallel: bool,
-    /// The server's result cap in tokens, when configured.
-    pub max_result_tokens: Option<u64>,
-    /// Per-tool result caps in tokens, by the server's own tool name.
-    pub tool_result_tokens: BTreeMap<String, u64>,
     /// OAuth settings (http servers only; boxed, as most servers have none).
     pub oauth: Option<Box<OAuthConfig>>,
-}
-
-impl ServerSpec {
-    /// The configured result cap for one tool: the tool's own, else the server's.
-    pub fn result_tokens(&self, tool: &str) -> Option<u64> {
-        self.tool_result_tokens
-            .get(tool)
-            .copied()
-            .or(self.max_result_tokens)
-    }
+    pub facts: ServerFacts,
 }
 
 pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
@@ -217,7 +202,6 @@ impl RawServer {
         self.enabled.unwrap_or(true)
     }
 
-    /// Validates and expands. `lookup` resolves `${VAR}` references.
     /// The `oauth` block, expanded and checked (only for http servers).
     fn oauth_config(
         &self,
@@ -235,6 +219,22 @@ impl RawServer {
         crate::oauth::oauth_config(raw, exp).map(|c| Some(Box::new(c)))
     }
 
+    /// What the host believes of the server's tools, given the file it came from.
+    fn facts(&self, scope: Scope) -> ServerFacts {
+        ServerFacts {
+            // A project file could otherwise vouch for its own servers.
+            trusted: scope != Scope::Project && self.trust.unwrap_or(false),
+            always_load: self.always_load.unwrap_or(false),
+            allow_unvalidated: self.allow_unvalidated.unwrap_or(false),
+            parallel: self.parallel.unwrap_or(true),
+            max_result_tokens: self.max_result_tokens,
+            tool_result_tokens: (self.tools.iter())
+                .filter_map(|(name, o)| Some((name.clone(), o.max_result_tokens?)))
+                .collect(),
+        }
+    }
+
+    /// Validates and expands. `lookup` resolves `${VAR}` references.
     pub fn to_spec(
         &self,
         name: &str,
@@ -315,18 +315,10 @@ impl RawServer {
             tool_timeout: self
                 .tool_timeout
                 .map_or(DEFAULT_TOOL_TIMEOUT, Duration::from_millis),
-            // A project file could otherwise vouch for its own servers.
-            trusted: scope != Scope::Project && self.trust.unwrap_or(false),
             definition_hash: definition_hash(self),
-            always_load: self.always_load.unwrap_or(false),
-            allow_unvalidated: self.allow_unvalidated.unwrap_or(false),
             elicitation_defaults: self.elicitation_defaults.unwrap_or(false),
-            parallel: self.parallel.unwrap_or(true),
-            max_result_tokens: self.max_result_tokens,
-            tool_result_tokens: (self.tools.iter())
-                .filter_map(|(name, o)| Some((name.clone(), o.max_result_tokens?)))
-                .collect(),
             oauth: self.oauth_config(&exp)?,
+            facts: self.facts(scope),
         })
     }
 }
@@ -504,8 +496,8 @@ mod tests {
     #[test]
     fn project_files_cannot_mark_their_servers_trusted() {
         let r = raw(r#"{"command":"x","trust":true}"#);
-        assert!(r.to_spec("a", Scope::User, &env).unwrap().trusted);
-        assert!(!r.to_spec("a", Scope::Project, &env).unwrap().trusted);
+        assert!(r.to_spec("a", Scope::User, &env).unwrap().facts.trusted);
+        assert!(!r.to_spec("a", Scope::Project, &env).unwrap().facts.trusted);
     }
 
     #[test]

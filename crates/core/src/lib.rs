@@ -1,17 +1,19 @@
 //! Vocabulary shared by every mcp-host crate: host-assigned ids, the neutral MCP types the
 //! rest of the host sees (tools, content, call outcomes), per-server states, the decision
-//! vocabulary, the events a session sends its front ends, the seam between pin checks and
-//! the pin store (`pins.rs`, a trait only), and the text
-//! sanitiser applied to every server-supplied string before it reaches a terminal.
-//! No I/O and no async runtime live here.
+//! vocabulary, the events a session sends its front ends, what the configuration says about
+//! a server's tools (`facts.rs`), the seam between pin checks and the pin store (`pins.rs`,
+//! a trait only), and the text sanitiser applied to every server-supplied string before it
+//! reaches a terminal. No I/O and no async runtime live here.
 
 pub mod decision;
 pub mod event;
+pub mod facts;
 pub mod pins;
 pub mod sanitize;
 pub mod state;
 pub mod types;
 
+pub use facts::ServerFacts;
 pub use state::{Era, ServerState, ServerStatus, TransportKind};
 pub use types::{
     CallOutcome, Content, ListIssue, PromptArgument, PromptDescriptor, ResourceDescriptor,

@@ -85,7 +85,7 @@ impl<P: Provider> Engine<'_, P> {
         let Some(spec) = self.manager.spec(&entry.key.server) else {
             return false;
         };
-        spec.parallel && hints(spec.trusted, entry.tool.annotations.as_ref()).read_only
+        spec.facts.parallel && hints(spec.facts.trusted, entry.tool.annotations.as_ref()).read_only
     }
 
     /// Runs the jobs and returns each one, with how it came back.

@@ -242,7 +242,7 @@ impl Gate {
 
 /// Whether the host believes this server's annotations (`trust: true` in its config).
 pub fn trusted(manager: &Manager, server: &ServerId) -> bool {
-    manager.spec(server).is_some_and(|s| s.trusted)
+    manager.spec(server).is_some_and(|s| s.facts.trusted)
 }
 
 /// Fills a record with a decision.

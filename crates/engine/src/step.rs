@@ -239,7 +239,7 @@ impl<P: Provider> Engine<'_, P> {
         let budget = match self
             .manager
             .spec(&entry.key.server)
-            .and_then(|s| s.result_tokens(&entry.key.tool))
+            .and_then(|s| s.facts.result_tokens(&entry.key.tool))
         {
             Some(tokens) => Budget::configured(tokens),
             None => Budget::standard(self.config.result_chars),

@@ -50,8 +50,8 @@ pub async fn snapshot(
             prompts: offers.prompts.items.clone(),
             resources: offers.resources.items.clone(),
             templates: offers.templates.items.clone(),
-            always_load: spec.is_some_and(|s| s.always_load),
-            allow_unvalidated: spec.is_some_and(|s| s.allow_unvalidated),
+            always_load: spec.is_some_and(|s| s.facts.always_load),
+            allow_unvalidated: spec.is_some_and(|s| s.facts.allow_unvalidated),
             instructions: manager.instructions(id),
         });
     }

@@ -1,0 +1,49 @@
+//! What the host's configuration says about one server's tools, as opposed to how to reach
+//! the server: whether its annotations are believed, whether its tools stay visible, whether
+//! unreadable schemas are offered, whether its calls may overlap, and its result caps. The
+//! config crate fills it; the catalogue carries it with every entry, so whoever holds an
+//! entry can answer these questions without asking the connection layer.
+
+use std::collections::BTreeMap;
+
+/// One server's facts. The default is a server configured with none of these keys.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerFacts {
+    /// Whether policy may believe this server's annotations. Never true for a project file.
+    pub trusted: bool,
+    /// `alwaysLoad: true`: visible even in deferred mode.
+    pub always_load: bool,
+    /// `allowUnvalidated: true`: offer tools whose schema does not compile, unvalidated,
+    /// instead of withholding them.
+    pub allow_unvalidated: bool,
+    /// `false`: this server's calls run one at a time, even trusted read-only ones.
+    pub parallel: bool,
+    /// The server's result cap in tokens, when configured.
+    pub max_result_tokens: Option<u64>,
+    /// Per-tool result caps in tokens, by the server's own tool name.
+    pub tool_result_tokens: BTreeMap<String, u64>,
+}
+
+impl Default for ServerFacts {
+    fn default() -> Self {
+        Self {
+            trusted: false,
+            always_load: false,
+            allow_unvalidated: false,
+            // Unless a server says otherwise, its trusted read-only calls may overlap.
+            parallel: true,
+            max_result_tokens: None,
+            tool_result_tokens: BTreeMap::new(),
+        }
+    }
+}
+
+impl ServerFacts {
+    /// The configured result cap for one tool: the tool's own, else the server's.
+    pub fn result_tokens(&self, tool: &str) -> Option<u64> {
+        self.tool_result_tokens
+            .get(tool)
+            .copied()
+            .or(self.max_result_tokens)
+    }
+}
