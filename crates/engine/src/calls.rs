@@ -7,7 +7,7 @@
 use crate::audit::args_hash;
 use crate::dispatch::Job;
 use crate::events::{Approval, approval_prompt, subject};
-use crate::gate::{CallFacts, Gated, note_decision, trusted};
+use crate::gate::{CallFacts, Gated, note_decision};
 use crate::results::READ_RESULT;
 use crate::step::Prepared;
 use crate::{Conversation, Engine};
@@ -170,12 +170,10 @@ impl<P: Provider> Engine<'_, P> {
         asked: &Decision,
         cancel: &CancellationToken,
     ) -> Decision {
-        let trusted = trusted(self.manager, &entry.key.server);
         let prompt = approval_prompt(
             subject(entry, &call.id, args, conv.provenance_names()),
             entry,
             &asked.reason,
-            trusted,
         );
         let (reply, answer) = tokio::sync::oneshot::channel();
         self.observer.approval(prompt, reply);
@@ -235,7 +233,6 @@ impl<P: Provider> Engine<'_, P> {
         let remembered = conv.answers.current();
         let facts = CallFacts {
             mode: self.config.mode,
-            trusted: trusted(self.manager, &entry.key.server),
             provenance: conv.turn.provenance(),
             remembered: &remembered,
         };

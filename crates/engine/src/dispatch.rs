@@ -79,22 +79,20 @@ pub(crate) fn lanes<'c>(
     lanes
 }
 
-impl<P: Provider> Engine<'_, P> {
-    /// Whether a call may overlap others on its server.
-    pub(crate) fn may_overlap(&self, entry: &Entry) -> bool {
-        let Some(spec) = self.manager.spec(&entry.key.server) else {
-            return false;
-        };
-        spec.facts.parallel && hints(spec.facts.trusted, entry.tool.annotations.as_ref()).read_only
-    }
+/// Whether a call may overlap others on its server: the server allows it, and the tool is
+/// read-only by a hint the policy believes (only a trusted server's are).
+pub(crate) fn may_overlap(entry: &Entry) -> bool {
+    entry.parallel() && hints(entry.trusted(), entry.tool.annotations.as_ref()).read_only
+}
 
+impl<P: Provider> Engine<'_, P> {
     /// Runs the jobs and returns each one, with how it came back.
     pub(crate) async fn dispatch<'c>(
         &self,
         jobs: Vec<Job<'c>>,
         cancel: &CancellationToken,
     ) -> Vec<Ran<'c>> {
-        let lanes = lanes(jobs, |e| self.may_overlap(e));
+        let lanes = lanes(jobs, may_overlap);
         let runs = lanes.into_iter().map(|lane| async move {
             let mut out = Vec::with_capacity(lane.len());
             for job in lane {

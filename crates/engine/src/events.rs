@@ -59,12 +59,7 @@ pub(crate) fn subject(
 }
 
 /// What the person reads before saying yes to a call.
-pub(crate) fn approval_prompt(
-    subject: CallSubject,
-    entry: &Entry,
-    reason: &str,
-    trusted: bool,
-) -> ApprovalPrompt {
+pub(crate) fn approval_prompt(subject: CallSubject, entry: &Entry, reason: &str) -> ApprovalPrompt {
     let drift_diff = match &entry.pin {
         Some(PinCheck::Drift(d)) => Some(d.diff.clone()),
         _ => None,
@@ -79,7 +74,7 @@ pub(crate) fn approval_prompt(
             None => entry.description.clone(),
         },
         annotations: entry.tool.annotations.clone(),
-        annotations_believed: trusted && entry.tool.annotations.is_some(),
+        annotations_believed: entry.trusted() && entry.tool.annotations.is_some(),
         drift_diff,
     }
 }

@@ -12,7 +12,7 @@ use crate::audit::Audit;
 use crate::events::Observer;
 use crate::hooks::Hooks;
 use crate::tool_facts;
-use mcp_host_client::{CallError, Expect, Manager, Progress, ToolCaller};
+use mcp_host_client::{CallError, Expect, Progress, ToolCaller};
 use mcp_host_core::decision::{DecidedBy, Decision, Mode, Verdict};
 use mcp_host_core::event::{CallRecord, CallSource};
 use mcp_host_core::{CallOutcome, ServerId, ToolDescriptor};
@@ -42,11 +42,10 @@ impl std::fmt::Debug for Gate {
     }
 }
 
-/// What the decision needs besides the rules: the mode, trust, what is in the context, and
-/// the answers remembered.
+/// What the decision needs besides the rules and the entry (which carries its server's
+/// trust): the mode, what is in the context, and the answers remembered.
 pub struct CallFacts<'a> {
     pub mode: Mode,
-    pub trusted: bool,
     pub provenance: &'a BTreeSet<ServerId>,
     pub remembered: &'a Remembered,
 }
@@ -134,7 +133,7 @@ impl Gate {
             Context {
                 mode: facts.mode,
                 policy: &self.policy,
-                server_trusted: facts.trusted,
+                server_trusted: entry.trusted(),
                 tool: tool_facts(entry),
                 provenance: facts.provenance,
                 remembered: facts.remembered,
@@ -238,11 +237,6 @@ impl Gate {
             audit.write(record, observer);
         }
     }
-}
-
-/// Whether the host believes this server's annotations (`trust: true` in its config).
-pub fn trusted(manager: &Manager, server: &ServerId) -> bool {
-    manager.spec(server).is_some_and(|s| s.facts.trusted)
 }
 
 /// Fills a record with a decision.

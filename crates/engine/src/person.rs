@@ -8,7 +8,7 @@
 use crate::audit::args_hash;
 use crate::dispatch::ended;
 use crate::events::{Observer, subject};
-use crate::gate::{CallFacts, CallFailure, Gate, Gated, note_decision, note_outcome, trusted};
+use crate::gate::{CallFacts, CallFailure, Gate, Gated, note_decision, note_outcome};
 use mcp_host_client::Manager;
 use mcp_host_core::CallOutcome;
 use mcp_host_core::decision::{Decision, Mode};
@@ -38,6 +38,8 @@ pub enum DirectOutcome {
 
 /// What a person's call needs besides the gate.
 pub struct DirectCall<'a> {
+    /// Not read: the server's trust travels with `entry`. Kept until the session's
+    /// `direct_call` (which fills it) stops passing it.
     pub manager: &'a Manager,
     pub catalogue: &'a Catalogue,
     pub entry: &'a Entry,
@@ -51,7 +53,7 @@ impl Gate {
     /// Runs a person's call to its end.
     pub async fn direct(&self, call: DirectCall<'_>, cancel: CancellationToken) -> DirectOutcome {
         let DirectCall {
-            manager,
+            manager: _,
             catalogue,
             entry,
             call_id,
@@ -73,7 +75,6 @@ impl Gate {
         let provenance = BTreeSet::new();
         let facts = CallFacts {
             mode: Mode::Ask,
-            trusted: trusted(manager, &entry.key.server),
             provenance: &provenance,
             remembered,
         };

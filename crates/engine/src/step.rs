@@ -236,11 +236,7 @@ impl<P: Provider> Engine<'_, P> {
         entry: &Entry,
         text: String,
     ) -> (String, Option<String>, bool) {
-        let budget = match self
-            .manager
-            .spec(&entry.key.server)
-            .and_then(|s| s.facts.result_tokens(&entry.key.tool))
-        {
+        let budget = match entry.result_tokens() {
             Some(tokens) => Budget::configured(tokens),
             None => Budget::standard(self.config.result_chars),
         };

@@ -50,8 +50,7 @@ pub async fn snapshot(
             prompts: offers.prompts.items.clone(),
             resources: offers.resources.items.clone(),
             templates: offers.templates.items.clone(),
-            always_load: spec.is_some_and(|s| s.facts.always_load),
-            allow_unvalidated: spec.is_some_and(|s| s.facts.allow_unvalidated),
+            facts: Arc::new(spec.map(|s| s.facts.clone()).unwrap_or_default()),
             instructions: manager.instructions(id),
         });
     }

@@ -1,5 +1,6 @@
 //! One snapshot of every ready server's tools: model-visible names, capped descriptions,
-//! lint flags, compiled argument validators, definition hashes (and pin state), and the
+//! lint flags, compiled argument validators, definition hashes (and pin state), each
+//! server's configured facts (trust, parallelism, result caps) on every entry, and the
 //! search index. Entries are ordered by server id, then tool name, so the tool list a
 //! provider sees is stable and its prompt cache survives. A snapshot is immutable; the
 //! engine takes a new one at turn boundaries.
@@ -11,7 +12,8 @@ use crate::schema::{self, Checker, Problem};
 use crate::search::{DocText, Index};
 use mcp_host_core::pins::PinRecords;
 use mcp_host_core::{
-    PromptDescriptor, ResourceDescriptor, ResourceTemplateDescriptor, ServerId, ToolDescriptor,
+    PromptDescriptor, ResourceDescriptor, ResourceTemplateDescriptor, ServerFacts, ServerId,
+    ToolDescriptor,
 };
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap};
@@ -26,11 +28,8 @@ pub struct ServerTools {
     pub prompts: Vec<PromptDescriptor>,
     pub resources: Vec<ResourceDescriptor>,
     pub templates: Vec<ResourceTemplateDescriptor>,
-    /// `alwaysLoad: true`: visible even in deferred mode.
-    pub always_load: bool,
-    /// `allowUnvalidated: true`: offer tools whose schema does not compile, unvalidated,
-    /// instead of withholding them.
-    pub allow_unvalidated: bool,
+    /// What the configuration says about the server's tools; every entry keeps it.
+    pub facts: Arc<ServerFacts>,
     /// The server's `instructions`, linted like descriptions (flags on the server).
     pub instructions: Option<String>,
 }
@@ -53,7 +52,8 @@ pub struct Entry {
     pub flags: Vec<Flag>,
     validator: Option<Arc<Checker>>,
     pub callable: bool,
-    pub always_load: bool,
+    /// The server's facts, shared by all its entries.
+    facts: Arc<ServerFacts>,
     /// Hash of the definition; pins and remembered approvals are bound to it.
     pub hash: String,
     /// Set by [`Catalogue::check_pins`].
@@ -78,6 +78,27 @@ impl Entry {
             "inputSchema": tool.input_schema, "outputSchema": tool.output_schema,
             "annotations": tool.annotations,
         })
+    }
+
+    /// Whether the host believes this server's annotations (`trust: true` in its config).
+    pub fn trusted(&self) -> bool {
+        self.facts.trusted
+    }
+
+    /// Whether the server allows its calls to overlap (`parallel`, on unless configured
+    /// off). Only trusted read-only tools overlap; which hints are believed is policy's.
+    pub fn parallel(&self) -> bool {
+        self.facts.parallel
+    }
+
+    /// `alwaysLoad: true`: visible even in deferred mode.
+    pub fn always_load(&self) -> bool {
+        self.facts.always_load
+    }
+
+    /// The configured cap in tokens on one result of this tool, if any.
+    pub fn result_tokens(&self) -> Option<u64> {
+        self.facts.result_tokens(&self.key.tool)
     }
 
     /// What a provider is given: the model-visible name, a capped description, the schema,
@@ -157,8 +178,7 @@ impl ServerTools {
             prompts: Vec::new(),
             resources: Vec::new(),
             templates: Vec::new(),
-            always_load: false,
-            allow_unvalidated: false,
+            facts: Arc::new(ServerFacts::default()),
             instructions: None,
         }
     }
@@ -214,22 +234,22 @@ impl Catalogue {
                 server_flags.insert(s.server.clone(), found);
             }
         }
-        let mut sorted: BTreeMap<ToolKey, (ToolDescriptor, bool, bool)> = BTreeMap::new();
+        let mut sorted: BTreeMap<ToolKey, (ToolDescriptor, Arc<ServerFacts>)> = BTreeMap::new();
         for s in servers {
             for t in s.tools {
                 let key = ToolKey {
                     server: s.server.clone(),
                     tool: t.name.clone(),
                 };
-                sorted.insert(key, (t, s.always_load, s.allow_unvalidated));
+                sorted.insert(key, (t, s.facts.clone()));
             }
         }
         let names = NameTable::allocate(sorted.keys().cloned());
         let mut entries: Vec<Entry> = sorted
             .into_iter()
-            .map(|(key, (tool, always_load, allow_unvalidated))| {
+            .map(|(key, (tool, facts))| {
                 let name = names.name_of(&key).unwrap_or(&key.tool).to_string();
-                entry(name, key, tool, always_load, allow_unvalidated)
+                entry(name, key, tool, facts)
             })
             .collect();
         flag_confusables(&mut entries);
@@ -364,13 +384,7 @@ impl Catalogue {
     }
 }
 
-fn entry(
-    name: String,
-    key: ToolKey,
-    tool: ToolDescriptor,
-    always_load: bool,
-    allow_unvalidated: bool,
-) -> Entry {
+fn entry(name: String, key: ToolKey, tool: ToolDescriptor, facts: Arc<ServerFacts>) -> Entry {
     let lint::ToolText {
         description,
         model_schema,
@@ -396,7 +410,7 @@ fn entry(
         (None, Ok(v)) => (Some(Arc::new(v)), true),
         // `allowUnvalidated` covers schemas the validator cannot read, not ones refused
         // as too costly to check: those stay withheld (see `CompileError::may_go_unvalidated`).
-        (None, Err(e)) if allow_unvalidated && e.may_go_unvalidated() => {
+        (None, Err(e)) if facts.allow_unvalidated && e.may_go_unvalidated() => {
             flags.push(Flag::SchemaUnvalidated {
                 reason: e.to_string(),
             });
@@ -420,7 +434,7 @@ fn entry(
         flags,
         validator,
         callable,
-        always_load,
+        facts,
         hash,
         pin: None,
     }
@@ -527,6 +541,13 @@ mod tests {
         ServerTools::new(ServerId::new(name), tools)
     }
 
+    fn unvalidated() -> Arc<ServerFacts> {
+        Arc::new(ServerFacts {
+            allow_unvalidated: true,
+            ..ServerFacts::default()
+        })
+    }
+
     fn object() -> Value {
         json!({"type": "object", "properties": {"path": {"type": "string", "description": "File path"}}, "required": ["path"]})
     }
@@ -609,7 +630,7 @@ mod tests {
             Err(Refusal::Unavailable { .. })
         ));
         let mut lenient = server("s", vec![tool("t", "", bad)]);
-        lenient.allow_unvalidated = true;
+        lenient.facts = unvalidated();
         let lax = Catalogue::build(vec![lenient]);
         assert!(
             lax.prepare_call(&lax.entries()[0], &json!({"x": 1}))
@@ -711,7 +732,7 @@ mod tests {
     fn allow_unvalidated_does_not_lift_a_budget_refusal() {
         let expansion = crate::budget::tests::expansion_schema(12, 8);
         let mut lenient = server("s", vec![tool("t", "", expansion)]);
-        lenient.allow_unvalidated = true;
+        lenient.facts = unvalidated();
         let c = Catalogue::build(vec![lenient]);
         let e = &c.entries()[0];
         assert!(!e.callable);

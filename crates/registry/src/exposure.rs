@@ -93,7 +93,7 @@ impl Exposure {
         }
         let visible = callable
             .into_iter()
-            .filter(|e| e.always_load || self.loaded.contains(&e.name))
+            .filter(|e| e.always_load() || self.loaded.contains(&e.name))
             .collect();
         Plan {
             deferred: true,
@@ -150,7 +150,8 @@ impl Exposure {
 mod tests {
     use super::*;
     use crate::catalogue::ServerTools;
-    use mcp_host_core::{ServerId, ToolDescriptor};
+    use mcp_host_core::{ServerFacts, ServerId, ToolDescriptor};
+    use std::sync::Arc;
 
     fn catalogue(n: usize, always: bool) -> Catalogue {
         let tools = (0..n)
@@ -174,7 +175,10 @@ mod tests {
         Catalogue::build(vec![
             ServerTools::new(ServerId::new("many"), tools),
             ServerTools {
-                always_load: always,
+                facts: Arc::new(ServerFacts {
+                    always_load: always,
+                    ..ServerFacts::default()
+                }),
                 ..ServerTools::new(ServerId::new("wx"), vec![weather])
             },
         ])
@@ -217,6 +221,6 @@ mod tests {
         let plan = Exposure::for_context_window(20_000).plan(&c);
         assert!(plan.deferred);
         assert_eq!(plan.visible.len(), 1);
-        assert!(plan.visible[0].always_load);
+        assert!(plan.visible[0].always_load());
     }
 }

@@ -9,8 +9,7 @@ use crate::host::Host;
 use crate::policy::compile;
 use anyhow::{Context as _, bail};
 use mcp_host_core::ServerId;
-use mcp_host_engine::gate::{CallFacts, Gate, trusted};
-use mcp_host_engine::host::Manager;
+use mcp_host_engine::gate::{CallFacts, Gate};
 use mcp_host_policy::{Decision, MemoryKey, Remembered, Verdict};
 use mcp_host_registry::catalogue::Catalogue;
 use serde::Deserialize;
@@ -71,7 +70,6 @@ pub async fn run(host: &Host, command: PolicyCommand) -> anyhow::Result<ExitCode
         m.wait_settled(limit).await;
         let (catalogue, _) = snapshot(host, m).await?;
         let judge = Judge {
-            m,
             catalogue: &catalogue,
             gate: &c.gate,
             remembered: &remembered,
@@ -166,7 +164,6 @@ fn verdict_word(v: Verdict) -> &'static str {
 }
 
 struct Judge<'a> {
-    m: &'a Manager,
     catalogue: &'a Catalogue,
     gate: &'a Gate,
     remembered: &'a Remembered,
@@ -185,7 +182,6 @@ impl Judge<'_> {
         };
         let provenance: BTreeSet<ServerId> = after.iter().map(|s| ServerId::new(s)).collect();
         let facts = CallFacts {
-            trusted: trusted(self.m, &entry.key.server),
             mode: mode.into(),
             provenance: &provenance,
             remembered: self.remembered,

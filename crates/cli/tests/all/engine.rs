@@ -6,7 +6,7 @@ use crate::common::*;
 use mcp_host_client::{Manager, ServerSetup, ToolCaller};
 use mcp_host_config::RawToolOptions;
 use mcp_host_core::event::ApprovalPrompt;
-use mcp_host_core::{ServerId, ServerState};
+use mcp_host_core::{ServerFacts, ServerId, ServerState};
 use mcp_host_engine::{
     Approval, Conversation, Engine, EngineConfig, Event, Gate, Hooks, Observer, Reply, ToolSource,
     TurnEnd, TurnReport, history_tokens,
@@ -16,24 +16,26 @@ use mcp_host_policy::{AnswerScope, Answers, Mode, Policy};
 use mcp_host_registry::catalogue::{Catalogue, ServerTools};
 use mcp_host_store::Store;
 use serde_json::json;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 async fn start(servers: Vec<ServerSetup>) -> (Manager, ToolSource, ToolCaller) {
-    let names: Vec<String> = servers.iter().map(|s| s.id.to_string()).collect();
+    let facts: Vec<(String, Arc<ServerFacts>)> = (servers.iter())
+        .map(|s| (s.id.to_string(), Arc::new(s.spec.clone().unwrap().facts)))
+        .collect();
     let (m, caller) = Manager::start(
         servers,
         manager_options(Duration::from_millis(50), Duration::from_millis(200)),
     );
     let mut tools = Vec::new();
-    for name in &names {
-        wait_status(&m, name, |s| s.state == ServerState::Ready).await;
-        let id = ServerId::new(name);
-        tools.push(ServerTools::new(
-            id.clone(),
-            m.tools(&id).unwrap().items.clone(),
-        ));
+    for (name, facts) in facts {
+        wait_status(&m, &name, |s| s.state == ServerState::Ready).await;
+        let id = ServerId::new(&name);
+        tools.push(ServerTools {
+            facts,
+            ..ServerTools::new(id.clone(), m.tools(&id).unwrap().items.clone())
+        });
     }
     (m, ToolSource::fixed(Catalogue::build(tools)), caller)
 }
