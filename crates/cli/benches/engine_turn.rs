@@ -10,6 +10,7 @@ use mcp_host_client::backoff::RetryPolicy;
 use mcp_host_client::{Manager, ManagerOptions, ServerSetup, SupervisorCommand};
 use mcp_host_config::{RawServer, Scope};
 use mcp_host_core::{ServerId, ServerState, TransportKind};
+use mcp_host_engine::host::Servers;
 use mcp_host_engine::{
     Conversation, Engine, EngineConfig, Gate, Hooks, Quiet, ResultStore, ToolSource, preview,
 };
@@ -40,7 +41,7 @@ fn setup(name: &str) -> ServerSetup {
     }
 }
 
-async fn start(names: &[&str]) -> (Manager, ToolSource, mcp_host_client::ToolCaller) {
+async fn start(names: &[&str]) -> (Servers, ToolSource, mcp_host_client::ToolCaller) {
     let options = ManagerOptions {
         supervisor: SupervisorCommand {
             program: env!("CARGO_BIN_EXE_mcp-host").into(),
@@ -67,6 +68,7 @@ async fn start(names: &[&str]) -> (Manager, ToolSource, mcp_host_client::ToolCal
             m.tools(&id).unwrap().items.clone(),
         ));
     }
+    let m = Servers::new(m, Default::default());
     (m, ToolSource::fixed(Catalogue::build(servers)), caller)
 }
 
@@ -99,7 +101,7 @@ fn config() -> EngineConfig {
     }
 }
 
-async fn run(m: &Manager, gate: &Gate, c: &ToolSource, script: Vec<ModelResponse>) -> Duration {
+async fn run(m: &Servers, gate: &Gate, c: &ToolSource, script: Vec<ModelResponse>) -> Duration {
     let provider = Scripted::new(script);
     let engine = Engine {
         provider: &provider,

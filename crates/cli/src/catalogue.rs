@@ -3,13 +3,13 @@
 //! (`$XDG_DATA_HOME/mcp-host/pins.sqlite`).
 
 use crate::host::Host;
-use mcp_host_engine::host::Manager;
+use mcp_host_engine::host::Servers;
 use mcp_host_registry::catalogue::Catalogue;
 use mcp_host_store::pins::PinStore;
 
 /// Says on stderr which servers are not ready and which tools were skipped, then builds the
 /// catalogue from the ready ones and checks their pins.
-pub async fn snapshot(host: &Host, m: &Manager) -> anyhow::Result<(Catalogue, PinStore)> {
+pub async fn snapshot(host: &Host, m: &Servers) -> anyhow::Result<(Catalogue, PinStore)> {
     let pins = host.pins().await?;
     let (catalogue, warnings) = mcp_host_engine::tools::snapshot(m, &pins).await?;
     for w in warnings {

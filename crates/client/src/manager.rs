@@ -187,10 +187,6 @@ impl Manager {
         self.slots.get(id).map(|s| s.transport)
     }
 
-    pub fn spec(&self, id: &ServerId) -> Option<&ServerSpec> {
-        self.slots.get(id).and_then(|s| s.spec.as_ref())
-    }
-
     pub fn tools(&self, id: &ServerId) -> Option<Arc<ToolList>> {
         self.slots
             .get(id)

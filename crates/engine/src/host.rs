@@ -1,8 +1,10 @@
 //! Connecting the host to its configured servers, for every front end alike: which servers
-//! start (and in what state the others are shown), the connection manager's options, and the
-//! gate that takes the manager's one capability to call tools. This is the only place the
-//! manager is started, so no front end ever holds that capability. Also the one connection
-//! `auth login` makes to run a server's sign-in.
+//! start (and in what state the others are shown), the connection manager's options, each
+//! started server's facts kept beside the manager (`Servers`, read when a catalogue is
+//! built, so nobody asks the connection layer for configuration), and the gate that takes
+//! the manager's one capability to call tools. This is the only place the manager is
+//! started, so no front end ever holds that capability. Also the one connection `auth login`
+//! makes to run a server's sign-in.
 
 use crate::audit::Audit;
 use crate::gate::Gate;
@@ -11,7 +13,7 @@ use mcp_host_auth::{CredentialVault, OAuth};
 use mcp_host_client::{ClientFeatures, ConnectError, Endpoint, EraChoice, Session};
 use mcp_host_client::{ManagerOptions, ServerSetup, SupervisorCommand, backoff::RetryPolicy};
 use mcp_host_config::{LoadedConfig, ServerReadiness};
-use mcp_host_core::{ServerId, ServerState};
+use mcp_host_core::{ServerFacts, ServerId, ServerState};
 use mcp_host_policy::Policy;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -49,8 +51,42 @@ pub struct Guards {
 
 /// The started servers and the gate over their calls.
 pub struct Connected {
-    pub servers: Manager,
+    pub servers: Servers,
     pub gate: Gate,
+}
+
+/// The connection manager, and what the configuration says about each started server's
+/// tools. The manager gets only what it needs to connect; the facts stay here, on the
+/// host's side, and go into every catalogue built from these servers.
+#[derive(Debug)]
+pub struct Servers {
+    manager: Manager,
+    facts: BTreeMap<ServerId, Arc<ServerFacts>>,
+}
+
+impl Servers {
+    pub fn new(manager: Manager, facts: BTreeMap<ServerId, Arc<ServerFacts>>) -> Self {
+        Self { manager, facts }
+    }
+
+    /// The configured facts of a started server (`None` for one that was not started).
+    pub fn facts(&self, id: &ServerId) -> Option<&Arc<ServerFacts>> {
+        self.facts.get(id)
+    }
+
+    pub fn manager(&self) -> &Manager {
+        &self.manager
+    }
+}
+
+/// Whoever holds the started servers uses the manager's own API on them (states, lists,
+/// reconnects, shutdown); only building a catalogue needs the facts beside it.
+impl std::ops::Deref for Servers {
+    type Target = Manager;
+
+    fn deref(&self) -> &Manager {
+        &self.manager
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -77,9 +113,13 @@ pub fn connect(setup: HostSetup<'_>, guards: Guards) -> Result<Connected, HostEr
         ask_person: setup.ask_person,
         credentials: Some(setup.credentials),
     };
+    let mut facts = BTreeMap::new();
     let setups = (setup.config.entries.iter())
         .filter(|e| setup.only.is_none_or(|n| n == e.name))
         .map(|e| {
+            if let ServerReadiness::Start(spec) = &e.readiness {
+                facts.insert(ServerId::new(&e.name), Arc::new(spec.facts.clone()));
+            }
             let (spec, initial) = match &e.readiness {
                 ServerReadiness::Start(spec) => (Some(spec.clone()), ServerState::Starting),
                 ServerReadiness::Disabled | ServerReadiness::Denied => {
@@ -101,9 +141,12 @@ pub fn connect(setup: HostSetup<'_>, guards: Guards) -> Result<Connected, HostEr
             }
         })
         .collect();
-    let (servers, caller) = Manager::start(setups, opts);
+    let (manager, caller) = Manager::start(setups, opts);
     let gate = Gate::new(caller, guards.policy, guards.hooks, guards.audit);
-    Ok(Connected { servers, gate })
+    Ok(Connected {
+        servers: Servers::new(manager, facts),
+        gate,
+    })
 }
 
 /// The HTTP client for model providers and remote servers.

@@ -52,6 +52,7 @@ pub use render::{PREVIEW_CHARS, cap, preview_text, render};
 pub use results::{MAX_READ, READ_RESULT, ResultStore, preview, read_result_definition};
 pub use tools::ToolSource;
 
+use crate::host::Servers;
 use mcp_host_client::Manager;
 use mcp_host_models::{Message, Provider, ProviderError, ToolCall, ToolSpec};
 use mcp_host_policy::{Mode, ToolFacts};
@@ -106,7 +107,8 @@ pub const INSTRUCTIONS_CHARS: usize = 2_000;
 /// Everything a turn needs, borrowed: the engine owns no global state.
 pub struct Engine<'a, P: Provider> {
     pub provider: &'a P,
-    pub manager: &'a Manager,
+    /// The started servers (the manager, with their configured facts).
+    pub manager: &'a Servers,
     /// Read at every model step.
     pub tools: &'a ToolSource,
     /// Every call passes it; it alone can send one.

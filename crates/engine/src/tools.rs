@@ -4,21 +4,23 @@
 //! ready mid-turn joins at the next step and a definition that changed is seen (as drift,
 //! which is asked about again) before the model's next call is decided.
 
-use mcp_host_client::Manager;
+use crate::host::Servers;
 use mcp_host_core::{ServerId, ServerState, sanitize::one_line};
 use mcp_host_registry::catalogue::{Catalogue, ServerTools};
 use mcp_host_store::pins::{PinError, PinStore};
 use std::sync::Arc;
 use tokio::sync::Mutex;
 
-/// Builds a catalogue from the ready servers and checks its pins. Returns what a person
-/// should be told: servers that are not ready, tools that were skipped.
+/// Builds a catalogue from the ready servers, with their configured facts, and checks its
+/// pins. Returns what a person should be told: servers that are not ready, tools that were
+/// skipped.
 pub async fn snapshot(
-    manager: &Manager,
+    servers: &Servers,
     pins: &PinStore,
 ) -> Result<(Catalogue, Vec<String>), PinError> {
+    let manager = servers.manager();
     let mut warnings = Vec::new();
-    let mut servers = Vec::new();
+    let mut ready = Vec::new();
     for id in manager.ids() {
         let Some(status) = manager.status(id) else {
             continue;
@@ -42,19 +44,18 @@ pub async fn snapshot(
                 issue.reason
             ));
         }
-        let spec = manager.spec(id);
         let offers = manager.offers(id).unwrap_or_default();
-        servers.push(ServerTools {
+        ready.push(ServerTools {
             server: id.clone(),
             tools: list.items.clone(),
             prompts: offers.prompts.items.clone(),
             resources: offers.resources.items.clone(),
             templates: offers.templates.items.clone(),
-            facts: Arc::new(spec.map(|s| s.facts.clone()).unwrap_or_default()),
+            facts: servers.facts(id).cloned().unwrap_or_default(),
             instructions: manager.instructions(id),
         });
     }
-    let mut catalogue = Catalogue::build(servers);
+    let mut catalogue = Catalogue::build(ready);
     catalogue.check_pins(pins).await?;
     Ok((catalogue, warnings))
 }
@@ -62,11 +63,11 @@ pub async fn snapshot(
 /// The servers' states and list revisions a catalogue was built at.
 type Seen = Vec<(ServerId, &'static str, u64)>;
 
-fn seen(manager: &Manager) -> Seen {
-    manager
+fn seen(servers: &Servers) -> Seen {
+    servers
         .ids()
         .filter_map(|id| {
-            let s = manager.status(id)?;
+            let s = servers.status(id)?;
             Some((id.clone(), s.state.label(), s.revision))
         })
         .collect()
@@ -75,7 +76,7 @@ fn seen(manager: &Manager) -> Seen {
 enum Source {
     /// One catalogue for every step (tests, benchmarks).
     Fixed(Arc<Catalogue>),
-    /// Rebuilt from the manager when it moved.
+    /// Rebuilt from the servers when they moved.
     Live {
         pins: PinStore,
         last: Mutex<Option<(Seen, Arc<Catalogue>)>>,
@@ -91,7 +92,7 @@ impl ToolSource {
         Self(Source::Fixed(Arc::new(catalogue)))
     }
 
-    /// Rebuilt from the manager's servers whenever one of them changed state or lists.
+    /// Rebuilt from the servers whenever one of them changed state or lists.
     pub fn live(pins: PinStore) -> Self {
         Self(Source::Live {
             pins,
@@ -103,10 +104,10 @@ impl ToolSource {
     /// told about it (servers not ready, tools skipped), so a front end builds it once.
     pub async fn start(
         pins: PinStore,
-        manager: &Manager,
+        servers: &Servers,
     ) -> Result<(Self, Arc<Catalogue>, Vec<String>), PinError> {
-        let at = seen(manager);
-        let (catalogue, warnings) = snapshot(manager, &pins).await?;
+        let at = seen(servers);
+        let (catalogue, warnings) = snapshot(servers, &pins).await?;
         let catalogue = Arc::new(catalogue);
         let source = Self(Source::Live {
             pins,
@@ -116,18 +117,18 @@ impl ToolSource {
     }
 
     /// The catalogue for the next model step.
-    pub async fn current(&self, manager: &Manager) -> Result<Arc<Catalogue>, PinError> {
+    pub async fn current(&self, servers: &Servers) -> Result<Arc<Catalogue>, PinError> {
         match &self.0 {
             Source::Fixed(c) => Ok(c.clone()),
             Source::Live { pins, last } => {
                 let mut last = last.lock().await;
-                let now = seen(manager);
+                let now = seen(servers);
                 if let Some((at, catalogue)) = last.as_ref()
                     && *at == now
                 {
                     return Ok(catalogue.clone());
                 }
-                let (catalogue, _) = snapshot(manager, pins).await?;
+                let (catalogue, _) = snapshot(servers, pins).await?;
                 let catalogue = Arc::new(catalogue);
                 *last = Some((now, catalogue.clone()));
                 Ok(catalogue)

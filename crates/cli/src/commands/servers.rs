@@ -53,7 +53,7 @@ pub async fn run(host: &Host, args: ServersArgs) -> anyhow::Result<ExitCode> {
                     name: id.to_string(),
                     scope: host.scope_of(id.as_str()),
                     transport: m.transport(id).unwrap_or(TransportKind::Stdio),
-                    trusted: m.spec(id).is_some_and(|s| s.facts.trusted),
+                    trusted: m.facts(id).is_some_and(|f| f.trusted),
                     state: st.state.label(),
                     era: st.era.map(|e| e.version),
                     tools: st.tool_count,

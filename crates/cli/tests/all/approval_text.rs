@@ -6,6 +6,7 @@ use crate::common::*;
 use mcp_host_client::Manager;
 use mcp_host_core::event::ApprovalPrompt;
 use mcp_host_core::{ServerId, ServerState};
+use mcp_host_engine::host::Servers;
 use mcp_host_engine::{
     Approval, Conversation, Engine, EngineConfig, Gate, Hooks, Observer, Reply, ToolSource,
 };
@@ -39,6 +40,7 @@ async fn the_approval_names_the_phrases_and_what_was_removed() {
         manager_options(Duration::from_millis(50), Duration::from_millis(200)),
     );
     wait_status(&m, "f", |s| s.state == ServerState::Ready).await;
+    let m = Servers::new(m, Default::default());
     let id = ServerId::new("f");
     let catalogue = Catalogue::build(vec![ServerTools::new(
         id.clone(),

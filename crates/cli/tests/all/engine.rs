@@ -7,6 +7,7 @@ use mcp_host_client::{Manager, ServerSetup, ToolCaller};
 use mcp_host_config::RawToolOptions;
 use mcp_host_core::event::ApprovalPrompt;
 use mcp_host_core::{ServerFacts, ServerId, ServerState};
+use mcp_host_engine::host::Servers;
 use mcp_host_engine::{
     Approval, Conversation, Engine, EngineConfig, Event, Gate, Hooks, Observer, Reply, ToolSource,
     TurnEnd, TurnReport, history_tokens,
@@ -16,25 +17,26 @@ use mcp_host_policy::{AnswerScope, Answers, Mode, Policy};
 use mcp_host_registry::catalogue::{Catalogue, ServerTools};
 use mcp_host_store::Store;
 use serde_json::json;
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
-async fn start(servers: Vec<ServerSetup>) -> (Manager, ToolSource, ToolCaller) {
-    let facts: Vec<(String, Arc<ServerFacts>)> = (servers.iter())
-        .map(|s| (s.id.to_string(), Arc::new(s.spec.clone().unwrap().facts)))
+async fn start(servers: Vec<ServerSetup>) -> (Servers, ToolSource, ToolCaller) {
+    let facts: BTreeMap<ServerId, Arc<ServerFacts>> = (servers.iter())
+        .map(|s| (s.id.clone(), Arc::new(s.spec.clone().unwrap().facts)))
         .collect();
     let (m, caller) = Manager::start(
         servers,
         manager_options(Duration::from_millis(50), Duration::from_millis(200)),
     );
+    let m = Servers::new(m, facts);
     let mut tools = Vec::new();
-    for (name, facts) in facts {
-        wait_status(&m, &name, |s| s.state == ServerState::Ready).await;
-        let id = ServerId::new(&name);
+    for id in m.ids() {
+        wait_status(&m, id.as_str(), |s| s.state == ServerState::Ready).await;
         tools.push(ServerTools {
-            facts,
-            ..ServerTools::new(id.clone(), m.tools(&id).unwrap().items.clone())
+            facts: m.facts(id).unwrap().clone(),
+            ..ServerTools::new(id.clone(), m.tools(id).unwrap().items.clone())
         });
     }
     (m, ToolSource::fixed(Catalogue::build(tools)), caller)
@@ -142,7 +144,7 @@ async fn fresh_turn(engine: &Engine<'_, Scripted>) -> (Conversation, TurnReport)
 
 fn engine_for<'a>(
     provider: &'a Scripted,
-    manager: &'a Manager,
+    manager: &'a Servers,
     tools: &'a ToolSource,
     gate: &'a Gate,
     observer: &'a dyn Observer,

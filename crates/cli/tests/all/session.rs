@@ -8,7 +8,7 @@ use mcp_host_client::Manager;
 use mcp_host_core::ServerState;
 use mcp_host_core::decision::{AnswerScope, Mode};
 use mcp_host_core::event::{CallSource, Event, TurnEnd};
-use mcp_host_engine::host::Connected;
+use mcp_host_engine::host::{Connected, Servers};
 use mcp_host_engine::session::{ModelChoice, Op, Session, SessionSetup, Settings};
 use mcp_host_engine::{Approval, Conversation, Gate, Hooks, ToolSource};
 use mcp_host_policy::{Answers, Policy};
@@ -60,7 +60,7 @@ async fn a_front_end_drives_turns_approvals_direct_calls_and_compaction_by_opera
         mcp_host_models::choose(Some("openai-compatible:m"), Some(&url), &env, http).unwrap();
     let setup = SessionSetup {
         connected: Connected {
-            servers,
+            servers: Servers::new(servers, Default::default()),
             gate: Gate::new(caller, Policy::default(), Hooks::default(), None),
         },
         tools: ToolSource::live(pins),
