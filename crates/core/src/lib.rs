@@ -1,11 +1,13 @@
 //! Vocabulary shared by every mcp-host crate: host-assigned ids, the neutral MCP types the
-//! rest of the host sees (tools, content, call outcomes), per-server states, the decision
-//! vocabulary, the events a session sends its front ends, what the configuration says about
-//! a server's tools (`facts.rs`), the seam between pin checks and the pin store (`pins.rs`,
-//! a trait only), and the text sanitiser applied to every server-supplied string before it
-//! reaches a terminal. No I/O and no async runtime live here.
+//! rest of the host sees (tools, content, call outcomes), a tool as a model is offered it
+//! (`definition.rs`), per-server states, the decision vocabulary, the events a session sends
+//! its front ends, what the configuration says about a server's tools (`facts.rs`), the seam
+//! between pin checks and the pin store (`pins.rs`, a trait only), and the text sanitiser
+//! applied to every server-supplied string before it reaches a terminal. No I/O and no async
+//! runtime live here.
 
 pub mod decision;
+pub mod definition;
 pub mod event;
 pub mod facts;
 pub mod pins;
@@ -13,6 +15,7 @@ pub mod sanitize;
 pub mod state;
 pub mod types;
 
+pub use definition::ToolDefinition;
 pub use facts::ServerFacts;
 pub use state::{Era, ServerState, ServerStatus, TransportKind};
 pub use types::{

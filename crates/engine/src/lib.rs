@@ -54,13 +54,12 @@ pub use tools::ToolSource;
 
 use crate::host::Servers;
 use mcp_host_client::Manager;
-use mcp_host_models::{Message, Provider, ProviderError, ToolCall, ToolSpec};
+use mcp_host_models::{Message, Provider, ProviderError, ToolCall};
 use mcp_host_policy::{Mode, ToolFacts};
 use mcp_host_registry::catalogue::{Catalogue, Entry};
 use mcp_host_registry::lint::Flag;
 use mcp_host_registry::pins::PinCheck;
 use mcp_host_store::Store;
-use serde_json::Value;
 use std::time::Duration;
 
 /// A call running this long moves to the background in interactive use.
@@ -159,21 +158,6 @@ pub fn tool_facts(entry: &Entry) -> ToolFacts<'_> {
         instruction_phrases: &entry.instruction_phrases,
         annotations: entry.tool.annotations.as_ref(),
     }
-}
-
-pub(crate) fn tool_spec(definition: Value) -> Option<ToolSpec> {
-    Some(ToolSpec {
-        name: definition.get("name")?.as_str()?.to_string(),
-        description: definition
-            .get("description")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string(),
-        parameters: definition
-            .get("input_schema")
-            .cloned()
-            .unwrap_or_else(|| serde_json::json!({"type": "object"})),
-    })
 }
 
 /// Makes every call id unique in the conversation. Ids a provider synthesises (Ollama sends

@@ -3,6 +3,7 @@
 //! handle, and `read_result(handle, offset, length)` reads any part back. Offsets and lengths
 //! are in bytes of the UTF-8 text, moved inwards to character boundaries.
 
+use mcp_host_core::ToolDefinition;
 use mcp_host_store::Store;
 use serde_json::{Value, json};
 
@@ -78,17 +79,17 @@ impl ResultStore {
     }
 }
 
-/// The definition of the `read_result` tool, shaped like a catalogue definition.
-pub fn read_result_definition() -> Value {
-    json!({
-        "name": READ_RESULT,
-        "description": "Read part of a tool result that was too large to show, by the handle given in its preview. Offsets and lengths are in bytes; the answer gives next_offset until the end.",
-        "input_schema": {"type": "object", "properties": {
+/// The definition of the `read_result` tool, offered beside the catalogue's.
+pub fn read_result_definition() -> ToolDefinition {
+    ToolDefinition {
+        name: READ_RESULT.into(),
+        description: "Read part of a tool result that was too large to show, by the handle given in its preview. Offsets and lengths are in bytes; the answer gives next_offset until the end.".into(),
+        input_schema: json!({"type": "object", "properties": {
             "handle": {"type": "string"},
             "offset": {"type": "integer", "minimum": 0, "default": 0},
             "length": {"type": "integer", "minimum": 1, "maximum": MAX_READ, "default": DEFAULT_READ}
-        }, "required": ["handle"], "additionalProperties": false}
-    })
+        }, "required": ["handle"], "additionalProperties": false}),
+    }
 }
 
 /// What the model sees instead of a large result: how big it is, where it is, its head and

@@ -5,7 +5,7 @@
 
 use crate::{
     Conversation, Engine, EngineError, ResultStore, TurnEnd, TurnReport, cancelled,
-    read_result_definition, system_prompt, tool_spec, unique_call_ids,
+    read_result_definition, system_prompt, unique_call_ids,
 };
 use mcp_host_core::event::{Event, Usage};
 use mcp_host_models::{Message, ModelRequest, Provider, ProviderError};
@@ -67,11 +67,10 @@ impl<P: Provider> Engine<'_, P> {
                 self.tools.current(self.manager).await?
             };
             let plan = conv.exposure.plan(&catalogue);
-            let mut definitions = plan.definitions(&conv.exposure.loaded);
+            let mut tools = plan.definitions(&conv.exposure.loaded);
             if conv.stored_results {
-                definitions.push(read_result_definition());
+                tools.push(read_result_definition());
             }
-            let tools = definitions.into_iter().filter_map(tool_spec).collect();
             let request = ModelRequest::new(self.config.model.clone(), conv.history.clone(), tools);
             let Some(mut response) = self.ask_model(request, cancel).await? else {
                 return Ok(cancelled(report));

@@ -87,7 +87,7 @@ impl Anthropic {
             let mut tools: Vec<Value> = request
                 .tools
                 .iter()
-                .map(|t| json!({"name": t.name, "description": t.description, "input_schema": lower(&t.parameters, Dialect::Anthropic)}))
+                .map(|t| json!({"name": t.name, "description": t.description, "input_schema": lower(&t.input_schema, Dialect::Anthropic)}))
                 .collect();
             if let Some(last) = tools.last_mut() {
                 last["cache_control"] = json!({"type": "ephemeral"});
@@ -252,7 +252,7 @@ mod tests {
             vec![ToolSpec {
                 name: "x".into(),
                 description: "d".into(),
-                parameters: json!({"type": "object"}),
+                input_schema: json!({"type": "object"}),
             }],
         );
         let body = Anthropic::body(&request);

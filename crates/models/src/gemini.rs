@@ -154,7 +154,7 @@ impl Gemini {
                 .iter()
                 .map(|t| {
                     let mut d = json!({"name": t.name, "description": t.description});
-                    let parameters = lower(&t.parameters, Dialect::Gemini);
+                    let parameters = lower(&t.input_schema, Dialect::Gemini);
                     // Gemini rejects an object schema with no properties: a tool without
                     // parameters declares none.
                     if parameters["properties"]

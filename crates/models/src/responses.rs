@@ -88,7 +88,7 @@ impl OpenAiResponses {
             let tools: Vec<Value> = request
                 .tools
                 .iter()
-                .map(|t| json!({"type": "function", "name": t.name, "description": t.description, "parameters": lower(&t.parameters, Dialect::OpenAi), "strict": false}))
+                .map(|t| json!({"type": "function", "name": t.name, "description": t.description, "parameters": lower(&t.input_schema, Dialect::OpenAi), "strict": false}))
                 .collect();
             body["tools"] = json!(tools);
         }

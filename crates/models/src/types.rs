@@ -1,7 +1,6 @@
 //! Provider-neutral conversation types and the provider trait.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use std::collections::VecDeque;
 use std::future::Future;
 use std::sync::Mutex;
@@ -36,13 +35,8 @@ pub enum Message {
     },
 }
 
-/// A tool offered to the model.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct ToolSpec {
-    pub name: String,
-    pub description: String,
-    pub parameters: Value,
-}
+/// A tool offered to the model: the catalogue's typed definition, as it made it.
+pub use mcp_host_core::ToolDefinition as ToolSpec;
 
 #[derive(Clone, Debug)]
 pub struct ModelRequest {

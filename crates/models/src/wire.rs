@@ -102,6 +102,6 @@ pub(crate) async fn each_payload(
 pub(crate) fn function_tools(tools: &[ToolSpec], dialect: Dialect) -> Value {
     tools
         .iter()
-        .map(|t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": lower(&t.parameters, dialect)}}))
+        .map(|t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": lower(&t.input_schema, dialect)}}))
         .collect()
 }

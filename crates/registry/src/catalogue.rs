@@ -13,7 +13,7 @@ use crate::search::{DocText, Index};
 use mcp_host_core::pins::PinRecords;
 use mcp_host_core::{
     PromptDescriptor, ResourceDescriptor, ResourceTemplateDescriptor, ServerFacts, ServerId,
-    ToolDescriptor,
+    ToolDefinition, ToolDescriptor,
 };
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap};
@@ -104,7 +104,7 @@ impl Entry {
     /// What a provider is given: the model-visible name, a capped description, the schema,
     /// with hidden characters removed from all of their text. `on_demand` uses the larger
     /// limit for tools loaded through `load_tools`.
-    pub fn model_definition(&self, on_demand: bool) -> Value {
+    pub fn model_definition(&self, on_demand: bool) -> ToolDefinition {
         let description = if on_demand {
             let raw = self.tool.description.as_deref().unwrap_or_default();
             lint::cap_description(
@@ -115,7 +115,11 @@ impl Entry {
         } else {
             self.description.clone()
         };
-        json!({"name": self.name, "description": description, "input_schema": self.model_schema})
+        ToolDefinition {
+            name: self.name.clone(),
+            description,
+            input_schema: self.model_schema.clone(),
+        }
     }
 }
 
@@ -691,7 +695,7 @@ mod tests {
         );
         let on_demand = c.entries()[0].model_definition(true);
         assert_eq!(
-            on_demand["description"].as_str().unwrap().len(),
+            on_demand.description.len(),
             long.len(),
             "under the on-demand limit"
         );

@@ -5,6 +5,7 @@
 //! visible from the next model request on. Works the same with every provider.
 
 use crate::catalogue::{Catalogue, Entry};
+use mcp_host_core::ToolDefinition;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
 
@@ -14,29 +15,32 @@ pub const LOAD_TOOLS: &str = "load_tools";
 pub const DEFAULT_BUDGET_SHARE: f64 = 0.10;
 const MAX_SEARCH_LIMIT: usize = 20;
 
-/// A rough, provider-neutral token estimate: four bytes of JSON per token.
-pub fn estimate_tokens(definition: &Value) -> usize {
-    definition.to_string().len().div_ceil(4)
+/// A rough, provider-neutral token estimate: four bytes of the definition's JSON per token.
+pub fn estimate_tokens(definition: &ToolDefinition) -> usize {
+    // Strings and JSON values always serialise; a failure would only make the estimate 0.
+    serde_json::to_vec(definition)
+        .map_or(0, |json| json.len())
+        .div_ceil(4)
 }
 
-/// The definitions of the two meta-tools, in the same shape as [`Entry::model_definition`].
-pub fn meta_tool_definitions() -> Vec<Value> {
+/// The definitions of the two meta-tools.
+pub fn meta_tool_definitions() -> Vec<ToolDefinition> {
     vec![
-        json!({
-            "name": SEARCH_TOOLS,
-            "description": "Search the available tools by what you want to do. Returns tool names with one-line descriptions; call load_tools with the names you need, and they become callable on your next step.",
-            "input_schema": {"type": "object", "properties": {
+        ToolDefinition {
+            name: SEARCH_TOOLS.into(),
+            description: "Search the available tools by what you want to do. Returns tool names with one-line descriptions; call load_tools with the names you need, and they become callable on your next step.".into(),
+            input_schema: json!({"type": "object", "properties": {
                 "query": {"type": "string", "description": "What you want to do, in plain words"},
                 "limit": {"type": "integer", "minimum": 1, "maximum": MAX_SEARCH_LIMIT, "default": 5}
-            }, "required": ["query"], "additionalProperties": false}
-        }),
-        json!({
-            "name": LOAD_TOOLS,
-            "description": "Make tools found with search_tools callable, by name. Their full definitions are available from your next step on.",
-            "input_schema": {"type": "object", "properties": {
+            }, "required": ["query"], "additionalProperties": false}),
+        },
+        ToolDefinition {
+            name: LOAD_TOOLS.into(),
+            description: "Make tools found with search_tools callable, by name. Their full definitions are available from your next step on.".into(),
+            input_schema: json!({"type": "object", "properties": {
                 "names": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 50}
-            }, "required": ["names"], "additionalProperties": false}
-        }),
+            }, "required": ["names"], "additionalProperties": false}),
+        },
     ]
 }
 
@@ -50,8 +54,8 @@ pub struct Plan<'c> {
 
 impl Plan<'_> {
     /// The tool definitions for the provider, meta-tools last.
-    pub fn definitions(&self, loaded: &BTreeSet<String>) -> Vec<Value> {
-        let mut out: Vec<Value> = self
+    pub fn definitions(&self, loaded: &BTreeSet<String>) -> Vec<ToolDefinition> {
+        let mut out: Vec<ToolDefinition> = self
             .visible
             .iter()
             .map(|e| e.model_definition(loaded.contains(&e.name)))
@@ -199,7 +203,7 @@ mod tests {
         let plan = exposure.plan(&c);
         assert!(plan.deferred && plan.visible.is_empty());
         let defs = plan.definitions(&exposure.loaded);
-        let names: Vec<&str> = defs.iter().filter_map(|d| d["name"].as_str()).collect();
+        let names: Vec<&str> = defs.iter().map(|d| d.name.as_str()).collect();
         assert_eq!(names, [SEARCH_TOOLS, LOAD_TOOLS]);
         let found = exposure.search_tools(&c, &json!({"query": "weather forecast", "limit": 3}));
         assert_eq!(found["tools"][0]["name"], "wx__get_forecast");

@@ -33,7 +33,7 @@ pub fn tools() -> Vec<ToolSpec> {
     vec![ToolSpec {
         name: "read_file".into(),
         description: "Read a file".into(),
-        parameters: schema(),
+        input_schema: schema(),
     }]
 }
 
