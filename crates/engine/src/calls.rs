@@ -8,7 +8,6 @@ use crate::audit::args_hash;
 use crate::dispatch::Job;
 use crate::events::{Approval, approval_prompt, subject};
 use crate::gate::{CallFacts, Gated, note_decision};
-use crate::results::READ_RESULT;
 use crate::step::Prepared;
 use crate::{Conversation, Engine};
 use mcp_host_core::ServerId;
@@ -16,7 +15,7 @@ use mcp_host_core::decision::{AnswerScope, DecidedBy, Decision, MemoryKey, Verdi
 use mcp_host_core::event::{CallRecord, CallSource, Event};
 use mcp_host_models::{Provider, ToolCall};
 use mcp_host_registry::catalogue::{Catalogue, Entry};
-use mcp_host_registry::exposure::{LOAD_TOOLS, SEARCH_TOOLS};
+use mcp_host_registry::exposure::HostTool;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -84,30 +83,10 @@ impl<P: Provider> Engine<'_, P> {
                 }
             },
         };
-        if call.name == SEARCH_TOOLS {
-            let found = conv.exposure.search_tools(catalogue, &args);
-            return answered(found.to_string(), record, false);
-        }
-        if call.name == LOAD_TOOLS {
-            let loaded = conv.exposure.load_tools(catalogue, &args);
-            return answered(loaded.to_string(), record, false);
-        }
-        if call.name == READ_RESULT
-            && let Some(store) = self.results()
+        if let Some(tool) = HostTool::from_name(&call.name)
+            && let Some((content, is_error)) = self.host_tool(tool, catalogue, conv, &args).await
         {
-            let handle = args
-                .get("handle")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            let offset = args.get("offset").and_then(Value::as_u64).unwrap_or(0) as usize;
-            let length = args
-                .get("length")
-                .and_then(Value::as_u64)
-                .map_or(crate::results::DEFAULT_READ, |l| l as usize);
-            return match store.read(handle, offset, length).await {
-                Ok(page) => answered(page.to_string(), record, false),
-                Err(e) => answered(e, record, true),
-            };
+            return answered(content, record, is_error);
         }
         let entry = match catalogue.prepare_named_call(&call.name, &args) {
             Ok(e) => e,
@@ -146,6 +125,44 @@ impl<P: Provider> Engine<'_, P> {
             provenance: conv.provenance_names(),
             record,
         }))
+    }
+
+    /// Answers a call to one of the host's own tools: what the model reads, and whether it
+    /// is an error. `None` for `read_result` without a store, which no tool list offered:
+    /// the call is then refused as an unknown tool, like any other name.
+    async fn host_tool(
+        &self,
+        tool: HostTool,
+        catalogue: &Catalogue,
+        conv: &mut Conversation,
+        args: &Value,
+    ) -> Option<(String, bool)> {
+        match tool {
+            HostTool::SearchTools => {
+                let found = conv.exposure.search_tools(catalogue, args);
+                Some((found.to_string(), false))
+            }
+            HostTool::LoadTools => {
+                let loaded = conv.exposure.load_tools(catalogue, args);
+                Some((loaded.to_string(), false))
+            }
+            HostTool::ReadResult => {
+                let store = self.results()?;
+                let handle = args
+                    .get("handle")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                let offset = args.get("offset").and_then(Value::as_u64).unwrap_or(0) as usize;
+                let length = args
+                    .get("length")
+                    .and_then(Value::as_u64)
+                    .map_or(crate::results::DEFAULT_READ, |l| l as usize);
+                Some(match store.read(handle, offset, length).await {
+                    Ok(page) => (page.to_string(), false),
+                    Err(e) => (e, true),
+                })
+            }
+        }
     }
 
     fn decided(&self, call: &ToolCall, decision: &Decision) {

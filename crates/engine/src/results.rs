@@ -4,10 +4,10 @@
 //! are in bytes of the UTF-8 text, moved inwards to character boundaries.
 
 use mcp_host_core::ToolDefinition;
+use mcp_host_registry::exposure::HostTool;
 use mcp_host_store::Store;
 use serde_json::{Value, json};
 
-pub const READ_RESULT: &str = "read_result";
 /// Bytes one `read_result` call returns at most.
 pub const MAX_READ: usize = 100_000;
 /// Bytes one `read_result` reads when the model gives no length (the schema says so too).
@@ -82,7 +82,7 @@ impl ResultStore {
 /// The definition of the `read_result` tool, offered beside the catalogue's.
 pub fn read_result_definition() -> ToolDefinition {
     ToolDefinition {
-        name: READ_RESULT.into(),
+        name: HostTool::ReadResult.name().into(),
         description: "Read part of a tool result that was too large to show, by the handle given in its preview. Offsets and lengths are in bytes; the answer gives next_offset until the end.".into(),
         input_schema: json!({"type": "object", "properties": {
             "handle": {"type": "string"},

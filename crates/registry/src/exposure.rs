@@ -2,15 +2,42 @@
 //! the model's context window) the model sees them all. Otherwise deferred mode: the model
 //! sees the `alwaysLoad` servers' tools, the tools it has loaded, and two meta-tools,
 //! `search_tools(query, limit)` and `load_tools(names)`; a loaded tool's full definition is
-//! visible from the next model request on. Works the same with every provider.
+//! visible from the next model request on. Works the same with every provider. Also the
+//! list of the host's own tools (`HostTool`), which the host answers itself.
 
 use crate::catalogue::{Catalogue, Entry};
 use mcp_host_core::ToolDefinition;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
 
-pub const SEARCH_TOOLS: &str = "search_tools";
-pub const LOAD_TOOLS: &str = "load_tools";
+/// A tool the host answers itself; a call to one never reaches a server. `ReadResult` is
+/// offered by the engine, whose store holds the results it reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HostTool {
+    SearchTools,
+    LoadTools,
+    ReadResult,
+}
+
+impl HostTool {
+    pub const ALL: [Self; 3] = [Self::SearchTools, Self::LoadTools, Self::ReadResult];
+
+    /// The host tool a model's call names, if any. No catalogue name can be one of these
+    /// (each is `server__tool`, or ends in a hash), so a call is matched here first.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|t| t.name() == name)
+    }
+
+    /// The name the model calls it by.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::SearchTools => "search_tools",
+            Self::LoadTools => "load_tools",
+            Self::ReadResult => "read_result",
+        }
+    }
+}
+
 /// Share of the context window the always-visible definitions may take.
 pub const DEFAULT_BUDGET_SHARE: f64 = 0.10;
 const MAX_SEARCH_LIMIT: usize = 20;
@@ -27,7 +54,7 @@ pub fn estimate_tokens(definition: &ToolDefinition) -> usize {
 pub fn meta_tool_definitions() -> Vec<ToolDefinition> {
     vec![
         ToolDefinition {
-            name: SEARCH_TOOLS.into(),
+            name: HostTool::SearchTools.name().into(),
             description: "Search the available tools by what you want to do. Returns tool names with one-line descriptions; call load_tools with the names you need, and they become callable on your next step.".into(),
             input_schema: json!({"type": "object", "properties": {
                 "query": {"type": "string", "description": "What you want to do, in plain words"},
@@ -35,7 +62,7 @@ pub fn meta_tool_definitions() -> Vec<ToolDefinition> {
             }, "required": ["query"], "additionalProperties": false}),
         },
         ToolDefinition {
-            name: LOAD_TOOLS.into(),
+            name: HostTool::LoadTools.name().into(),
             description: "Make tools found with search_tools callable, by name. Their full definitions are available from your next step on.".into(),
             input_schema: json!({"type": "object", "properties": {
                 "names": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 50}
@@ -204,7 +231,10 @@ mod tests {
         assert!(plan.deferred && plan.visible.is_empty());
         let defs = plan.definitions(&exposure.loaded);
         let names: Vec<&str> = defs.iter().map(|d| d.name.as_str()).collect();
-        assert_eq!(names, [SEARCH_TOOLS, LOAD_TOOLS]);
+        assert_eq!(
+            names,
+            [HostTool::SearchTools.name(), HostTool::LoadTools.name()]
+        );
         let found = exposure.search_tools(&c, &json!({"query": "weather forecast", "limit": 3}));
         assert_eq!(found["tools"][0]["name"], "wx__get_forecast");
         let loaded = exposure.load_tools(&c, &json!({"names": ["wx__get_forecast", "nope"]}));
@@ -217,6 +247,14 @@ mod tests {
                 .collect::<Vec<_>>(),
             ["wx__get_forecast"]
         );
+    }
+
+    #[test]
+    fn host_tools_are_found_by_their_names_only() {
+        for tool in HostTool::ALL {
+            assert_eq!(HostTool::from_name(tool.name()), Some(tool));
+        }
+        assert_eq!(HostTool::from_name("wx__search_tools"), None);
     }
 
     #[test]
