@@ -9,7 +9,6 @@ use crate::audit::args_hash;
 use crate::dispatch::ended;
 use crate::events::{Observer, subject};
 use crate::gate::{CallFacts, CallFailure, Gate, Gated, note_decision, note_outcome};
-use mcp_host_client::Manager;
 use mcp_host_core::CallOutcome;
 use mcp_host_core::decision::{Decision, Mode};
 use mcp_host_core::event::{CallRecord, CallSource, Event};
@@ -38,9 +37,6 @@ pub enum DirectOutcome {
 
 /// What a person's call needs besides the gate.
 pub struct DirectCall<'a> {
-    /// Not read: the server's trust travels with `entry`. Kept until the session's
-    /// `direct_call` (which fills it) stops passing it.
-    pub manager: &'a Manager,
     pub catalogue: &'a Catalogue,
     pub entry: &'a Entry,
     pub call_id: String,
@@ -53,7 +49,6 @@ impl Gate {
     /// Runs a person's call to its end.
     pub async fn direct(&self, call: DirectCall<'_>, cancel: CancellationToken) -> DirectOutcome {
         let DirectCall {
-            manager: _,
             catalogue,
             entry,
             call_id,

@@ -89,7 +89,6 @@ pub async fn run(host: &Host, args: CallArgs) -> anyhow::Result<ExitCode> {
             );
         }
         let call = DirectCall {
-            manager: m,
             catalogue: &catalogue,
             entry,
             call_id: "direct-1".to_string(),

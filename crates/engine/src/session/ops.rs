@@ -187,7 +187,6 @@ impl Session {
                 return;
             };
             let call = DirectCall {
-                manager: &shared.connected.servers,
                 catalogue: &catalogue,
                 entry,
                 call_id,
