@@ -159,7 +159,7 @@ impl<P: Provider> Engine<'_, P> {
                     .map_or(crate::results::DEFAULT_READ, |l| l as usize);
                 Some(match store.read(handle, offset, length).await {
                     Ok(page) => (page.to_string(), false),
-                    Err(e) => (e, true),
+                    Err(e) => (e.to_string(), true),
                 })
             }
         }

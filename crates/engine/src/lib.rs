@@ -49,7 +49,7 @@ pub use history::HistoryError;
 pub use hooks::Hooks;
 pub use mcp_host_core::event::{CallRecord, Event, TurnEnd, TurnReport};
 pub use render::{PREVIEW_CHARS, cap, preview_text, render};
-pub use results::{MAX_READ, ResultStore, preview, read_result_definition};
+pub use results::{MAX_READ, ReadError, ResultStore, preview, read_result_definition};
 pub use tools::ToolSource;
 
 use crate::host::Servers;

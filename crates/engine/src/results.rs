@@ -15,6 +15,20 @@ pub const DEFAULT_READ: usize = 20_000;
 const HEAD: usize = 2_000;
 const TAIL: usize = 1_000;
 
+/// Why a stored result could not be read back; the model reads the message.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("no stored result has the handle `{0}`")]
+    Unknown(String),
+    #[error("`{handle}`: {source}")]
+    Store {
+        handle: String,
+        source: mcp_host_store::StoreError,
+    },
+    #[error("the result `{0}` is not UTF-8 text")]
+    NotText(String),
+}
+
 /// Large results, content-addressed in the SQLite store.
 #[derive(Clone, Debug)]
 pub struct ResultStore {
@@ -27,13 +41,18 @@ impl ResultStore {
     }
 
     /// Stores `text` (once per distinct content) and returns its handle.
-    pub async fn put(&self, text: &str) -> Result<String, String> {
-        self.store.put_result(text).await.map_err(|e| e.to_string())
+    pub async fn put(&self, text: &str) -> Result<String, mcp_host_store::StoreError> {
+        self.store.put_result(text).await
     }
 
     /// Reads `length` bytes from `offset`; the answer says where the next read starts. Only
     /// the page (and up to three bytes either side, to find character boundaries) is read.
-    pub async fn read(&self, handle: &str, offset: usize, length: usize) -> Result<Value, String> {
+    pub async fn read(
+        &self,
+        handle: &str,
+        offset: usize,
+        length: usize,
+    ) -> Result<Value, ReadError> {
         let length = length.clamp(1, MAX_READ);
         // A UTF-8 character is at most four bytes: three bytes before the range and eight
         // after it are enough to find every boundary used below.
@@ -45,8 +64,13 @@ impl ResultStore {
             .await
         {
             Ok(Some(found)) => found,
-            Ok(None) => return Err(format!("no stored result has the handle `{handle}`")),
-            Err(e) => return Err(format!("`{handle}`: {e}")),
+            Ok(None) => return Err(ReadError::Unknown(handle.to_string())),
+            Err(source) => {
+                return Err(ReadError::Store {
+                    handle: handle.to_string(),
+                    source,
+                });
+            }
         };
         let total = total as usize;
         // Byte i of the whole text starts a character (or is the end). Past what was read
@@ -71,7 +95,7 @@ impl ResultStore {
         let text = bytes
             .get(start - from..end - from)
             .and_then(|b| std::str::from_utf8(b).ok())
-            .ok_or_else(|| format!("the result `{handle}` is not UTF-8 text"))?;
+            .ok_or_else(|| ReadError::NotText(handle.to_string()))?;
         let next = (end < total).then_some(end);
         Ok(
             json!({"handle": handle, "offset": start, "total_bytes": total, "next_offset": next, "text": text}),
