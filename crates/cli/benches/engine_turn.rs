@@ -105,7 +105,7 @@ async fn run(m: &Servers, gate: &Gate, c: &ToolSource, script: Vec<ModelResponse
     let provider = Scripted::new(script);
     let engine = Engine {
         provider: &provider,
-        manager: m,
+        servers: m,
         tools: c,
         gate,
         observer: &Quiet,

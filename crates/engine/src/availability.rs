@@ -3,7 +3,7 @@
 //! boundary, in front of the user's message, only when it changed since the model was last
 //! told (a server that recovers is mentioned once too).
 
-use mcp_host_client::Manager;
+use crate::connections::Connections;
 use mcp_host_core::sanitize::one_line;
 use mcp_host_core::{ServerId, ServerState};
 use std::collections::BTreeMap;
@@ -19,12 +19,13 @@ pub(crate) struct Availability {
 
 impl Availability {
     /// The note for this turn boundary, empty when nothing changed.
-    pub(crate) fn note(&mut self, manager: &Manager) -> String {
-        let now: BTreeMap<ServerId, String> = manager
+    pub(crate) fn note(&mut self, servers: &dyn Connections) -> String {
+        let now: BTreeMap<ServerId, String> = servers
             .ids()
+            .into_iter()
             .filter_map(|id| {
-                let status = manager.status(id)?;
-                unusable(id, &status.state).map(|why| (id.clone(), why))
+                let status = servers.status(&id)?;
+                unusable(&id, &status.state).map(|why| (id, why))
             })
             .collect();
         if now == self.told {

@@ -1,7 +1,7 @@
 //! The one gate between a tool call and its server, whoever made the call (the model in a
 //! turn, or a person with `mcp-host call` or chat's `/call`) and whichever front end asks.
-//! The gate alone holds the [`ToolCaller`], the capability that sends `tools/call`, so no
-//! other code can reach a server's tools. In order, every call gets: the pure policy
+//! The gate alone holds the [`Caller`] (in the host, the manager's one `ToolCaller`, the
+//! capability that sends `tools/call`), so no other code can reach a server's tools. In order, every call gets: the pure policy
 //! decision; the `PreToolUse` hooks (unless a rule denied); for the model's `Ask`, the
 //! person's answer (asked by the engine, turned into a permit here); right before sending, a
 //! check that the server still offers the definition that was decided on; the call; the
@@ -9,10 +9,11 @@
 //! makes them.
 
 use crate::audit::Audit;
+use crate::connections::Caller;
 use crate::events::Observer;
 use crate::hooks::Hooks;
 use crate::tool_facts;
-use mcp_host_client::{CallError, Expect, Progress, ToolCaller};
+use mcp_host_client::{CallError, Expect, Progress};
 use mcp_host_core::decision::{DecidedBy, Decision, Mode, Verdict};
 use mcp_host_core::event::{CallRecord, CallSource};
 use mcp_host_core::{CallOutcome, ServerId, ToolDescriptor};
@@ -30,7 +31,7 @@ pub const LIST_REFRESH_WAIT: Duration = Duration::from_secs(10);
 
 /// The rules, the hooks, the audit log, and the capability to call.
 pub struct Gate {
-    caller: ToolCaller,
+    caller: Box<dyn Caller>,
     pub policy: Policy,
     pub hooks: Hooks,
     audit: Option<Audit>,
@@ -112,9 +113,14 @@ pub enum CallFailure {
 impl Gate {
     /// The gate over the manager's calls. `audit`: where each call's record goes (`None`
     /// for tests that read the records from the report instead).
-    pub fn new(caller: ToolCaller, policy: Policy, hooks: Hooks, audit: Option<Audit>) -> Self {
+    pub fn new(
+        caller: impl Caller + 'static,
+        policy: Policy,
+        hooks: Hooks,
+        audit: Option<Audit>,
+    ) -> Self {
         Self {
-            caller,
+            caller: Box::new(caller),
             policy,
             hooks,
             audit,
@@ -201,7 +207,7 @@ impl Gate {
             args,
             ..
         } = permit;
-        let call = self.caller.detached_call(
+        let call = self.caller.send(
             &server,
             &tool,
             args.as_object().cloned(),

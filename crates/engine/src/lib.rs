@@ -24,6 +24,7 @@ pub mod browser;
 mod budget;
 mod calls;
 mod compact;
+pub mod connections;
 mod conversation;
 mod dispatch;
 mod events;
@@ -52,8 +53,7 @@ pub use render::{PREVIEW_CHARS, cap, preview_text, render};
 pub use results::{MAX_READ, ReadError, ResultStore, preview, read_result_definition};
 pub use tools::ToolSource;
 
-use crate::host::Servers;
-use mcp_host_client::Manager;
+use crate::connections::Connections;
 use mcp_host_models::{Message, Provider, ProviderError, ToolCall};
 use mcp_host_policy::{Mode, ToolFacts};
 use mcp_host_registry::catalogue::{Catalogue, Entry};
@@ -106,8 +106,8 @@ pub const INSTRUCTIONS_CHARS: usize = 2_000;
 /// Everything a turn needs, borrowed: the engine owns no global state.
 pub struct Engine<'a, P: Provider> {
     pub provider: &'a P,
-    /// The started servers (the manager, with their configured facts).
-    pub manager: &'a Servers,
+    /// The connected servers, read at every step.
+    pub servers: &'a dyn Connections,
     /// Read at every model step.
     pub tools: &'a ToolSource,
     /// Every call passes it; it alone can send one.
@@ -118,14 +118,14 @@ pub struct Engine<'a, P: Provider> {
 
 /// The system prompt: each ready server's instructions, capped, and marked as that server's
 /// text (not the user's and not the host's).
-pub fn system_prompt(manager: &Manager, catalogue: &Catalogue) -> Option<String> {
-    let mut servers: Vec<&mcp_host_core::ServerId> =
+pub fn system_prompt(servers: &dyn Connections, catalogue: &Catalogue) -> Option<String> {
+    let mut ids: Vec<&mcp_host_core::ServerId> =
         catalogue.entries().iter().map(|e| &e.key.server).collect();
-    servers.dedup();
-    let parts: Vec<String> = servers
+    ids.dedup();
+    let parts: Vec<String> = ids
         .into_iter()
         .filter_map(|id| {
-            let text = manager.instructions(id)?;
+            let text = servers.instructions(id)?;
             // Hidden characters (TAG, zero-width, bidi) are removed as from descriptions;
             // `mcp-host tools` shows the server's flag for them.
             let text = mcp_host_registry::lint::clean_for_model(

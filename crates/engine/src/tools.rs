@@ -4,7 +4,7 @@
 //! ready mid-turn joins at the next step and a definition that changed is seen (as drift,
 //! which is asked about again) before the model's next call is decided.
 
-use crate::host::Servers;
+use crate::connections::Connections;
 use mcp_host_core::{ServerId, ServerState, sanitize::one_line};
 use mcp_host_registry::catalogue::{Catalogue, ServerTools};
 use mcp_host_store::pins::{PinError, PinStore};
@@ -15,14 +15,13 @@ use tokio::sync::Mutex;
 /// pins. Returns what a person should be told: servers that are not ready, tools that were
 /// skipped.
 pub async fn snapshot(
-    servers: &Servers,
+    servers: &dyn Connections,
     pins: &PinStore,
 ) -> Result<(Catalogue, Vec<String>), PinError> {
-    let manager = servers.manager();
     let mut warnings = Vec::new();
     let mut ready = Vec::new();
-    for id in manager.ids() {
-        let Some(status) = manager.status(id) else {
+    for id in servers.ids() {
+        let Some(status) = servers.status(&id) else {
             continue;
         };
         if status.state != ServerState::Ready {
@@ -34,7 +33,7 @@ pub async fn snapshot(
             warnings.push(format!("server `{id}` is {}{why}", status.state.label()));
             continue;
         }
-        let Some(list) = manager.tools(id) else {
+        let Some(list) = servers.tools(&id) else {
             continue;
         };
         for issue in &list.issues {
@@ -44,15 +43,15 @@ pub async fn snapshot(
                 issue.reason
             ));
         }
-        let offers = manager.offers(id).unwrap_or_default();
+        let offers = servers.offers(&id).unwrap_or_default();
         ready.push(ServerTools {
             server: id.clone(),
             tools: list.items.clone(),
             prompts: offers.prompts.items.clone(),
             resources: offers.resources.items.clone(),
             templates: offers.templates.items.clone(),
-            facts: servers.facts(id).cloned().unwrap_or_default(),
-            instructions: manager.instructions(id),
+            facts: servers.facts(&id).unwrap_or_default(),
+            instructions: servers.instructions(&id),
         });
     }
     let mut catalogue = Catalogue::build(ready);
@@ -63,12 +62,13 @@ pub async fn snapshot(
 /// The servers' states and list revisions a catalogue was built at.
 type Seen = Vec<(ServerId, &'static str, u64)>;
 
-fn seen(servers: &Servers) -> Seen {
+fn seen(servers: &dyn Connections) -> Seen {
     servers
         .ids()
+        .into_iter()
         .filter_map(|id| {
-            let s = servers.status(id)?;
-            Some((id.clone(), s.state.label(), s.revision))
+            let s = servers.status(&id)?;
+            Some((id, s.state.label(), s.revision))
         })
         .collect()
 }
@@ -104,7 +104,7 @@ impl ToolSource {
     /// told about it (servers not ready, tools skipped), so a front end builds it once.
     pub async fn start(
         pins: PinStore,
-        servers: &Servers,
+        servers: &dyn Connections,
     ) -> Result<(Self, Arc<Catalogue>, Vec<String>), PinError> {
         let at = seen(servers);
         let (catalogue, warnings) = snapshot(servers, &pins).await?;
@@ -117,7 +117,7 @@ impl ToolSource {
     }
 
     /// The catalogue for the next model step.
-    pub async fn current(&self, servers: &Servers) -> Result<Arc<Catalogue>, PinError> {
+    pub async fn current(&self, servers: &dyn Connections) -> Result<Arc<Catalogue>, PinError> {
         match &self.0 {
             Source::Fixed(c) => Ok(c.clone()),
             Source::Live { pins, last } => {

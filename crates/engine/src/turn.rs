@@ -37,15 +37,15 @@ impl<P: Provider> Engine<'_, P> {
     ) -> Result<TurnReport, EngineError> {
         conv.turn_no += 1;
         conv.turn.user_spoke();
-        let catalogue = self.tools.current(self.manager).await?;
+        let catalogue = self.tools.current(self.servers).await?;
         if conv.history.is_empty()
-            && let Some(system) = system_prompt(self.manager, &catalogue)
+            && let Some(system) = system_prompt(self.servers, &catalogue)
         {
             conv.push(Message::System { text: system });
         }
         self.compact(conv).await;
         let delivered = self.deliver_background(conv).await;
-        let unavailable = conv.unavailable.note(self.manager);
+        let unavailable = conv.unavailable.note(self.servers);
         conv.push(Message::User {
             text: format!("{delivered}{unavailable}{user}"),
         });
@@ -64,7 +64,7 @@ impl<P: Provider> Engine<'_, P> {
             let catalogue = if step == 1 {
                 catalogue.clone()
             } else {
-                self.tools.current(self.manager).await?
+                self.tools.current(self.servers).await?
             };
             let plan = conv.exposure.plan(&catalogue);
             let mut tools = plan.definitions(&conv.exposure.loaded);

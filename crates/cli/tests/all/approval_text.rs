@@ -64,7 +64,7 @@ async fn the_approval_names_the_phrases_and_what_was_removed() {
     let tools = ToolSource::fixed(catalogue);
     let engine = Engine {
         provider: &provider,
-        manager: &m,
+        servers: &m,
         tools: &tools,
         gate: &gate,
         observer: &asked,

@@ -152,7 +152,7 @@ fn engine_for<'a>(
 ) -> Engine<'a, Scripted> {
     Engine {
         provider,
-        manager,
+        servers: manager,
         tools,
         gate,
         observer,

@@ -145,7 +145,7 @@ impl Shared {
     ) -> Engine<'s, AnyProvider> {
         Engine {
             provider: &model.provider,
-            manager: &self.connected.servers,
+            servers: &self.connected.servers,
             tools: &self.tools,
             gate: &self.connected.gate,
             observer,
