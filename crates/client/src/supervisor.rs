@@ -112,7 +112,7 @@ pub fn supervise(args: &SupervisorArgs) -> i32 {
 
 #[allow(
     unsafe_code,
-    reason = "pre_exec: masks signals and sets the death signal in the child"
+    reason = "pre_exec: masks signals, sets the death signal and no_new_privs in the child"
 )]
 fn run(args: &SupervisorArgs) -> Result<i32, String> {
     let me = std::process::id() as i32;
@@ -148,6 +148,9 @@ fn run(args: &SupervisorArgs) -> Result<i32, String> {
                 .map_err(std::io::Error::from)?;
             // We are single-threaded, so this fires exactly when this supervisor dies.
             nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(std::io::Error::from)?;
+            // The server and everything it runs can never gain privileges (no setuid or
+            // file-capability binary elevates it). The first step of confining a server.
+            nix::sys::prctl::set_no_new_privs().map_err(std::io::Error::from)?;
             Ok(())
         });
     }

@@ -12,6 +12,7 @@ mod catalogue;
 mod chat_approve;
 mod cli_servers;
 mod config_fail_closed;
+mod confinement;
 mod engine;
 mod faults;
 mod gate;

@@ -20,6 +20,7 @@ faults: crash-at-start, hang, garbage, stderr-flood, exit-on-probe,
   bad-utf16-handshake (the handshake answer), early-responses (stray answers before each one),
   invalid-id-request (a ping with an object id before `add` answers; the reply is logged),
   ask-roots (adds a `roots` tool that asks roots/list and returns the answer),
+  probe (adds a `probe` tool that reports the process's NoNewPrivs and Seccomp state),
   string-id (over --http: tools/call answered with its id as a string),
   silent-discover (server/discover is never answered)
   [--discover-delay-ms N] answers server/discover after N ms
@@ -638,6 +639,9 @@ impl Server {
         if self.has("ask-roots") {
             tools.push(json!({"name": "roots", "description": "Asks the client for roots", "inputSchema": obj(json!({}))}));
         }
+        if self.has("probe") {
+            tools.push(json!({"name": "probe", "description": "Reports what the process may do", "inputSchema": obj(json!({}))}));
+        }
         if self.opts.http_port.is_some() {
             tools.push(json!({"name": "headers", "description": "Returns the HTTP request headers", "inputSchema": obj(json!({}))}));
         }
@@ -721,6 +725,15 @@ impl Server {
             "add" if self.has("invalid-id-request") => {
                 self.send(json!({"jsonrpc": "2.0", "id": {"not": "an id"}, "method": "ping"}));
                 self.reply(id, text("asked".into()))
+            }
+            // What confinement the server runs under, as the kernel reports it.
+            "probe" => {
+                let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+                let lines: Vec<&str> = status
+                    .lines()
+                    .filter(|l| l.starts_with("NoNewPrivs:") || l.starts_with("Seccomp:"))
+                    .collect();
+                self.reply(id, text(lines.join("\n")))
             }
             "roots" => {
                 self.asking_roots = Some(id);
