@@ -112,7 +112,7 @@ pub fn supervise(args: &SupervisorArgs) -> i32 {
 
 #[allow(
     unsafe_code,
-    reason = "pre_exec: masks signals, sets the death signal and no_new_privs in the child"
+    reason = "pre_exec: masks signals, sets the death signal, no_new_privs and the seccomp filter in the child"
 )]
 fn run(args: &SupervisorArgs) -> Result<i32, String> {
     let me = std::process::id() as i32;
@@ -138,11 +138,13 @@ fn run(args: &SupervisorArgs) -> Result<i32, String> {
     let sfd = SignalFd::with_flags(&mask, SfdFlags::SFD_CLOEXEC | SfdFlags::SFD_NONBLOCK)
         .map_err(|e| format!("signalfd: {e}"))?;
 
+    // Built before the fork: between fork and exec nothing may allocate.
+    let filter = crate::seccomp::program().map_err(|e| format!("seccomp filter: {e}"))?;
     let mut cmd = std::process::Command::new(&args.program);
     cmd.args(&args.args).process_group(0);
     // SAFETY: the closure only calls async-signal-safe functions (sigprocmask, prctl).
     unsafe {
-        cmd.pre_exec(|| {
+        cmd.pre_exec(move || {
             SigSet::all()
                 .thread_unblock()
                 .map_err(std::io::Error::from)?;
@@ -151,6 +153,8 @@ fn run(args: &SupervisorArgs) -> Result<i32, String> {
             // The server and everything it runs can never gain privileges (no setuid or
             // file-capability binary elevates it). The first step of confining a server.
             nix::sys::prctl::set_no_new_privs().map_err(std::io::Error::from)?;
+            // Last, so the calls above are not filtered (see `seccomp.rs` for what is).
+            seccompiler::apply_filter(&filter).map_err(std::io::Error::other)?;
             Ok(())
         });
     }

@@ -20,7 +20,8 @@ faults: crash-at-start, hang, garbage, stderr-flood, exit-on-probe,
   bad-utf16-handshake (the handshake answer), early-responses (stray answers before each one),
   invalid-id-request (a ping with an object id before `add` answers; the reply is logged),
   ask-roots (adds a `roots` tool that asks roots/list and returns the answer),
-  probe (adds a `probe` tool that reports the process's NoNewPrivs and Seccomp state),
+  probe (adds a `probe` tool that reports the process's NoNewPrivs and Seccomp state and
+    whether a filtered call, process_vm_readv of nothing, is denied),
   string-id (over --http: tools/call answered with its id as a string),
   silent-discover (server/discover is never answered)
   [--discover-delay-ms N] answers server/discover after N ms
@@ -729,10 +730,33 @@ impl Server {
             // What confinement the server runs under, as the kernel reports it.
             "probe" => {
                 let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-                let lines: Vec<&str> = status
+                let lines: Vec<String> = status
                     .lines()
                     .filter(|l| l.starts_with("NoNewPrivs:") || l.starts_with("Seccomp:"))
+                    .map(str::to_string)
                     .collect();
+                // Reading no bytes of its own memory changes nothing and succeeds unless a
+                // filter forbids `process_vm_readv` (container runtimes' default filters allow
+                // it, so a denial is the host's filter).
+                // SAFETY: zero iovecs, null pointers the kernel never dereferences.
+                #[allow(unsafe_code)]
+                let rc = unsafe {
+                    libc::process_vm_readv(
+                        libc::getpid(),
+                        std::ptr::null(),
+                        0,
+                        std::ptr::null(),
+                        0,
+                        0,
+                    )
+                };
+                let filtered = if rc == 0 {
+                    "process_vm_readv: allowed".to_string()
+                } else {
+                    format!("process_vm_readv: denied ({})", std::io::Error::last_os_error())
+                };
+                let mut lines = lines;
+                lines.push(filtered);
                 self.reply(id, text(lines.join("\n")))
             }
             "roots" => {
