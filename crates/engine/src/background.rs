@@ -1,7 +1,9 @@
 //! Calls that outlived their step. Each keeps running on its own task; at the next turn
 //! boundary the finished ones are delivered to the model (tagged, fitted to their budget
 //! like any result) ahead of the user's message, and the running ones wait for a later
-//! boundary. Dropping the conversation cancels them, and their servers are told.
+//! boundary. A conversation given up with calls still out ([`Conversation::abandon`]) cancels
+//! them, tells their servers, and writes each one's audit record, so every call has one
+//! however its conversation ended; merely dropping it still cancels them.
 
 use crate::dispatch::{CallTask, ended, joined_outcome};
 use crate::events::notice;
@@ -85,5 +87,26 @@ impl<P: Provider> Engine<'_, P> {
             "[Calls that finished in the background since the last message:]\n{}\n\n",
             parts.join("\n")
         )
+    }
+}
+
+/// How long an abandoned background call gets to end after it was cancelled.
+const ABANDON_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
+impl Conversation {
+    /// Gives the conversation up: calls still in the background are cancelled (their servers
+    /// are told), each is awaited briefly, and its one audit record is written with how it
+    /// ended. Front ends call this instead of dropping a conversation with calls out.
+    pub async fn abandon(mut self, gate: &crate::Gate, observer: &dyn crate::Observer) {
+        for job in std::mem::take(&mut self.background) {
+            job.token.cancel();
+            let outcome = match tokio::time::timeout(ABANDON_GRACE, job.task).await {
+                Ok(joined) => joined_outcome(joined),
+                Err(_) => Err(crate::gate::CallFailure::Interrupted),
+            };
+            let mut record = job.record;
+            note_outcome(&mut record, &outcome, job.started.elapsed());
+            gate.record(&record, observer);
+        }
     }
 }

@@ -18,7 +18,7 @@ use crossterm::event::{Event as TermEvent, EventStream, KeyEventKind};
 use futures::StreamExt;
 use mcp_host_config::ServerReadiness;
 use mcp_host_engine::session::{ModelChoice, Op, Session, SessionHandle, SessionSetup, Settings};
-use mcp_host_engine::{Approval, Conversation, DEFAULT_BACKGROUND_AFTER, Event, ToolSource};
+use mcp_host_engine::{Conversation, DEFAULT_BACKGROUND_AFTER, Event, ToolSource};
 use mcp_host_models::choose;
 use mcp_host_policy::Answers;
 use mcp_host_tui::{App, Command, SessionInfo, StatusInfo, Update};
@@ -208,9 +208,4 @@ pub(crate) fn workdir() -> String {
     std::env::current_dir()
         .map(|d| d.display().to_string())
         .unwrap_or_default()
-}
-
-/// An approval the screen gave, as the session takes it.
-fn allow(scope: mcp_host_policy::AnswerScope) -> Approval {
-    Approval::Allow { scope }
 }

@@ -20,7 +20,7 @@ pub(super) fn submit(session: &SessionHandle, command: Command, app: &mut App) {
         },
         Command::Approve { call_id, scope } => Op::Answer {
             call_id,
-            approval: super::allow(scope),
+            approval: Approval::Allow { scope },
         },
         Command::Deny { call_id, reason } => Op::Answer {
             call_id,

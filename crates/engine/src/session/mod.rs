@@ -302,10 +302,16 @@ impl Session {
             if let Some(c) = &self.turn_cancel {
                 c.cancel();
             }
-            let _ = tokio::time::timeout(QUIT_GRACE, t).await;
+            if let Ok((conv, _)) = tokio::time::timeout(QUIT_GRACE, t).await {
+                self.conversation = Some(conv);
+            }
         }
         let _ = tokio::time::timeout(QUIT_GRACE, async { while direct.next().await.is_some() {} })
             .await;
+        if let Some(conv) = self.conversation.take() {
+            conv.abandon(&self.shared.connected.gate, &*self.observer)
+                .await;
+        }
         self.shared.connected.servers.shutdown().await;
         self.emit(Event::Ended);
     }

@@ -256,7 +256,7 @@ impl Session {
         let answers = self.answers().await;
         let store = &self.shared.store;
         match Conversation::create(store, &model, &self.settings.workdir, 0, answers).await {
-            Ok(conv) => self.replace_conversation(conv),
+            Ok(conv) => self.replace_conversation(conv).await,
             Err(e) => self.notice(format!("cannot start a conversation: {e}")),
         }
     }
@@ -280,7 +280,7 @@ impl Session {
         let answers = self.answers().await;
         match Conversation::resume(&store, &id, 0, answers).await {
             Ok(conv) => {
-                self.replace_conversation(conv);
+                self.replace_conversation(conv).await;
                 self.notice(format!("resumed conversation {id}"));
             }
             Err(e) => self.notice(format!("cannot resume {id}: {e}")),
@@ -288,12 +288,15 @@ impl Session {
     }
 
     /// Makes `conv` the current conversation and shows its user and assistant messages.
-    pub(super) fn replace_conversation(&mut self, conv: Conversation) {
+    pub(super) async fn replace_conversation(&mut self, conv: Conversation) {
         self.emit(Event::ConversationStarted {
             id: conv.id().map(ToString::to_string),
             replay: replay(&conv),
         });
-        self.conversation = Some(conv);
+        if let Some(old) = self.conversation.replace(conv) {
+            old.abandon(&self.shared.connected.gate, &*self.observer)
+                .await;
+        }
     }
 }
 

@@ -77,7 +77,7 @@ impl Caller for FakeCaller {
         tool: &str,
         arguments: Option<Map<String, Value>>,
         expect: Option<Expect>,
-        _cancel: CancellationToken,
+        cancel: CancellationToken,
         _progress: Option<tokio::sync::mpsc::UnboundedSender<Progress>>,
     ) -> Sent {
         let args = Value::Object(arguments.unwrap_or_default());
@@ -88,6 +88,14 @@ impl Caller for FakeCaller {
             .unwrap()
             .push((server.to_string(), tool.to_string(), args.clone()));
         let message = args["message"].as_str().unwrap_or_default().to_string();
+        // "never" is a call that runs until it is cancelled, as a slow server's would.
+        if message == "never" {
+            let server = server.to_string();
+            return Box::pin(async move {
+                cancel.cancelled().await;
+                Err(CallError::Interrupted { server })
+            });
+        }
         Box::pin(async move {
             Ok::<_, CallError>(CallOutcome {
                 content: vec![Content::Text { text: message }],

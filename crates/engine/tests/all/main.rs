@@ -7,5 +7,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a panic is the failure report.
 
+mod background;
 mod fakes;
 mod turn;
