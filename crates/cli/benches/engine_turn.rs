@@ -47,6 +47,7 @@ async fn start(names: &[&str]) -> (Servers, ToolSource, mcp_host_client::ToolCal
             program: env!("CARGO_BIN_EXE_mcp-host").into(),
             grace: Duration::from_secs(1),
             record_dir: None,
+            ..SupervisorCommand::default()
         },
         host_env: std::sync::Arc::new(std::env::vars().collect()),
         retry: RetryPolicy::default(),

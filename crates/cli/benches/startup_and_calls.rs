@@ -42,6 +42,7 @@ fn options() -> ManagerOptions {
             program: env!("CARGO_BIN_EXE_mcp-host").into(),
             grace: Duration::from_secs(1),
             record_dir: None,
+            ..SupervisorCommand::default()
         },
         host_env: std::sync::Arc::new(std::env::vars().collect()),
         retry: RetryPolicy::default(),

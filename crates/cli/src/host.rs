@@ -9,7 +9,7 @@ use mcp_host_config::{ConfigPaths, LoadOptions, LoadedConfig, ServerReadiness, T
 use mcp_host_engine::Audit;
 use mcp_host_engine::host::{Connected, ElicitationAsk, Guards, HostSetup};
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -121,6 +121,10 @@ impl Host {
             credentials: self.credentials.clone(),
             only,
             ask_person,
+            protected: (self.paths.user_file.parent().into_iter())
+                .map(Path::to_path_buf)
+                .chain([self.paths.data_dir.clone()])
+                .collect(),
         })
     }
 

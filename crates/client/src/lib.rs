@@ -19,6 +19,7 @@ pub mod manager;
 pub mod procs;
 mod reading;
 mod runner;
+pub mod sandbox;
 pub mod seccomp;
 pub mod session;
 pub mod stdio;

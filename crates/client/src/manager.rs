@@ -8,6 +8,7 @@ use crate::backoff::RetryPolicy;
 use crate::handler::{ElicitationAsk, Progress};
 use crate::listing::{Offers, ToolList};
 use crate::runner::Runner;
+use crate::sandbox::Confined;
 use crate::session::{RequestError, Session};
 use crate::stdio::SupervisorCommand;
 use mcp_host_config::ServerSpec;
@@ -99,6 +100,8 @@ pub(crate) struct Slot {
     pub(crate) restart: Notify,
     /// A disabled server is stopped and stays stopped until enabled again.
     pub(crate) enabled: std::sync::atomic::AtomicBool,
+    /// A local server's confinement and denials, as its process keeps them.
+    pub(crate) confined: Confined,
 }
 
 pub struct Manager {
@@ -160,6 +163,7 @@ impl Manager {
                 suspect: Notify::new(),
                 restart: Notify::new(),
                 enabled: std::sync::atomic::AtomicBool::new(true),
+                confined: Confined::default(),
             });
             if let Some(spec) = s.spec {
                 let runner = Runner::new(spec, slot.clone(), tx, opts.clone());
@@ -180,7 +184,11 @@ impl Manager {
     }
 
     pub fn status(&self, id: &ServerId) -> Option<ServerStatus> {
-        self.slots.get(id).map(|s| s.status.borrow().clone())
+        self.slots.get(id).map(|s| {
+            let mut status = s.status.borrow().clone();
+            status.confinement = s.confined.view();
+            status
+        })
     }
 
     pub fn transport(&self, id: &ServerId) -> Option<TransportKind> {

@@ -7,6 +7,7 @@
 use crate::backoff::{Next, Retrier, RetryPolicy};
 use crate::handler::ClientFeatures;
 use crate::manager::{ManagerOptions, Slot};
+use crate::sandbox::Confined;
 use crate::session::{ConnectError, Endpoint, EraChoice, RequestError, Session};
 use crate::stdio::StdioLaunch;
 use mcp_host_auth::OAuth;
@@ -23,20 +24,24 @@ const MAX_WARNINGS: usize = 8;
 /// How long a liveness check may take before the server counts as gone.
 const HEALTH_TIMEOUT: Duration = Duration::from_secs(10);
 
-fn endpoint(spec: &ServerSpec, opts: &ManagerOptions) -> Endpoint {
+fn endpoint(spec: &ServerSpec, opts: &ManagerOptions, confined: &Confined) -> Endpoint {
     match &spec.transport {
         Transport::Stdio {
             command,
             args,
             env,
             cwd,
+            sandbox,
         } => Endpoint::Stdio {
-            launch: StdioLaunch {
+            launch: Box::new(StdioLaunch {
+                name: spec.name.clone(),
                 command: command.clone(),
                 args: args.clone(),
                 env: env.clone(),
                 cwd: cwd.clone(),
-            },
+                sandbox: (**sandbox).clone(),
+                confined: confined.clone(),
+            }),
             supervisor: opts.supervisor.clone(),
             host_env: opts.host_env.clone(),
         },
@@ -136,7 +141,7 @@ impl Runner {
         opts: ManagerOptions,
     ) -> Self {
         Self {
-            endpoint: endpoint(&spec, &opts),
+            endpoint: endpoint(&spec, &opts, &slot.confined),
             spec,
             slot,
             status,

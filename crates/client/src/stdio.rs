@@ -3,7 +3,11 @@
 //! spec's order: close stdin, wait, SIGTERM (the supervisor passes it to the whole tree),
 //! wait, SIGKILL, always reap.
 
+use crate::sandbox::launch::{self, Inputs, SandboxError, SandboxOptions};
+use crate::sandbox::{Confined, denial_in_stderr};
 use crate::supervisor::{LIFELINE_FD, SUPERVISE_ARG, SupervisorArgs};
+use mcp_host_config::SandboxSpec;
+use mcp_host_core::confinement::SandboxLevel;
 use mcp_host_core::sanitize::strip_terminal_escapes;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
@@ -42,21 +46,29 @@ pub fn env_allowed(name: &str) -> bool {
 }
 
 /// How to run the supervisor: normally the host's own executable with [`SUPERVISE_ARG`].
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct SupervisorCommand {
     pub program: PathBuf,
     pub grace: Duration,
     /// Where supervisors leave run records (see `procs::reap_leftovers`).
     pub record_dir: Option<PathBuf>,
+    /// What every confined server shares (its proxy's resolver and reports, the host's
+    /// folders no argument grants, the kernel's abilities).
+    pub sandbox: SandboxOptions,
 }
 
 /// Everything needed to start one stdio server.
 #[derive(Clone, Debug)]
 pub struct StdioLaunch {
+    /// The server's name (its proxy's records, its temp folder).
+    pub name: String,
     pub command: String,
     pub args: Vec<String>,
     pub env: BTreeMap<String, String>,
     pub cwd: Option<PathBuf>,
+    pub sandbox: SandboxSpec,
+    /// Its confinement as it stands, for whoever shows it.
+    pub confined: Confined,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -68,6 +80,8 @@ pub enum SpawnError {
     },
     #[error("working directory {0} does not exist")]
     BadCwd(PathBuf),
+    #[error(transparent)]
+    Sandbox(#[from] SandboxError),
     #[error("cannot start supervisor: {0}")]
     Io(#[from] std::io::Error),
 }
@@ -128,6 +142,8 @@ pub struct StdioProcess {
     pub stderr: Arc<Mutex<StderrRing>>,
     stderr_done: CancellationToken,
     grace: Duration,
+    /// Ends the server's egress proxy with the process.
+    _proxy: Option<tokio_util::sync::DropGuard>,
 }
 
 /// How a server process ended.
@@ -214,9 +230,30 @@ impl StdioProcess {
             None => std::env::current_dir()?,
         };
         let program = resolve(&launch.command, env.get("PATH").map(String::as_str), &cwd)?;
+        let strict = launch.sandbox.level == SandboxLevel::Strict;
+        let confinement = if strict {
+            let inputs = Inputs {
+                name: &launch.name,
+                spec: &launch.sandbox,
+                program: &program,
+                args: &launch.args,
+                declared_env: &launch.env,
+                env: &env,
+                cwd: &cwd,
+            };
+            let prepared = launch::prepare(&inputs, &supervisor.sandbox, &launch.confined)?;
+            env.extend(prepared.env);
+            Some((prepared.profile_json, prepared.proxy))
+        } else {
+            launch::unconfined(&launch.confined);
+            None
+        };
+        let (profile_json, proxy) = confinement.unzip();
         let sup_args = SupervisorArgs {
             grace: supervisor.grace,
             record_dir: supervisor.record_dir.clone(),
+            sandbox: profile_json,
+            unconfined: !strict,
             program: program.into_os_string(),
             args: launch.args.iter().map(OsString::from).collect(),
         };
@@ -259,13 +296,20 @@ impl StdioProcess {
         };
         let ring = Arc::new(Mutex::new(StderrRing::new(64)));
         let stderr_done = CancellationToken::new();
-        tokio::spawn(drain_stderr(stderr, ring.clone(), stderr_done.clone()));
+        let denials = strict.then(|| launch.confined.clone());
+        tokio::spawn(drain_stderr(
+            stderr,
+            ring.clone(),
+            denials,
+            stderr_done.clone(),
+        ));
         let process = Self {
             child,
             _lifeline: lifeline_write,
             stderr: ring,
             stderr_done,
             grace: supervisor.grace,
+            _proxy: proxy,
         };
         Ok((process, stdin, stdout))
     }
@@ -320,10 +364,12 @@ fn describe_exit(status: std::process::ExitStatus) -> ProcessExit {
 }
 
 /// Reads stderr continuously so the server never blocks on a full pipe; keeps whole lines,
-/// each capped, and drops the rest of an over-long line.
+/// each capped, and drops the rest of an over-long line. A confined server's permission
+/// errors are counted in its account (`denials`).
 async fn drain_stderr(
     mut stderr: tokio::process::ChildStderr,
     ring: Arc<Mutex<StderrRing>>,
+    denials: Option<Confined>,
     done: CancellationToken,
 ) {
     let _done = done.drop_guard();
@@ -341,6 +387,13 @@ async fn drain_stderr(
             let body = chunk.strip_suffix(b"\n").unwrap_or(chunk);
             line.extend_from_slice(&body[..body.len().min(room)]);
             if chunk.ends_with(b"\n") {
+                if let Some(path) = denials
+                    .as_ref()
+                    .and_then(|_| denial_in_stderr(&String::from_utf8_lossy(&line)))
+                    && let Some(d) = &denials
+                {
+                    d.deny(format!("denied {path}"));
+                }
                 r.push(&line);
                 line.clear();
             }

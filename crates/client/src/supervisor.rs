@@ -10,6 +10,8 @@
 //! This code runs in a fresh single-threaded process with no async runtime.
 
 use crate::procs::{self, RunRecord};
+use crate::sandbox::enforce::Prepared;
+use crate::sandbox::profile::Profile;
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sys::signal::{SigSet, Signal};
 use nix::sys::signalfd::{SfdFlags, SignalFd};
@@ -32,6 +34,10 @@ pub const EXIT_SPAWN_FAILED: i32 = 127;
 pub struct SupervisorArgs {
     pub grace: Duration,
     pub record_dir: Option<PathBuf>,
+    /// The confinement profile, as JSON (`sandbox::profile::Profile`).
+    pub sandbox: Option<String>,
+    /// `sandbox: "off"`: no filter, no `no_new_privs`, nothing.
+    pub unconfined: bool,
     pub program: OsString,
     pub args: Vec<OsString>,
 }
@@ -47,6 +53,13 @@ impl SupervisorArgs {
             v.push("--record-dir".into());
             v.push(d.clone().into());
         }
+        if let Some(s) = &self.sandbox {
+            v.push("--sandbox".into());
+            v.push(s.into());
+        }
+        if self.unconfined {
+            v.push("--unconfined".into());
+        }
         v.push("--".into());
         v.push(self.program.clone());
         v.extend(self.args.iter().cloned());
@@ -57,6 +70,8 @@ impl SupervisorArgs {
         let mut it = argv.into_iter();
         let mut grace = Duration::from_secs(1);
         let mut record_dir = None;
+        let mut sandbox = None;
+        let mut unconfined = false;
         loop {
             let arg = it.next().ok_or("missing `-- PROGRAM`")?;
             match arg.to_str() {
@@ -73,6 +88,11 @@ impl SupervisorArgs {
                         it.next().ok_or("--record-dir needs a value")?,
                     ));
                 }
+                Some("--sandbox") => {
+                    let v = it.next().ok_or("--sandbox needs a value")?;
+                    sandbox = Some(v.into_string().map_err(|_| "bad --sandbox")?);
+                }
+                Some("--unconfined") => unconfined = true,
                 Some("--") => break,
                 _ => return Err(format!("unexpected argument {arg:?}")),
             }
@@ -81,6 +101,8 @@ impl SupervisorArgs {
         Ok(Self {
             grace,
             record_dir,
+            sandbox,
+            unconfined,
             program,
             args: it.collect(),
         })
@@ -138,11 +160,23 @@ fn run(args: &SupervisorArgs) -> Result<i32, String> {
     let sfd = SignalFd::with_flags(&mask, SfdFlags::SFD_CLOEXEC | SfdFlags::SFD_NONBLOCK)
         .map_err(|e| format!("signalfd: {e}"))?;
 
-    // Built before the fork: between fork and exec nothing may allocate.
-    let filter = crate::seccomp::program().map_err(|e| format!("seccomp filter: {e}"))?;
+    // Built before the fork: the child only applies them.
+    let profile: Option<Profile> = (args.sandbox.as_deref())
+        .map(serde_json::from_str)
+        .transpose()
+        .map_err(|e| format!("bad sandbox profile: {e}"))?;
+    let mut landlock = profile.as_ref().map(Prepared::new).transpose()?;
+    let filter = if args.unconfined {
+        None
+    } else {
+        let strict = profile.is_some();
+        Some(crate::seccomp::program(strict).map_err(|e| format!("seccomp filter: {e}"))?)
+    };
+    let unconfined = args.unconfined;
     let mut cmd = std::process::Command::new(&args.program);
     cmd.args(&args.args).process_group(0);
-    // SAFETY: the closure only calls async-signal-safe functions (sigprocmask, prctl).
+    // SAFETY: the closure calls sigprocmask, prctl, setrlimit and the Landlock and seccomp
+    // system calls; this process is single-threaded, so no lock can be held across the fork.
     unsafe {
         cmd.pre_exec(move || {
             SigSet::all()
@@ -150,11 +184,20 @@ fn run(args: &SupervisorArgs) -> Result<i32, String> {
                 .map_err(std::io::Error::from)?;
             // We are single-threaded, so this fires exactly when this supervisor dies.
             nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(std::io::Error::from)?;
+            if unconfined {
+                return Ok(());
+            }
             // The server and everything it runs can never gain privileges (no setuid or
             // file-capability binary elevates it). The first step of confining a server.
             nix::sys::prctl::set_no_new_privs().map_err(std::io::Error::from)?;
+            // Its limits and its Landlock domain (see `sandbox/enforce.rs`).
+            if let Some(landlock) = landlock.as_mut() {
+                landlock.apply()?;
+            }
             // Last, so the calls above are not filtered (see `seccomp.rs` for what is).
-            seccompiler::apply_filter(&filter).map_err(std::io::Error::other)?;
+            if let Some(filter) = &filter {
+                seccompiler::apply_filter(filter).map_err(std::io::Error::other)?;
+            }
             Ok(())
         });
     }
@@ -182,6 +225,10 @@ fn run(args: &SupervisorArgs) -> Result<i32, String> {
     end_tree(me, server, &sfd, args.grace, &mut server_code);
     if let Some(path) = record_path {
         let _ = std::fs::remove_file(path);
+    }
+    // The server's private temp folder goes with it.
+    if let Some(temp) = profile.as_ref().and_then(|p| p.temp.as_ref()) {
+        let _ = std::fs::remove_dir_all(temp);
     }
     Ok(match stop {
         Stop::ServerExited(code) => code,
@@ -280,6 +327,8 @@ mod tests {
         let a = SupervisorArgs {
             grace: Duration::from_millis(750),
             record_dir: Some("/run/x".into()),
+            sandbox: Some("{\"exec\":[]}".into()),
+            unconfined: true,
             program: "node".into(),
             args: vec!["--grace-ms".into(), "--".into()],
         };

@@ -27,6 +27,7 @@ pub(crate) const SERVER: &[&str] = &[
     "maxResultTokens",
     "tools",
     "oauth",
+    "sandbox",
 ];
 
 /// Keys of the `permissions` section.
@@ -123,7 +124,7 @@ mod tests {
             "url": "https://x", "headers": {"H": "v"}, "enabled": true, "timeout": 1,
             "toolTimeout": 1, "trust": true, "alwaysLoad": true, "allowUnvalidated": true,
             "elicitationDefaults": true, "parallel": true, "maxResultTokens": 1,
-            "tools": {"t": {}}, "oauth": {}
+            "tools": {"t": {}}, "oauth": {}, "sandbox": "strict"
         }))
         .unwrap();
         let value = serde_json::to_value(full).unwrap();

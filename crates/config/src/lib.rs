@@ -14,6 +14,7 @@ mod keys;
 mod load;
 mod oauth;
 mod permissions;
+mod sandbox;
 mod server;
 mod trust;
 
@@ -31,5 +32,6 @@ pub use oauth::{
 pub use permissions::{
     HookCommand, HookMatcher, RawCondition, RawHooks, RawPermissions, RawRule, TaintExempt,
 };
+pub use sandbox::SandboxSpec;
 pub use server::{RawServer, RawToolOptions, Scope, ServerSpec, Transport, definition_hash};
 pub use trust::{TrustAnswer, TrustError, TrustLedger};

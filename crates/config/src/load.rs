@@ -260,6 +260,11 @@ fn readiness(
         return ServerReadiness::Disabled;
     }
     if scope == Scope::Project {
+        // Before approval, so that a sandbox the file may not ask for is its error, not a
+        // question to the person.
+        if let Err(e) = crate::sandbox::project_may_ask(raw.sandbox.as_ref()) {
+            return ServerReadiness::Invalid(problem(&e.key, e.message));
+        }
         match ledger.answer(project_root, name, &crate::server::definition_hash(raw)) {
             Some(TrustAnswer::Approved) => {}
             Some(TrustAnswer::Denied) => return ServerReadiness::Denied,

@@ -4,6 +4,7 @@
 
 use crate::expand::{ExpandError, expand};
 use crate::oauth::{OAuthConfig, RawOAuth};
+use crate::sandbox::{SandboxSpec, sandbox_spec};
 use mcp_host_core::ServerFacts;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -86,6 +87,11 @@ pub struct RawServer {
     /// registration need nothing here).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub oauth: Option<RawOAuth>,
+    /// A stdio server's confinement: `"strict"` (the default), `"off"`, or an object of
+    /// what it may read, write and reach (`sandbox.rs`). Kept as written so that every
+    /// mistake in it is located at its own key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<serde_json::Value>,
 }
 
 /// Options for one tool of a server.
@@ -104,6 +110,8 @@ pub enum Transport {
         args: Vec<String>,
         env: BTreeMap<String, String>,
         cwd: Option<PathBuf>,
+        /// Boxed: most of a spec's size, and read once per start.
+        sandbox: Box<SandboxSpec>,
     },
     Http {
         url: String,
@@ -156,8 +164,9 @@ impl SpecError {
 ///
 /// Left out, because they change only what the host does on its side: `enabled`, the
 /// timeouts, `trust` (never believed for a project file), `alwaysLoad`, `parallel` and the
-/// result caps. The files named are hashed by path, not contents: an ID token file is
-/// rewritten by its issuer by design, and a key file rotates.
+/// result caps; and `sandbox`, which a project file can only narrow (a user's own file
+/// needs no approval). The files named are hashed by path, not contents: an ID token file
+/// is rewritten by its issuer by design, and a key file rotates.
 pub fn definition_hash(raw: &RawServer) -> String {
     // Destructured in full so that a new field cannot be added without deciding here.
     let RawServer {
@@ -179,6 +188,7 @@ pub fn definition_hash(raw: &RawServer) -> String {
         parallel: _,
         max_result_tokens: _,
         tools: _,
+        sandbox: _,
     } = raw;
     // serde_json writes struct fields in declaration order and BTreeMaps sorted: canonical.
     let base = (kind, command, args, env, cwd, url, headers);
@@ -274,11 +284,18 @@ impl RawServer {
                     .map(|c| exp("cwd", c))
                     .transpose()?
                     .map(PathBuf::from);
+                let sandbox = sandbox_spec(
+                    self.sandbox.as_ref(),
+                    scope,
+                    lookup("HOME").as_deref(),
+                    &exp,
+                )?;
                 Transport::Stdio {
                     command,
                     args,
                     env,
                     cwd,
+                    sandbox: Box::new(sandbox),
                 }
             }
             "http" | "sse" | "streamable-http" | "streamableHttp" => {
@@ -291,6 +308,12 @@ impl RawServer {
                     return Err(SpecError::new(
                         "url",
                         format!("`{url}` is not an http(s) URL"),
+                    ));
+                }
+                if self.sandbox.is_some() {
+                    return Err(SpecError::new(
+                        "sandbox",
+                        "a sandbox confines a local (stdio) server; an http server runs elsewhere",
                     ));
                 }
                 let headers = (self.headers.iter())

@@ -97,6 +97,9 @@ pub struct ServerStatus {
     /// What a ready server's lists left out and why (page caps, cursor loops, broken
     /// entries), so a partial listing is never silent.
     pub warnings: Vec<String>,
+    /// A local server's confinement and the denials it ran into; `None` for a remote one
+    /// or one not started yet.
+    pub confinement: Option<crate::confinement::ConfinementView>,
 }
 
 impl ServerStatus {
@@ -110,6 +113,7 @@ impl ServerStatus {
             restarts: 0,
             era_note: None,
             warnings: Vec::new(),
+            confinement: None,
         }
     }
 }

@@ -1,10 +1,13 @@
 //! The audit log: one JSON line per tool call, whoever made it and whatever became of it,
-//! appended to `$XDG_DATA_HOME/mcp-host/audit.jsonl` by the call gate. The line is the
+//! appended to `$XDG_DATA_HOME/mcp-host/audit.jsonl` by the call gate; and one line per
+//! connection a confined server asked its egress proxy for (`"event": "egress"`: server,
+//! host, port, allowed or why not, bytes each way). A call's line is the
 //! call's [`CallRecord`] (the same record the store's tool-call row is made from) with a
 //! timestamp. Arguments are recorded only as a hash and results only by size, so secrets in
 //! them (and in env or headers, which are never passed here) cannot leak into the log.
 
 use crate::events::{Observer, notice};
+use mcp_host_core::confinement::EgressRecord;
 use mcp_host_core::event::CallRecord;
 use serde_json::{Value, json};
 use std::io::Write;
@@ -37,6 +40,19 @@ impl Audit {
                 "cannot write the audit log {}: {e}",
                 self.path.display()
             )));
+        }
+    }
+
+    /// Appends one egress proxy connection. Best effort, as for calls; a failure is logged.
+    pub fn egress(&self, record: &EgressRecord) {
+        let mut line = json!({"ts": rfc3339(SystemTime::now()), "event": "egress"});
+        if let (Value::Object(line), Ok(Value::Object(fields))) =
+            (&mut line, serde_json::to_value(record))
+        {
+            line.extend(fields);
+        }
+        if let Err(e) = self.append(&line) {
+            tracing::warn!(path = %self.path.display(), "cannot write the audit log: {e}");
         }
     }
 

@@ -10,10 +10,13 @@ use crate::audit::Audit;
 use crate::gate::Gate;
 use crate::hooks::Hooks;
 use mcp_host_auth::{CredentialVault, OAuth};
+use mcp_host_client::sandbox::{Kernel, launch::SandboxOptions};
 use mcp_host_client::{ClientFeatures, ConnectError, Endpoint, EraChoice, Session};
 use mcp_host_client::{ManagerOptions, ServerSetup, SupervisorCommand, backoff::RetryPolicy};
 use mcp_host_config::{LoadedConfig, ServerReadiness};
+use mcp_host_core::confinement::EgressRecord;
 use mcp_host_core::{ServerFacts, ServerId, ServerState};
+use mcp_host_egress::{Report, Resolver};
 use mcp_host_policy::Policy;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -39,6 +42,8 @@ pub struct HostSetup<'a> {
     pub only: Option<&'a str>,
     /// Where servers' questions for a person go; `None` answers them with their defaults.
     pub ask_person: Option<tokio::sync::mpsc::UnboundedSender<ElicitationAsk>>,
+    /// The host's own data and configuration folders, which no server's argument grants.
+    pub protected: Vec<PathBuf>,
 }
 
 /// The rules every call passes, compiled by the front end from the configuration.
@@ -95,16 +100,37 @@ pub enum HostError {
     Http(#[from] reqwest::Error),
     #[error(transparent)]
     Connect(#[from] ConnectError),
+    #[error("{RESOLVE_VAR}: {0}")]
+    Resolve(String),
 }
+
+/// Fixed answers for the egress proxy's resolver, `name=address,...` (like curl's
+/// `--resolve`): how a test or an air-gapped setup points names at local sites.
+pub const RESOLVE_VAR: &str = "MCP_HOST_EGRESS_RESOLVE";
 
 /// Starts the configured servers (only `setup.only` when given) and puts the capability to
 /// call their tools into the gate.
 pub fn connect(setup: HostSetup<'_>, guards: Guards) -> Result<Connected, HostError> {
+    let resolver = match setup.env.get(RESOLVE_VAR) {
+        Some(spec) => Resolver::with_fixed(spec).map_err(HostError::Resolve)?,
+        None => Resolver::default(),
+    };
+    // Every connection a confined server makes through its proxy is a line of the audit log.
+    let report = guards
+        .audit
+        .clone()
+        .map(|audit| -> Report { Arc::new(move |record: EgressRecord| audit.egress(&record)) });
     let opts = ManagerOptions {
         supervisor: SupervisorCommand {
             program: setup.supervisor,
             grace: Duration::from_secs(1),
             record_dir: Some(setup.record_dir),
+            sandbox: SandboxOptions {
+                resolver: Arc::new(resolver),
+                report,
+                protected: setup.protected,
+                kernel: Kernel::probe(),
+            },
         },
         host_env: setup.env,
         retry: RetryPolicy::default(),

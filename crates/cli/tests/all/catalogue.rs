@@ -28,7 +28,7 @@ fn by_name<'a>(rows: &'a [Value], name: &str) -> &'a Value {
 #[test]
 fn invalid_arguments_are_refused_locally_and_never_reach_the_server() {
     let sb = Sandbox::new();
-    let log = sb.path().join("requests.log");
+    let log = sb.work_file("requests.log");
     let cfg = sb.config(
         "c.json",
         json!({"f": fake_server(&["--request-log", log.to_str().unwrap()])}),

@@ -7,7 +7,7 @@ use serde_json::json;
 #[test]
 fn every_era_and_probe_quirk_ends_ready_in_the_right_era() {
     let sb = Sandbox::new();
-    let spawns = sb.path().join("probe-locks.log");
+    let spawns = sb.work_file("probe-locks.log");
     let cfg = sb.config("c.json", json!({
         "legacy": fake_server(&["--era", "legacy"]),
         "modern": fake_server(&["--era", "modern"]),

@@ -50,6 +50,14 @@ impl Sandbox {
         p
     }
 
+    /// A file for a server to write, in a folder of its own: outside the home folder, so a
+    /// confined server named it as an argument may write it.
+    pub fn work_file(&self, name: &str) -> PathBuf {
+        let dir = self.path().join("work");
+        std::fs::create_dir_all(&dir).unwrap();
+        dir.join(name)
+    }
+
     pub fn config(&self, name: &str, servers: Value) -> PathBuf {
         self.write(
             name,
@@ -157,6 +165,7 @@ pub fn manager_options(base: Duration, max: Duration) -> ManagerOptions {
             program: HOST.into(),
             grace: Duration::from_millis(500),
             record_dir: None,
+            ..SupervisorCommand::default()
         },
         host_env: std::sync::Arc::new(std::env::vars().collect()),
         retry: RetryPolicy {

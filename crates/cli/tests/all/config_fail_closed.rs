@@ -19,7 +19,7 @@ struct Setup {
 
 fn setup() -> Setup {
     let sb = Sandbox::new();
-    let log = sb.path().join("requests.log");
+    let log = sb.work_file("requests.log");
     let servers = sb.config(
         "servers.json",
         json!({"f": fake_server(&["--request-log", log.to_str().unwrap()])}),

@@ -70,7 +70,7 @@ fn a_denying_pre_tool_use_hook_stops_the_models_call_in_run() {
         text_stream("done"),
     ]);
     let sb = Sandbox::new();
-    let log = sb.path().join("requests.log");
+    let log = sb.work_file("requests.log");
     let cfg = blocking_hook_config(&sb, &log);
     // An allow rule does not outrank the hook: the rule would allow, the hook denies.
     let out = sb.run_with(&run_args(&url, &["--allowed-tools", "f__*"]), &cfg);
@@ -93,7 +93,7 @@ fn a_denying_pre_tool_use_hook_stops_the_models_call_in_run() {
 #[test]
 fn a_denying_pre_tool_use_hook_stops_a_persons_call() {
     let sb = Sandbox::new();
-    let log = sb.path().join("requests.log");
+    let log = sb.work_file("requests.log");
     let cfg = blocking_hook_config(&sb, &log);
     let out = sb.run_with(
         &["call", "f", "echo", "--args", r#"{"message": "hi"}"#],
@@ -143,7 +143,7 @@ fn run_and_call_write_one_audit_record_per_call_with_the_same_fields() {
         text_stream("done"),
     ]);
     let sb = Sandbox::new();
-    let log = sb.path().join("requests.log");
+    let log = sb.work_file("requests.log");
     let cfg = blocking_hook_config(&sb, &log);
     let out = sb.run_with(&run_args(&url, &["--allowed-tools", "f__*"]), &cfg);
     assert!(out.status.success(), "{}", stderr(&out));
@@ -188,7 +188,7 @@ fn run_and_call_write_one_audit_record_per_call_with_the_same_fields() {
 #[test]
 fn a_hook_matcher_that_is_not_a_regex_stops_the_command_before_any_server_starts() {
     let sb = Sandbox::new();
-    let log = sb.path().join("requests.log");
+    let log = sb.work_file("requests.log");
     let text = json!({
         "mcpServers": {"f": fake_server(&["--request-log", log.to_str().unwrap()])},
         "hooks": {"PreToolUse": [{"matcher": "f__(echo", "hooks": [{"command": "exit 2"}]}]}
@@ -241,7 +241,7 @@ fn a_definition_changed_mid_turn_is_not_called_under_the_old_approval() {
         text_stream("done"),
     ]);
     let sb = Sandbox::new();
-    let log = sb.path().join("requests.log");
+    let log = sb.work_file("requests.log");
     let cfg = sb.config(
         "c.json",
         json!({"f": fake_server(&["--request-log", log.to_str().unwrap()])}),
@@ -335,7 +335,7 @@ fn a_run_whose_servers_all_failed_exits_non_zero_before_asking_the_model() {
 #[test]
 fn a_server_that_becomes_ready_mid_turn_joins_at_the_next_step() {
     let sb = Sandbox::new();
-    let late_log = sb.path().join("late.log");
+    let late_log = sb.work_file("late.log");
     let watched = late_log.clone();
     let (url, seen) = fake_model_fn(move |body| {
         let messages = body["messages"].as_array().unwrap();

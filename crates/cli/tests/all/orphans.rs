@@ -69,7 +69,12 @@ fn family_config(sb: &Sandbox, m1: u64, m2: u64, spawn_log: &Path) -> std::path:
     );
     sb.config(
         "family.json",
-        json!({"fam": {"command": "sh", "args": ["-c", script], "toolTimeout": 600000}}),
+        // The program and its log are named inside a shell script, not as arguments: both
+        // are granted explicitly.
+        json!({"fam": {"command": "sh", "args": ["-c", script], "toolTimeout": 600000,
+            "sandbox": {"filesystem": {
+                "read": [Path::new(&fake()).parent().unwrap()],
+                "write": [spawn_log.parent().unwrap()]}}}}),
     )
 }
 
@@ -115,7 +120,7 @@ impl Family {
     fn start() -> Self {
         let sb = Sandbox::new();
         let (m1, m2) = marks();
-        let log = sb.path().join("spawn.log");
+        let log = sb.work_file("spawn.log");
         let cfg = family_config(&sb, m1, m2, &log);
         let host = start_long_call(&sb, &cfg);
         wait_for(
@@ -163,7 +168,7 @@ fn sigint_cancels_the_call_stops_the_servers_and_exits_130() {
 fn a_normal_exit_leaves_no_survivors() {
     let sb = Sandbox::new();
     let (m1, m2) = marks();
-    let log = sb.path().join("spawn.log");
+    let log = sb.work_file("spawn.log");
     let cfg = family_config(&sb, m1, m2, &log);
     let out = sb.run_with(&["servers"], &cfg);
     assert!(out.status.success());

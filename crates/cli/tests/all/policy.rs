@@ -291,7 +291,7 @@ fn no_call_reaches_a_server_without_a_recorded_decision() {
     // Random calls (valid and invalid arguments, denied and allowed tools): every tools/call
     // the server receives is preceded by an audit decision that was not a denial.
     let sb = Sandbox::new();
-    let log = sb.path().join("requests.log");
+    let log = sb.work_file("requests.log");
     let text = json!({
         "mcpServers": {"f": {"command": fake(), "args": ["--request-log", log.to_str().unwrap()]}},
         "permissions": {"deny": ["f__error", {"tool": "f__echo", "when": {"pointer": "/message", "prefix": "rm "}}]}

@@ -355,8 +355,8 @@ fn an_interrupt_mid_call_cancels_it_at_the_server_and_leaves_nothing_running() {
         r#"{"ms": 600000}"#,
     )])]);
     let sb = Sandbox::new();
-    let log = sb.path().join("requests.log");
-    let pids = sb.path().join("spawn.log");
+    let log = sb.work_file("requests.log");
+    let pids = sb.work_file("spawn.log");
     let cfg = sb.config("c.json", json!({"f": fake_server(&["--request-log", log.to_str().unwrap(), "--spawn-log", pids.to_str().unwrap()])}));
     let mut host = sb
         .command(sb.path())

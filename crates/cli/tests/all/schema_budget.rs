@@ -95,7 +95,7 @@ fn deep_args(depth: usize) -> String {
 #[test]
 fn a_validation_that_would_run_for_ever_is_refused_and_nothing_is_sent() {
     let sb = Sandbox::new();
-    let log = sb.path().join("requests.log");
+    let log = sb.work_file("requests.log");
     let cfg = sb.config(
         "c.json",
         json!({"f": fake_server(&["--fault", "slow-schema", "--request-log", log.to_str().unwrap()])}),

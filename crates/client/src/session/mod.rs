@@ -45,7 +45,8 @@ pub const MAX_STDIO_LINE: usize = 64 * 1024 * 1024;
 #[derive(Clone, Debug)]
 pub enum Endpoint {
     Stdio {
-        launch: StdioLaunch,
+        /// Boxed: far larger than an http endpoint.
+        launch: Box<StdioLaunch>,
         supervisor: SupervisorCommand,
         host_env: Arc<BTreeMap<String, String>>,
     },
