@@ -245,6 +245,46 @@ pub struct ConfinementView {
     pub notes: Vec<String>,
 }
 
+impl ConfinementView {
+    /// The level as a table cell: `strict`, `strict*` (degraded), `off`.
+    pub fn short(&self) -> &str {
+        match self.level.as_str() {
+            "strict" | "off" => &self.level,
+            _ => "strict*",
+        }
+    }
+
+    /// The account as a person reads it, one line each: the level and mechanisms, what it
+    /// may read, write and reach, what it was denied, and what was not granted.
+    pub fn lines(&self) -> Vec<String> {
+        let list = |items: &[String], none: &str| {
+            if items.is_empty() {
+                none.to_string()
+            } else {
+                items.join(", ")
+            }
+        };
+        let mut out = vec![format!(
+            "sandbox {} ({})",
+            self.level,
+            self.mechanisms.join(", ")
+        )];
+        if self.level != "off" {
+            out.push(format!(
+                "reads  {}",
+                list(&self.read, "only the system and its runtime")
+            ));
+            out.push(format!("writes {}", list(&self.write, "nothing")));
+            out.push(format!("reaches {}", list(&self.reach, "no host")));
+        }
+        if !self.denials.is_empty() {
+            out.push(format!("denied {}", self.denials.join(", ")));
+        }
+        out.extend(self.notes.iter().cloned());
+        out
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -229,6 +229,9 @@ pub struct ServerView {
     /// in its file, one line each.
     pub definition: Vec<String>,
     pub enabled: bool,
+    /// A local server's confinement as lines to read (`ConfinementView::lines`): level and
+    /// mechanisms, what it may read, write and reach, what it was denied.
+    pub sandbox: Vec<String>,
 }
 
 /// One tool of the catalogue as a front end lists it.

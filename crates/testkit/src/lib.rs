@@ -1,8 +1,10 @@
 //! Test helpers for mcp-host: locating the fake server binary that `cargo test --workspace`
 //! builds, the data its tools return (so tests can check it), and a local OAuth
-//! authorization server with the MCP servers it protects ([`oauth_server`]).
+//! authorization server with the MCP servers it protects ([`oauth_server`]), and what the
+//! fake server's `probe` tool tries from inside a confined server ([`probe`]).
 
 pub mod oauth_server;
+pub mod probe;
 
 use std::path::PathBuf;
 

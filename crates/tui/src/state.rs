@@ -342,6 +342,7 @@ pub(crate) fn clean_server(r: &ServerRow) -> ServerRow {
         needs_approval: r.needs_approval,
         definition: r.definition.iter().map(|l| clean_line(l)).collect(),
         enabled: r.enabled,
+        sandbox: r.sandbox.iter().map(|l| clean_line(l)).collect(),
     }
 }
 

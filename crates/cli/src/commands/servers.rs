@@ -9,6 +9,7 @@ use crate::output::{one_line, table};
 use anyhow::{Context, bail};
 use mcp_host_config::{ProjectServer, TrustAnswer};
 use mcp_host_core::TransportKind;
+use mcp_host_core::confinement::ConfinementView;
 use serde::Serialize;
 use std::io::{BufRead, IsTerminal, Write};
 use std::process::ExitCode;
@@ -32,6 +33,9 @@ struct Row {
     era_note: Option<String>,
     /// What its lists left out (page caps, cursor loops, broken entries).
     warnings: Vec<String>,
+    /// A local server's confinement: level, what it may read, write and reach, the kernel
+    /// mechanisms, and the denials it ran into.
+    sandbox: Option<ConfinementView>,
 }
 
 pub async fn run(host: &Host, args: ServersArgs) -> anyhow::Result<ExitCode> {
@@ -70,6 +74,7 @@ pub async fn run(host: &Host, args: ServersArgs) -> anyhow::Result<ExitCode> {
                     stderr_tail: st.stderr_tail,
                     era_note: st.era_note,
                     warnings: st.warnings,
+                    sandbox: st.confinement,
                 }
             })
             .collect();
@@ -86,6 +91,10 @@ pub async fn run(host: &Host, args: ServersArgs) -> anyhow::Result<ExitCode> {
                         r.era.clone().unwrap_or_else(|| "-".into()),
                         r.state.into(),
                         r.tools.to_string(),
+                        r.sandbox
+                            .as_ref()
+                            .map_or("-", ConfinementView::short)
+                            .to_string(),
                         r.error
                             .as_deref()
                             .map(|e| one_line(e, 100))
@@ -103,6 +112,7 @@ pub async fn run(host: &Host, args: ServersArgs) -> anyhow::Result<ExitCode> {
                         "ERA",
                         "STATE",
                         "TOOLS",
+                        "SANDBOX",
                         "ERROR"
                     ],
                     &cells
@@ -129,6 +139,9 @@ fn notes(rows: &[Row]) -> String {
         }
         if let (Some(note), Some(era)) = (&r.era_note, &r.era) {
             out.push_str(&format!("{}: era {era}: {}\n", r.name, one_line(note, 160)));
+        }
+        for line in r.sandbox.iter().flat_map(ConfinementView::lines) {
+            out.push_str(&format!("{}: {}\n", r.name, one_line(&line, 200)));
         }
     }
     if out.is_empty() {

@@ -1,47 +1,344 @@
-//! What a supervised stdio server may do, as the kernel reports it from inside the server:
-//! it runs with `no_new_privs` (no setuid or file-capability program it starts can gain
-//! privileges) and under the seccomp filter of `client/src/seccomp.rs`, whose calls fail
-//! with `EPERM`. (The first steps of issue 14's confinement.)
+//! What a confined stdio server may do, tried from inside it by the fake server's `probe`
+//! tool (testkit's `probe.rs`): with the default `strict` sandbox it reads its runtime and
+//! writes its root, and nothing of the user's home, the system's secrets or the host's
+//! credentials; it connects to no loopback port but its egress proxy, which takes it to
+//! an allowed host and refuses a denied one (both names mapped to a local test site by the
+//! proxy's resolver); `ptrace` and `mount` fail. Every refusal is counted in the server's
+//! account and every proxied connection is reported. A kernel without Landlock degrades
+//! the sandbox, or refuses the server when it is `require`d.
 
 use crate::common::*;
 use mcp_host_client::Manager;
+use mcp_host_client::sandbox::{Kernel, launch::SandboxOptions};
+use mcp_host_core::confinement::EgressRecord;
 use mcp_host_core::{Content, ServerId, ServerState};
+use mcp_host_egress::Resolver;
+use serde_json::json;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 
-#[tokio::test]
-async fn a_supervised_server_runs_with_no_new_privs_and_the_seccomp_filter() {
-    let (m, calls) = Manager::start(
-        vec![fake_setup("p", &["--fault", "probe"], |_| {})],
-        manager_options(Duration::from_millis(50), Duration::from_millis(200)),
-    );
-    wait_status(&m, "p", |s| s.state == ServerState::Ready).await;
+/// A local web site that answers every request with `body`; its port.
+async fn site(body: &'static str) -> u16 {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut buf = [0u8; 4096];
+                let _ = s.read(&mut buf).await;
+                let answer = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = s.write_all(answer.as_bytes()).await;
+            });
+        }
+    });
+    port
+}
+
+struct World {
+    dir: tempfile::TempDir,
+    records: Arc<Mutex<Vec<EgressRecord>>>,
+}
+
+impl World {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        for (file, text) in [
+            ("home/.ssh/id_rsa", "-----BEGIN TEST KEY-----"),
+            ("home/.bashrc", "export SECRET=1"),
+            (
+                "data/mcp-host/credentials/remote.json",
+                "{\"access_token\":\"t\"}",
+            ),
+        ] {
+            let path = dir.path().join(file);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        std::fs::create_dir_all(dir.path().join("root")).unwrap();
+        Self {
+            dir,
+            records: Arc::default(),
+        }
+    }
+
+    fn path(&self, rel: &str) -> String {
+        self.dir.path().join(rel).display().to_string()
+    }
+
+    /// Manager options with this world's home, host data and egress records.
+    fn options(&self, kernel: Kernel) -> mcp_host_client::ManagerOptions {
+        let mut opts = manager_options(Duration::from_millis(50), Duration::from_millis(200));
+        let mut env: std::collections::BTreeMap<String, String> = std::env::vars().collect();
+        env.insert("HOME".into(), self.path("home"));
+        opts.host_env = Arc::new(env);
+        let records = self.records.clone();
+        opts.supervisor.sandbox = SandboxOptions {
+            resolver: Arc::new(
+                Resolver::with_fixed("allowed.test=127.0.0.1,denied.test=127.0.0.1").unwrap(),
+            ),
+            report: Some(Arc::new(move |r| records.lock().unwrap().push(r))),
+            protected: vec![self.dir.path().join("data/mcp-host")],
+            kernel,
+        };
+        opts
+    }
+}
+
+async fn probe(
+    m: &Manager,
+    calls: &mcp_host_client::ToolCaller,
+    args: serde_json::Value,
+) -> String {
     let out = calls
         .call(
             &ServerId::new("p"),
             "probe",
-            None,
+            args.as_object().cloned(),
             &CancellationToken::new(),
         )
         .await
         .unwrap();
     let Some(Content::Text { text }) = out.content.first() else {
-        panic!("no text: {out:?}");
+        panic!("no text: {out:?} ({:?})", m.status(&ServerId::new("p")));
     };
+    text.clone()
+}
+
+/// The account is kept by the process, not published on the status channel: polled, with a
+/// deadline.
+async fn wait_account(
+    m: &Manager,
+    cond: impl Fn(&mcp_host_core::ServerStatus) -> bool,
+) -> mcp_host_core::ServerStatus {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let status = m.status(&ServerId::new("p")).unwrap();
+        if cond(&status) {
+            return status;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "never: {status:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn line<'t>(text: &'t str, act: &str) -> &'t str {
+    text.lines()
+        .find(|l| l.starts_with(&format!("{act}: ")))
+        .unwrap_or_else(|| panic!("no line for {act} in:\n{text}"))
+}
+
+#[tokio::test]
+async fn a_strict_server_does_what_it_was_given_and_nothing_more() {
+    let world = World::new();
+    let site_port = site("hello from the allowed site").await;
+    let elsewhere = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let elsewhere = elsewhere.local_addr().unwrap().port();
+    let root = world.path("root");
+    let setup = fake_setup("p", &["--fault", "probe", "--root", &root], |raw| {
+        raw.sandbox = Some(json!({"network": {
+            "allow": [format!("allowed.test:{site_port}")],
+            "allowPrivate": ["127.0.0.1"],
+        }}));
+    });
+    let (m, calls) = Manager::start(vec![setup], world.options(Kernel::probe()));
+    wait_status(&m, "p", |s| s.state == ServerState::Ready).await;
+    let (key, creds) = (
+        world.path("home/.ssh/id_rsa"),
+        world.path("data/mcp-host/credentials/remote.json"),
+    );
+    let (inside, outside, bashrc) = (
+        format!("{root}/made.txt"),
+        world.path("outside.txt"),
+        world.path("home/.bashrc"),
+    );
+    let text = probe(
+        &m,
+        &calls,
+        json!({
+            "read": [key, "/etc/shadow", creds, "/etc/hostname"],
+            "write": [inside, outside, bashrc],
+            "connect": [elsewhere],
+            "fetch": [format!("allowed.test:{site_port}"), format!("denied.test:{site_port}")],
+        }),
+    )
+    .await;
+    for forbidden in [
+        format!("read {key}"),
+        "read /etc/shadow".into(),
+        format!("read {creds}"),
+        format!("write {outside}"),
+        format!("write {bashrc}"),
+        format!("connect 127.0.0.1:{elsewhere}"),
+        format!("fetch denied.test:{site_port}"),
+    ] {
+        assert!(
+            line(&text, &forbidden).contains(": denied"),
+            "{forbidden}:\n{text}"
+        );
+    }
+    for (filtered, errno) in [
+        ("ptrace", "os error 1"),
+        ("mount", "os error 1"),
+        ("process_vm_readv", "os error 1"),
+    ] {
+        assert!(line(&text, filtered).contains(errno), "{filtered}:\n{text}");
+    }
+    assert!(
+        line(&text, &format!("write {inside}")).ends_with(": allowed"),
+        "{text}"
+    );
+    assert!(
+        line(&text, &format!("fetch allowed.test:{site_port}"))
+            .contains("hello from the allowed site"),
+        "{text}"
+    );
+    assert!(
+        line(&text, "read /etc/hostname").contains("denied"),
+        "only the system files a runtime needs: {text}"
+    );
     assert!(
         text.lines()
             .any(|l| l.split_whitespace().eq(["NoNewPrivs:", "1"])),
         "{text}"
     );
-    // 2: a filter is installed, and a call it forbids fails with EPERM.
+    assert!(Path::new(&inside).exists() && !Path::new(&outside).exists());
+    assert_eq!(std::fs::read_to_string(&bashrc).unwrap(), "export SECRET=1");
+
+    // The proxy reported both connections: the allowed one with its bytes, the denied one
+    // with its reason.
+    let records = world.records.lock().unwrap().clone();
+    let allowed = records.iter().find(|r| r.host == "allowed.test").unwrap();
     assert!(
-        text.lines()
-            .any(|l| l.split_whitespace().eq(["Seccomp:", "2"])),
-        "{text}"
+        allowed.allowed && allowed.bytes_down > 0 && allowed.server == "p",
+        "{allowed:?}"
+    );
+    let denied = records.iter().find(|r| r.host == "denied.test").unwrap();
+    assert!(
+        !denied.allowed && denied.detail.contains("allow-list"),
+        "{denied:?}"
+    );
+
+    // The server's account names its denials, so a person can widen the profile.
+    let status = wait_account(&m, |s| {
+        s.confinement.as_ref().is_some_and(|c| {
+            c.denials.iter().any(|d| d == "denied /etc/shadow")
+                && c.denials
+                    .iter()
+                    .any(|d| d == &format!("connect denied.test:{site_port}"))
+        })
+    })
+    .await;
+    let view = status.confinement.unwrap();
+    assert_eq!(view.level, "strict");
+    assert!(view.write.contains(&root), "{view:?}");
+    assert!(
+        view.reach.contains(&format!("allowed.test:{site_port}")),
+        "{view:?}"
     );
     assert!(
-        text.contains("process_vm_readv: denied") && text.contains("os error 1"),
-        "{text}"
+        view.mechanisms.iter().any(|m| m.starts_with("landlock v")),
+        "{view:?}"
     );
     m.shutdown().await;
+}
+
+#[tokio::test]
+async fn without_landlock_a_sandbox_degrades_or_refuses_when_required() {
+    let world = World::new();
+    let no_landlock = Kernel { landlock_abi: 0 };
+    let loose = fake_setup("p", &["--fault", "probe"], |_| {});
+    let (m, _calls) = Manager::start(vec![loose], world.options(no_landlock));
+    wait_status(&m, "p", |s| s.state == ServerState::Ready).await;
+    let level = m
+        .status(&ServerId::new("p"))
+        .unwrap()
+        .confinement
+        .unwrap()
+        .level;
+    assert!(
+        level.starts_with("strict (degraded: no Landlock"),
+        "{level}"
+    );
+    m.shutdown().await;
+
+    let required = fake_setup("p", &["--fault", "probe"], |raw| {
+        raw.sandbox = Some(json!({"require": true}));
+    });
+    let (m, _calls) = Manager::start(vec![required], world.options(no_landlock));
+    let status = wait_status(&m, "p", |s| matches!(s.state, ServerState::Failed { .. })).await;
+    let reason = status.state.error().unwrap_or_default().to_string();
+    assert!(
+        reason.contains("required but cannot be enforced"),
+        "{reason}"
+    );
+    m.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_unconfined_server_runs_with_the_users_rights() {
+    let world = World::new();
+    let off = fake_setup("p", &["--fault", "probe"], |raw| {
+        raw.sandbox = Some(json!("off"))
+    });
+    let (m, calls) = Manager::start(vec![off], world.options(Kernel::probe()));
+    wait_status(&m, "p", |s| s.state == ServerState::Ready).await;
+    let key = world.path("home/.ssh/id_rsa");
+    let text = probe(&m, &calls, json!({"read": [key]})).await;
+    assert!(
+        line(&text, &format!("read {key}")).contains("allowed"),
+        "{text}"
+    );
+    assert_eq!(
+        m.status(&ServerId::new("p"))
+            .unwrap()
+            .confinement
+            .unwrap()
+            .level,
+        "off"
+    );
+    m.shutdown().await;
+}
+
+#[test]
+fn a_project_file_that_widens_a_sandbox_or_turns_it_off_is_refused_at_its_key() {
+    let sb = Sandbox::new();
+    let project = sb.path().join("project");
+    std::fs::create_dir_all(project.join(".git")).unwrap();
+    let fake = fake();
+    std::fs::write(
+        project.join(".mcp.json"),
+        format!(
+            r#"{{"mcpServers": {{
+  "off": {{"command": "{fake}", "sandbox": "off"}},
+  "wide": {{"command": "{fake}", "sandbox": {{"filesystem": {{"write": ["~"]}}}}}},
+  "reach": {{"command": "{fake}", "sandbox": {{"network": {{"allow": ["*.example.com"]}}}}}},
+  "narrow": {{"command": "{fake}", "sandbox": {{"require": true, "argumentRoots": false}}}}
+}}}}"#
+        ),
+    )
+    .unwrap();
+    let out = sb.run(&project, &["servers", "--json"]);
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    for (name, line, key) in [
+        ("off", 2, "mcpServers.off.sandbox"),
+        ("wide", 3, "mcpServers.wide.sandbox.filesystem.write"),
+        ("reach", 4, "mcpServers.reach.sandbox.network.allow"),
+    ] {
+        let r = row(&rows, name);
+        let error = r["error"].as_str().unwrap_or_default();
+        assert_eq!(r["state"], "failed", "{r}");
+        assert!(
+            error.contains(&format!(".mcp.json:{line}:")) && error.contains(key),
+            "{error}"
+        );
+        assert!(error.contains("never widen it"), "{error}");
+    }
+    // Narrowing is a project's to ask: the server waits for approval like any other.
+    assert_eq!(row(&rows, "narrow")["state"], "pending_approval");
 }

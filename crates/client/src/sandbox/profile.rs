@@ -253,10 +253,18 @@ fn is_interpreter(program: &Path) -> bool {
     )
 }
 
-/// The package a script belongs to: the nearest folder above it (three at most) holding a
-/// package manifest, else the script's own folder.
+/// The package a script belongs to: for one installed into a `node_modules` tree, the
+/// whole tree (its dependencies are hoisted beside it); else the nearest folder above it
+/// (three at most) holding a package manifest, else the script's own folder.
 fn package_of(script: &Path) -> PathBuf {
     let dir = script.parent().unwrap_or(Path::new("/"));
+    if let Some(tree) = dir
+        .ancestors()
+        .filter(|d| d.ends_with("node_modules"))
+        .last()
+    {
+        return tree.to_path_buf();
+    }
     dir.ancestors()
         .take(4)
         .find(|d| PACKAGE_MARKERS.iter().any(|m| d.join(m).is_file()))
@@ -446,6 +454,8 @@ mod tests {
         let built = build(&SandboxSpec::default(), &launch, &temp, 4242);
         let p = &built.profile;
         assert!(p.exec.contains(&pkg), "{p:?}");
+        let hoisted = Path::new("/srv/app/node_modules/@scope/server/dist/index.js");
+        assert_eq!(package_of(hoisted), Path::new("/srv/app/node_modules"));
         assert_eq!(p.write, vec![root, temp.clone()]);
         assert!(!p.read.iter().chain(&p.exec).any(|x| x.starts_with(&home)));
         assert_eq!(built.not_granted.len(), 1, "{:?}", built.not_granted);

@@ -34,6 +34,7 @@ pub fn server_views(m: &Manager, needs_approval: &[(String, Vec<String>)]) -> Ve
                 definition: waiting.map(|(_, d)| d.clone()).unwrap_or_default(),
                 notes: notes(&status),
                 enabled: !matches!(status.state, ServerState::Disabled),
+                sandbox: (status.confinement.as_ref()).map_or_else(Vec::new, |c| c.lines()),
             })
         })
         .collect()

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 const HELP: &str =
     "mcp-fake-server [--era legacy|modern|dual|probe-locks] [--fault F]... [--tools N]
-  [--page-size N] [--cursor-loop] [--broken-tool] [--spawn-log FILE] [--start-delay-ms N]
+  [--page-size N] [--cursor-loop] [--broken-tool] [--spawn-log FILE] [--root DIR] [--start-delay-ms N]
 faults: crash-at-start, hang, garbage, stderr-flood, exit-on-probe,
   hostile-text (terminal escapes in descriptions, instructions, results, errors, stderr;
   NUL bytes and a 1 MiB line on stdout before every answer; adds the tool hostile_error)
@@ -20,8 +20,8 @@ faults: crash-at-start, hang, garbage, stderr-flood, exit-on-probe,
   bad-utf16-handshake (the handshake answer), early-responses (stray answers before each one),
   invalid-id-request (a ping with an object id before `add` answers; the reply is logged),
   ask-roots (adds a `roots` tool that asks roots/list and returns the answer),
-  probe (adds a `probe` tool that reports the process's NoNewPrivs and Seccomp state and
-    whether a filtered call, process_vm_readv of nothing, is denied),
+  probe (adds a `probe` tool that tries what a confinement allows or forbids: see
+    testkit's probe.rs),
   string-id (over --http: tools/call answered with its id as a string),
   silent-discover (server/discover is never answered)
   [--discover-delay-ms N] answers server/discover after N ms
@@ -109,6 +109,10 @@ fn parse_opts() -> Opts {
             "--start-delay-ms" => o.start_delay = Duration::from_millis(val().parse().unwrap_or(0)),
             "--discover-delay-ms" => {
                 o.discover_delay = Duration::from_millis(val().parse().unwrap_or(0))
+            }
+            // A folder named as an argument: a confined server's root. Nothing else.
+            "--root" => {
+                let _ = val();
             }
             "--spawn-log" => {
                 let path = val();
@@ -727,38 +731,8 @@ impl Server {
                 self.send(json!({"jsonrpc": "2.0", "id": {"not": "an id"}, "method": "ping"}));
                 self.reply(id, text("asked".into()))
             }
-            // What confinement the server runs under, as the kernel reports it.
-            "probe" => {
-                let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-                let lines: Vec<String> = status
-                    .lines()
-                    .filter(|l| l.starts_with("NoNewPrivs:") || l.starts_with("Seccomp:"))
-                    .map(str::to_string)
-                    .collect();
-                // Reading no bytes of its own memory changes nothing and succeeds unless a
-                // filter forbids `process_vm_readv` (container runtimes' default filters allow
-                // it, so a denial is the host's filter).
-                // SAFETY: zero iovecs, null pointers the kernel never dereferences.
-                #[allow(unsafe_code)]
-                let rc = unsafe {
-                    libc::process_vm_readv(
-                        libc::getpid(),
-                        std::ptr::null(),
-                        0,
-                        std::ptr::null(),
-                        0,
-                        0,
-                    )
-                };
-                let filtered = if rc == 0 {
-                    "process_vm_readv: allowed".to_string()
-                } else {
-                    format!("process_vm_readv: denied ({})", std::io::Error::last_os_error())
-                };
-                let mut lines = lines;
-                lines.push(filtered);
-                self.reply(id, text(lines.join("\n")))
-            }
+            // What confinement the server runs under, tried act by act from inside.
+            "probe" => self.reply(id, text(mcp_host_testkit::probe::run(args))),
             "roots" => {
                 self.asking_roots = Some(id);
                 self.send(json!({"jsonrpc": "2.0", "id": "roots", "method": "roots/list"}));

@@ -195,6 +195,9 @@ fn server_detail(
             &[Span::raw("  ")],
         ));
     }
+    for line in &s.sandbox {
+        head.extend(text_lines(line, t.base, &[], &[Span::raw("  ")]));
+    }
     let mut rows = wrap_all(&head, w);
     if s.stderr_tail.is_empty() {
         return rows;

@@ -136,6 +136,7 @@ pub fn server(name: &str, state: &str) -> ServerRow {
         needs_approval: false,
         definition: Vec::new(),
         enabled: true,
+        sandbox: Vec::new(),
     }
 }
 
