@@ -67,6 +67,14 @@ pub enum AuthCommand {
 #[derive(Debug, Subcommand)]
 pub enum PolicyCommand {
     /// Print the decision on a call and the rule that made it.
+    ///
+    /// In order: deny rules; a changed or look-alike tool, or one whose text addresses the
+    /// model, asks; output of another server in the context asks (taint), unless the tool
+    /// is read-only; ask rules; remembered answers; allow rules; then, in ask mode, a
+    /// read-only tool is allowed. A tool is read-only when a server you trust marks it so,
+    /// or when its server is sealed: sandboxed (strict, on a kernel that enforces files and
+    /// TCP) with no folder to write, no host to reach and no launcher cache, so its calls
+    /// cannot change anything outside it whatever its annotations say (`decided by: sealed`).
     Explain {
         /// Model-visible tool name (`server__tool`).
         name: String,

@@ -241,6 +241,8 @@ impl RawServer {
             tool_result_tokens: (self.tools.iter())
                 .filter_map(|(name, o)| Some((name.clone(), o.max_result_tokens?)))
                 .collect(),
+            // Only the host knows, once it has looked at the kernel and the command.
+            sealed: false,
         }
     }
 

@@ -45,6 +45,9 @@ pub enum DecidedBy {
     },
     Remembered,
     ReadOnlyHint,
+    /// The server is sandboxed so that it can write nothing of the user's and reach no
+    /// host: its tools count as read-only whatever their annotations say.
+    Sealed,
     Mode {
         mode: Mode,
     },

@@ -22,6 +22,11 @@ pub struct ServerFacts {
     pub max_result_tokens: Option<u64>,
     /// Per-tool result caps in tokens, by the server's own tool name.
     pub tool_result_tokens: BTreeMap<String, u64>,
+    /// The server runs in a strict sandbox this kernel enforces, with nothing of the user's
+    /// to write (no roots, no granted writes) and no host to reach: policy treats its
+    /// tools as read-only even when their annotations are not believed. Set by the host
+    /// when it starts the server, never by a file.
+    pub sealed: bool,
 }
 
 impl Default for ServerFacts {
@@ -34,6 +39,7 @@ impl Default for ServerFacts {
             parallel: true,
             max_result_tokens: None,
             tool_result_tokens: BTreeMap::new(),
+            sealed: false,
         }
     }
 }

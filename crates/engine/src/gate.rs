@@ -140,6 +140,7 @@ impl Gate {
                 mode: facts.mode,
                 policy: &self.policy,
                 server_trusted: entry.trusted(),
+                server_sealed: entry.sealed(),
                 tool: tool_facts(entry),
                 provenance: facts.provenance,
                 remembered: facts.remembered,

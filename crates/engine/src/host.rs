@@ -10,10 +10,10 @@ use crate::audit::Audit;
 use crate::gate::Gate;
 use crate::hooks::Hooks;
 use mcp_host_auth::{CredentialVault, OAuth};
-use mcp_host_client::sandbox::{Kernel, launch::SandboxOptions};
+use mcp_host_client::sandbox::{Kernel, LANDLOCK_NET_ABI, launch::SandboxOptions};
 use mcp_host_client::{ClientFeatures, ConnectError, Endpoint, EraChoice, Session};
 use mcp_host_client::{ManagerOptions, ServerSetup, SupervisorCommand, backoff::RetryPolicy};
-use mcp_host_config::{LoadedConfig, ServerReadiness};
+use mcp_host_config::{LoadedConfig, ServerReadiness, ServerSpec, Transport};
 use mcp_host_core::confinement::EgressRecord;
 use mcp_host_core::{ServerFacts, ServerId, ServerState};
 use mcp_host_egress::{Report, Resolver};
@@ -111,6 +111,7 @@ pub const RESOLVE_VAR: &str = "MCP_HOST_EGRESS_RESOLVE";
 /// Starts the configured servers (only `setup.only` when given) and puts the capability to
 /// call their tools into the gate.
 pub fn connect(setup: HostSetup<'_>, guards: Guards) -> Result<Connected, HostError> {
+    let kernel = Kernel::probe();
     let resolver = match setup.env.get(RESOLVE_VAR) {
         Some(spec) => Resolver::with_fixed(spec).map_err(HostError::Resolve)?,
         None => Resolver::default(),
@@ -129,7 +130,7 @@ pub fn connect(setup: HostSetup<'_>, guards: Guards) -> Result<Connected, HostEr
                 resolver: Arc::new(resolver),
                 report,
                 protected: setup.protected,
-                kernel: Kernel::probe(),
+                kernel,
             },
         },
         host_env: setup.env,
@@ -144,7 +145,9 @@ pub fn connect(setup: HostSetup<'_>, guards: Guards) -> Result<Connected, HostEr
         .filter(|e| setup.only.is_none_or(|n| n == e.name))
         .map(|e| {
             if let ServerReadiness::Start(spec) = &e.readiness {
-                facts.insert(ServerId::new(&e.name), Arc::new(spec.facts.clone()));
+                let mut f = spec.facts.clone();
+                f.sealed = sealed(spec, kernel);
+                facts.insert(ServerId::new(&e.name), Arc::new(f));
             }
             let (spec, initial) = match &e.readiness {
                 ServerReadiness::Start(spec) => (Some(spec.clone()), ServerState::Starting),
@@ -173,6 +176,25 @@ pub fn connect(setup: HostSetup<'_>, guards: Guards) -> Result<Connected, HostEr
         servers: Servers::new(manager, facts),
         gate,
     })
+}
+
+/// Whether a server will run sealed: a strict sandbox this kernel enforces in full (files
+/// and TCP), with nothing to write and no host to reach (see `profile::sealed`).
+fn sealed(spec: &ServerSpec, kernel: Kernel) -> bool {
+    let Transport::Stdio {
+        command,
+        args,
+        env: declared,
+        cwd,
+        sandbox,
+    } = &spec.transport
+    else {
+        return false;
+    };
+    let here = std::env::current_dir().unwrap_or_default();
+    let cwd = cwd.as_deref().unwrap_or(&here);
+    kernel.landlock_abi >= LANDLOCK_NET_ABI
+        && mcp_host_client::sandbox::profile::sealed(sandbox, command, args, declared, cwd)
 }
 
 /// The HTTP client for model providers and remote servers.

@@ -54,6 +54,9 @@ pub struct Context<'a> {
     pub mode: Mode,
     pub policy: &'a Policy,
     pub server_trusted: bool,
+    /// The server runs sandboxed with nothing of the user's to write and no host to reach
+    /// (`ServerFacts::sealed`): its calls cannot change anything outside it.
+    pub server_sealed: bool,
     pub tool: ToolFacts<'a>,
     /// Servers whose output entered the context since the user last spoke.
     pub provenance: &'a BTreeSet<ServerId>,
@@ -132,7 +135,10 @@ pub fn decide(call: Call<'_>, cx: Context<'_>) -> Decision {
     }
     let h = hints(cx.server_trusted, cx.tool.annotations);
     let trusted_read_only = cx.server_trusted && h.read_only;
-    if !trusted_read_only
+    // Read-only by the annotations of a server the user trusts, or by construction: a
+    // sealed server's call cannot carry what the context holds anywhere.
+    let read_only = trusted_read_only || cx.server_sealed;
+    if !read_only
         && let Some(from) = cx.provenance.iter().find(|s| {
             *s != call.server
                 && !cx
@@ -177,6 +183,13 @@ pub fn decide(call: Call<'_>, cx: Context<'_>) -> Decision {
             Verdict::Allow,
             DecidedBy::AllowRule { rule: rule.clone() },
             format!("allowed by rule {rule}"),
+        );
+    }
+    if cx.mode == Mode::Ask && cx.server_sealed {
+        return decision(
+            Verdict::Allow,
+            DecidedBy::Sealed,
+            "the server is sandboxed: it can write nothing outside its temp folder and reach no host, so its tools are read-only".into(),
         );
     }
     if cx.mode == Mode::Ask && trusted_read_only {

@@ -24,6 +24,7 @@ struct Case {
     args: Value,
     mode: Mode,
     trusted: bool,
+    sealed: bool,
     annotations: Option<Value>,
     drifted: bool,
     look_alike: bool,
@@ -42,6 +43,7 @@ fn base() -> Case {
         args: json!({"path": "/home/u/proj/a.txt"}),
         mode: Mode::Ask,
         trusted: false,
+        sealed: false,
         annotations: None,
         drifted: false,
         look_alike: false,
@@ -88,6 +90,7 @@ fn by_label(d: &DecidedBy) -> &'static str {
         DecidedBy::Taint { .. } => "taint",
         DecidedBy::Remembered => "remembered",
         DecidedBy::ReadOnlyHint => "read_only_hint",
+        DecidedBy::Sealed => "sealed",
         DecidedBy::Mode { .. } => "mode",
         DecidedBy::Hook { .. } => "hook",
         DecidedBy::User { .. } => "user",
@@ -117,6 +120,7 @@ fn run(c: &Case) -> Decision {
         mode: c.mode,
         policy: &p,
         server_trusted: c.trusted,
+        server_sealed: c.sealed,
         tool: ToolFacts {
             definition_hash: "h1",
             drifted: c.drifted,
@@ -316,6 +320,34 @@ fn scenarios() {
             ..base()
         },
         Case {
+            name: "a sealed server's tool is read-only though its hints are not believed",
+            server: "x",
+            tool: "y",
+            sealed: true,
+            expect: Verdict::Allow,
+            by: "sealed",
+            ..base()
+        },
+        Case {
+            name: "a sealed server's tool is not tainted",
+            server: "x",
+            tool: "y",
+            provenance: &["fetch"],
+            sealed: true,
+            expect: Verdict::Allow,
+            by: "sealed",
+            ..base()
+        },
+        Case {
+            name: "sealed does not beat a deny rule, an ask rule or deny mode",
+            server: "x",
+            tool: "y",
+            sealed: true,
+            mode: Mode::Deny,
+            expect: Verdict::Deny,
+            ..base()
+        },
+        Case {
             name: "trusted read-only tools are not tainted",
             server: "x",
             tool: "y",
@@ -384,6 +416,7 @@ fn a_changed_definition_forgets_remembered_answers() {
         mode: Mode::Ask,
         policy: &p,
         server_trusted: false,
+        server_sealed: false,
         tool: ToolFacts {
             definition_hash: "h2",
             drifted: false,

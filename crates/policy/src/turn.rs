@@ -132,6 +132,7 @@ mod tests {
             mode: Mode::Auto,
             policy: &policy,
             server_trusted: false,
+            server_sealed: false,
             tool: ToolFacts {
                 definition_hash: "h",
                 drifted: false,

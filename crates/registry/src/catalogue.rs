@@ -85,6 +85,11 @@ impl Entry {
         self.facts.trusted
     }
 
+    /// Whether the server runs sealed: sandboxed with nothing to write and no host to reach.
+    pub fn sealed(&self) -> bool {
+        self.facts.sealed
+    }
+
     /// Whether the server allows its calls to overlap (`parallel`, on unless configured
     /// off). Only trusted read-only tools overlap; which hints are believed is policy's.
     pub fn parallel(&self) -> bool {

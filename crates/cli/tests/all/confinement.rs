@@ -342,3 +342,30 @@ fn a_project_file_that_widens_a_sandbox_or_turns_it_off_is_refused_at_its_key() 
     // Narrowing is a project's to ask: the server waits for approval like any other.
     assert_eq!(row(&rows, "narrow")["state"], "pending_approval");
 }
+
+#[test]
+fn policy_treats_a_sealed_servers_tools_as_read_only_and_explains_why() {
+    let sb = Sandbox::new();
+    let cfg = sb.config(
+        "c.json",
+        json!({
+            "sealed": fake_server(&[]),
+            "reaching": {"command": fake(), "sandbox": {"network": {"allow": ["example.test"]}}},
+            "writing": fake_server(&["--root", sb.work_file("x").parent().unwrap().to_str().unwrap()]),
+        }),
+    );
+    let explain = |name: &str| stdout(&sb.run_with(&["policy", "explain", name], &cfg));
+    let sealed = explain("sealed__echo");
+    assert!(
+        sealed.starts_with("allow: the server is sandboxed"),
+        "{sealed}"
+    );
+    assert!(
+        sealed.contains(r#"decided by: {"by":"sealed"}"#),
+        "{sealed}"
+    );
+    for open in ["reaching__echo", "writing__echo"] {
+        let out = explain(open);
+        assert!(out.starts_with("ask:"), "{open}: {out}");
+    }
+}

@@ -4,6 +4,19 @@
 //! decision and call with no secret in it.
 
 use crate::common::*;
+
+/// The rules under test are for servers that can change things: each one here may reach a
+/// host, so it is not sealed (a sealed server's tools are read-only by construction).
+macro_rules! reaches_a_host {
+    () => {
+        json!({"network": {"allow": ["example.test"]}})
+    };
+}
+
+fn reaching(mut server: serde_json::Value) -> serde_json::Value {
+    server["sandbox"] = reaches_a_host!();
+    server
+}
 use serde_json::{Value, json};
 
 const FIXTURE: &str = concat!(
@@ -15,8 +28,8 @@ const FIXTURE: &str = concat!(
 fn config(sb: &Sandbox) -> std::path::PathBuf {
     let text = json!({
         "mcpServers": {
-            "u": {"command": fake(), "args": ["--annotate-readonly", "evil"]},
-            "t": {"command": fake(), "args": ["--annotate-readonly", "evil"], "trust": true},
+            "u": {"sandbox": reaches_a_host!(), "command": fake(), "args": ["--annotate-readonly", "evil"]},
+            "t": {"sandbox": reaches_a_host!(), "command": fake(), "args": ["--annotate-readonly", "evil"], "trust": true},
         },
         "permissions": {
             "allow": ["u__echo", {"tool": "t__slow", "when": {"pointer": "/ms", "equals": 5}}],
@@ -85,7 +98,7 @@ fn a_project_file_cannot_allow() {
         json!({"permissions": {"allow": ["*"]}}).to_string(),
     )
     .unwrap();
-    let flag = sb.config("flag.json", json!({"f": fake_server(&[])}));
+    let flag = sb.config("flag.json", json!({"f": reaching(fake_server(&[]))}));
     let out = sb
         .command(&repo)
         .args([
@@ -110,7 +123,7 @@ fn call_applies_deny_rules_and_audits_without_secrets() {
     let sb = Sandbox::new();
     let secret = "sekrit-4242-token";
     let text = json!({
-        "mcpServers": {"u": {"command": fake(), "env": {"API_TOKEN": "${MCP_TEST_SECRET}"}}},
+        "mcpServers": {"u": {"sandbox": reaches_a_host!(), "command": fake(), "env": {"API_TOKEN": "${MCP_TEST_SECRET}"}}},
         "permissions": {"deny": ["*__crash"]}
     });
     let cfg = sb.write("c.json", &text.to_string());
@@ -166,7 +179,7 @@ fn hooks_can_deny_and_a_failing_or_slow_hook_denies() {
     let sb = Sandbox::new();
     let json_deny = r#"{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny", "permissionDecisionReason": "json says no"}}"#;
     let text = json!({
-        "mcpServers": {"f": {"command": fake()}},
+        "mcpServers": {"f": {"sandbox": reaches_a_host!(), "command": fake()}},
         "hooks": {
             "PreToolUse": [
                 {"matcher": "f__echo", "hooks": [{"type": "command", "command": "if grep -q forbidden; then echo 'no forbidden words' >&2; exit 2; fi"}]},
@@ -220,7 +233,7 @@ fn a_project_file_cannot_define_hooks() {
     let hooks =
         json!({"hooks": {"PreToolUse": [{"matcher": "*", "hooks": [{"command": "exit 2"}]}]}});
     std::fs::write(repo.join(".mcp.json"), hooks.to_string()).unwrap();
-    let flag = sb.config("flag.json", json!({"f": fake_server(&[])}));
+    let flag = sb.config("flag.json", json!({"f": reaching(fake_server(&[]))}));
     let out = sb
         .command(&repo)
         .args([
@@ -244,10 +257,10 @@ fn a_project_file_cannot_define_hooks() {
 #[test]
 fn remembered_answers_apply_to_one_definition_until_forgotten() {
     let sb = Sandbox::new();
-    let honest = sb.config("a.json", json!({"f": fake_server(&[])}));
+    let honest = sb.config("a.json", json!({"f": reaching(fake_server(&[]))}));
     let changed = sb.config(
         "b.json",
-        json!({"f": fake_server(&["--describe-echo", "Echoes, differently"])}),
+        json!({"f": reaching(fake_server(&["--describe-echo", "Echoes, differently"]))}),
     );
     let explain =
         |cfg: &std::path::Path| stdout(&sb.run_with(&["policy", "explain", "f__echo"], cfg));
@@ -293,7 +306,7 @@ fn no_call_reaches_a_server_without_a_recorded_decision() {
     let sb = Sandbox::new();
     let log = sb.work_file("requests.log");
     let text = json!({
-        "mcpServers": {"f": {"command": fake(), "args": ["--request-log", log.to_str().unwrap()]}},
+        "mcpServers": {"f": {"sandbox": reaches_a_host!(), "command": fake(), "args": ["--request-log", log.to_str().unwrap()]}},
         "permissions": {"deny": ["f__error", {"tool": "f__echo", "when": {"pointer": "/message", "prefix": "rm "}}]}
     });
     let cfg = sb.write("c.json", &text.to_string());

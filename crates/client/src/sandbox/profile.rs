@@ -179,6 +179,26 @@ pub fn is_system(path: &Path) -> bool {
     (SYSTEM_EXEC.iter().chain(SYSTEM_READ).chain(DEVICES)).any(|s| path == Path::new(s))
 }
 
+/// Whether a server confined by `spec` would have nothing of the user's to write and no
+/// host to reach: no granted writes or hosts, no launcher (with its cache and registry),
+/// and no root among its arguments and declared variables.
+pub fn sealed(
+    spec: &SandboxSpec,
+    command: &str,
+    args: &[String],
+    declared_env: &BTreeMap<String, String>,
+    cwd: &Path,
+) -> bool {
+    let names_a_root = || {
+        (args.iter().chain(declared_env.values()))
+            .filter_map(|a| named_path(a, cwd))
+            .any(|p| root_of(&p).is_some())
+    };
+    spec.is_sealed(false)
+        && launcher(Path::new(command)).is_none()
+        && !(spec.argument_roots && names_a_root())
+}
+
 /// The program and the interpreters its `#!` lines name (through `env`), each as run and
 /// as its link resolves, so every installation folder it loads from is found.
 fn runtime_programs(program: &Path, env: &BTreeMap<String, String>) -> Vec<PathBuf> {
