@@ -19,6 +19,8 @@ PIP_PKGS=(
   "mcp==2.3.0"
   "mcp-server-time==2026.10.19"
   "mcp-server-git==2026.10.19"
+  "mcp-server-fetch==2026.10.24"
+  "uv==0.9.5"
   "fastmcp==4.2.3"
 )
 

@@ -179,7 +179,9 @@ fn canonical(ip: IpAddr) -> IpAddr {
 }
 
 /// Whether an address is outside the public internet: loopback, private, link-local,
-/// shared (CGNAT), unique-local, unspecified, multicast or broadcast, or reserved. A proxy
+/// shared (CGNAT), unique-local, unspecified, multicast or broadcast, or reserved. (The
+/// documentation ranges are not: they reach no one's own network, and some sites serve
+/// package mirrors from them.) A proxy
 /// that connects to one of these for a sandboxed server is how a server reaches into the
 /// user's network (SSRF), so they are refused unless allowed by range.
 pub fn is_private(ip: IpAddr) -> bool {
@@ -192,7 +194,6 @@ pub fn is_private(ip: IpAddr) -> bool {
                 || v4.is_unspecified()
                 || v4.is_multicast()
                 || v4.is_broadcast()
-                || v4.is_documentation()
                 || a == 0
                 || (a == 100 && (64..128).contains(&b))
                 || a >= 240
@@ -325,7 +326,12 @@ mod tests {
         ] {
             assert!(is_private(ip.parse().unwrap()), "{ip}");
         }
-        for ip in ["93.184.216.34", "2606:4700::1111", "1.1.1.1"] {
+        for ip in [
+            "93.184.216.34",
+            "2606:4700::1111",
+            "1.1.1.1",
+            "203.0.113.80",
+        ] {
             assert!(!is_private(ip.parse().unwrap()), "{ip}");
         }
         let lo = AddressRange::parse("127.0.0.0/8").unwrap();

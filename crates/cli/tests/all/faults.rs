@@ -277,7 +277,9 @@ async fn progress_notifications_extend_a_calls_idle_deadline() {
 
 #[tokio::test]
 async fn a_server_can_be_restarted_disabled_and_enabled_on_request() {
-    let pids = tempfile::NamedTempFile::new().unwrap();
+    // In a folder of its own: a confined server may write its data file's folder.
+    let folder = tempfile::tempdir().unwrap();
+    let pids = tempfile::NamedTempFile::new_in(folder.path()).unwrap();
     let log = pids.path().to_str().unwrap().to_string();
     let (m, calls) = Manager::start(
         vec![setup("s", &["--spawn-log", &log], 5000, 5000)],

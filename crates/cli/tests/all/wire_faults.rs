@@ -141,7 +141,9 @@ async fn stray_and_mistyped_answers_are_dropped_and_never_break_the_handshake() 
 
 #[tokio::test]
 async fn a_server_request_with_an_invalid_id_is_answered_with_a_null_id() {
-    let log = tempfile::NamedTempFile::new().unwrap();
+    // In a folder of its own: a confined server may write its data file's folder.
+    let folder = tempfile::tempdir().unwrap();
+    let log = tempfile::NamedTempFile::new_in(folder.path()).unwrap();
     let path = log.path().to_str().unwrap().to_string();
     let (m, calls) = start(vec![setup(
         "s",
@@ -380,7 +382,9 @@ async fn over_http_an_answer_with_a_string_id_never_answers_an_integer_request()
 async fn a_server_silent_to_discover_falls_back_after_the_startup_timeout_and_says_so() {
     // The probe waits the whole start-up timeout (here 1 s), then `initialize` goes out on
     // the same process.
-    let log = tempfile::NamedTempFile::new().unwrap();
+    // In a folder of its own: a confined server may write its data file's folder.
+    let folder = tempfile::tempdir().unwrap();
+    let log = tempfile::NamedTempFile::new_in(folder.path()).unwrap();
     let spawns = log.path().to_str().unwrap().to_string();
     let (m, calls) = start(vec![setup(
         "quiet",

@@ -109,6 +109,13 @@ pub fn prepare(
         protected: &options.protected,
     };
     let built = profile::build(inputs.spec, &launch, &temp, port);
+    for dir in &built.make {
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)?;
+    }
     let mut hosts = inputs.spec.hosts.clone();
     hosts.extend(built.launcher_hosts.iter().cloned());
     let rules = Rules {

@@ -51,6 +51,9 @@ pub struct Built {
     pub profile: Profile,
     pub launcher_hosts: Vec<HostRule>,
     pub not_granted: Vec<String>,
+    /// Folders to make before the start (a launcher's cache on first use: Landlock can only
+    /// grant what exists).
+    pub make: Vec<PathBuf>,
 }
 
 /// System folders every program reads and runs from.
@@ -145,18 +148,26 @@ pub fn build(spec: &SandboxSpec, launch: &Launch<'_>, temp: &Path, proxy_port: u
                     .values()
                     .filter_map(|v| named_path(v, launch.cwd)),
             )
-            .filter_map(|path| root_of(&path));
-        for root in named {
+            .map(|path| root_of(&path));
+        for (root, make) in named {
             match refused_root(&root, home.as_deref(), launch.protected) {
                 Some(why) => built
                     .not_granted
                     .push(format!("{} ({why})", root.display())),
-                None => p.write.push(root),
+                None => {
+                    if make {
+                        built.make.push(root.clone());
+                    }
+                    p.write.push(root);
+                }
             }
         }
     }
     if let Some(launcher) = launcher(launch.program) {
         let (paths, hosts) = launcher.needs(launch.env, home.as_deref());
+        built.make.extend(paths.write.iter().cloned());
+        // A launcher runs what it fetched into its cache: written, then executed.
+        p.exec.extend(paths.write.iter().cloned());
         p.write.extend(paths.write);
         p.read.extend(paths.read);
         built.launcher_hosts = hosts;
@@ -191,8 +202,8 @@ pub fn sealed(
 ) -> bool {
     let names_a_root = || {
         (args.iter().chain(declared_env.values()))
-            .filter_map(|a| named_path(a, cwd))
-            .any(|p| root_of(&p).is_some())
+            .find_map(|a| named_path(a, cwd))
+            .is_some()
     };
     spec.is_sealed(false)
         && launcher(Path::new(command)).is_none()
@@ -307,14 +318,16 @@ fn named_path(text: &str, cwd: &Path) -> Option<PathBuf> {
     (looks_like_path && !value.contains(':')).then(|| cwd.join(value))
 }
 
-/// What a named path grants: a folder is a root; an existing file is writable itself; a
-/// file that does not exist yet (a data file the server will create) makes its folder a
-/// root. A path whose folder does not exist grants nothing.
-fn root_of(path: &Path) -> Option<PathBuf> {
-    if path.is_dir() || path.is_file() {
-        return Some(path.to_path_buf());
+/// What a named path grants: a folder is a root; a file (a data file, which servers
+/// rewrite through a temporary file beside it, as SQLite keeps its journal there) makes
+/// its folder a root, made first when it does not exist yet (`true`).
+fn root_of(path: &Path) -> (PathBuf, bool) {
+    if path.is_dir() {
+        return (path.to_path_buf(), false);
     }
-    path.parent().filter(|p| p.is_dir()).map(Path::to_path_buf)
+    let folder = path.parent().unwrap_or(Path::new("/")).to_path_buf();
+    let make = !folder.is_dir();
+    (folder, make)
 }
 
 /// Why a folder named on the command line is not granted on its own say: it is a system
