@@ -60,6 +60,24 @@ if stamp_ok "$DEPS/.pip" "$want" && [ -x "$DEPS/venv/bin/mcp-server-time" ]; the
   "$DEPS/venv/bin/python" -m pip install --quiet --disable-pip-version-check "${PIP_PKGS[@]}"
   echo "$want" > "$DEPS/.pip"
 fi
+# mcp-server-fetch's readabilipy installs its Node half (Readability.js) on first use; a
+# confined server may not write its own installation, so it is installed here.
+READABILIPY_JS="$(find "$DEPS/venv/lib" -type d -path '*readabilipy/javascript' | head -1)"
+if [ -n "$READABILIPY_JS" ] && [ ! -d "$READABILIPY_JS/node_modules" ]; then
+  log "npm install (readabilipy's Readability.js)"
+  (cd "$READABILIPY_JS" && npm install --loglevel=error >/dev/null)
+fi
+
+# The npx and uvx forms of the interop test run offline from caches filled here.
+want="npx server-memory 2026.8.31; uvx mcp-server-time 2026.10.19"
+if stamp_ok "$DEPS/.launchers" "$want"; then log "npx and uvx caches present"; else
+  log "filling the npx and uvx caches"
+  (cd / && npm_config_cache="$DEPS/npm-cache" npx -y --loglevel=error \
+     @modelcontextprotocol/server-memory@2026.8.31 </dev/null >/dev/null 2>&1) || true
+  UV_CACHE_DIR="$DEPS/uv-cache" "$DEPS/venv/bin/uvx" --quiet --from mcp-server-time==2026.10.19 \
+    mcp-server-time --help >/dev/null
+  echo "$want" > "$DEPS/.launchers"
+fi
 
 # Debian packages: tmux drives the terminal UI's end-to-end test; dbus, gnome-keyring and
 # libsecret-tools give scripts/keyring-test.sh a real Secret Service (OS keyring).

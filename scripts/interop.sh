@@ -157,5 +157,59 @@ sys.exit(0 if r["state"] == "failed" and "no-such-mcp-server-anywhere" in r["err
 PY
 sed 's/^/  stderr: /' "$WORK/bad.err"
 
+# Confinement: every stdio server above ran under the default strict sandbox; these run
+# through npx and uvx (offline, from the caches install-test-deps.sh filled), and the fetch
+# server reaches a local test site only through its egress proxy, which maps the names to
+# loopback (never a real address) and refuses a host off its allow-list.
+SITE_PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+mkdir -p "$WORK/site"
+echo "<html><body><p>hello from the test site</p></body></html>" >"$WORK/site/page.html"
+python3 -m http.server --bind 127.0.0.1 --directory "$WORK/site" "$SITE_PORT" >"$WORK/site.log" 2>&1 &
+SITE_PID=$!
+for _ in $(seq 1 150); do
+  python3 -c "import socket; socket.create_connection(('127.0.0.1',$SITE_PORT),0.2)" 2>/dev/null && break
+  sleep 0.1
+done
+cat >"$WORK/confined.json" <<JSON
+{"mcpServers": {
+  "memory-npx": {"command": "npx", "args": ["--offline", "-y", "@modelcontextprotocol/server-memory@2026.8.31"],
+                 "env": {"npm_config_cache": "$DEPS/npm-cache", "MEMORY_FILE_PATH": "$WORK/npx-data/memory.jsonl"}},
+  "time-uvx": {"command": "$DEPS/venv/bin/uvx", "args": ["--offline", "--from", "mcp-server-time==2026.10.19", "mcp-server-time"],
+               "env": {"UV_CACHE_DIR": "$DEPS/uv-cache"}},
+  "fetch": {"command": "$DEPS/venv/bin/mcp-server-fetch", "args": ["--ignore-robots-txt"],
+            "sandbox": {"network": {"allow": ["site.test:$SITE_PORT"], "allowPrivate": ["127.0.0.1"]}}}
+}}
+JSON
+export MCP_HOST_EGRESS_RESOLVE="site.test=127.0.0.1,other.test=127.0.0.1"
+CCFG=(--strict-mcp-config --mcp-config "$WORK/confined.json")
+"$HOST" servers --json "${CCFG[@]}" >"$WORK/confined.out" 2>"$WORK/confined.err"
+check "npx, uvx and fetch servers are ready, confined" expect_states "$WORK/confined.out" \
+  memory-npx=2025-11-25 time-uvx=2026-07-28 fetch=2026-07-28
+check "every stdio server ran under the strict sandbox" python3 - "$WORK/servers.out" "$WORK/confined.out" <<'PY'
+import json, sys
+rows = [r for f in sys.argv[1:] for r in json.load(open(f)) if r["transport"] == "stdio"]
+bad = [(r["name"], (r.get("sandbox") or {}).get("level")) for r in rows if (r.get("sandbox") or {}).get("level") != "strict"]
+print(f"  {len(rows)} stdio servers, not strict: {bad}")
+sys.exit(0 if rows and not bad else 1)
+PY
+npx_out="$("$HOST" call memory-npx create_entities --args '{"entities":[{"name":"n","entityType":"t","observations":["o"]}]}' "${CCFG[@]}" 2>&1)"
+check "a server started through npx writes its data file" grep -q '"name": "n"' <<<"$npx_out"
+uvx_out="$("$HOST" call time-uvx get_current_time --args '{"timezone":"UTC"}' "${CCFG[@]}" 2>&1)"
+check "a server started through uvx answers" grep -q '"datetime"' <<<"$uvx_out"
+fetch_out="$("$HOST" call fetch fetch --args "{\"url\":\"http://site.test:$SITE_PORT/page.html\"}" "${CCFG[@]}" 2>&1)"
+check "fetch reaches the allowed site through the proxy" grep -q "hello from the test site" <<<"$fetch_out"
+echo "  ${fetch_out:0:300}"
+denied_out="$("$HOST" call fetch fetch --args "{\"url\":\"http://other.test:$SITE_PORT/page.html\"}" "${CCFG[@]}" 2>&1)"
+check "fetch of a host off the allow-list is refused" bash -c '! grep -q "hello from the test site" <<<"$1"' _ "$denied_out"
+echo "  ${denied_out:0:200}"
+check "the audit log records the allowed and the refused connection" python3 - "$XDG_DATA_HOME/mcp-host/audit.jsonl" <<'PY'
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1]) if '"egress"' in l]
+seen = {(l["host"], l["allowed"]) for l in lines if l.get("event") == "egress"}
+print("  egress:", sorted(seen), [l["detail"] for l in lines if not l["allowed"]])
+sys.exit(0 if ("site.test", True) in seen and ("other.test", False) in seen else 1)
+PY
+kill "$SITE_PID" 2>/dev/null
+
 echo "interop: $pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -169,6 +169,14 @@ pub fn build(spec: &SandboxSpec, launch: &Launch<'_>, temp: &Path, proxy_port: u
         // A launcher runs what it fetched into its cache: written, then executed.
         p.exec.extend(paths.write.iter().cloned());
         p.write.extend(paths.write);
+        // uv builds its environments on the Python it finds on PATH.
+        if let Launcher::Uvx = launcher {
+            for name in ["python3", "python"] {
+                for program in on_path(name, launch.env).iter().flat_map(|p| runtime_programs(p, launch.env)) {
+                    p.exec.push(install_folder(&program, home.as_deref()));
+                }
+            }
+        }
         p.read.extend(paths.read);
         built.launcher_hosts = hosts;
     }
@@ -245,6 +253,11 @@ fn interpreter(script: &Path, env: &BTreeMap<String, String>) -> Option<PathBuf>
         return Some(first);
     }
     let name = words.find(|w| !w.starts_with('-'))?;
+    on_path(name, env)
+}
+
+/// The first file called `name` on the `PATH` of `env`.
+fn on_path(name: &str, env: &BTreeMap<String, String>) -> Option<PathBuf> {
     let path = env.get("PATH")?;
     path.split(':')
         .map(|dir| Path::new(dir).join(name))
