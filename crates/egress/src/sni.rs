@@ -123,42 +123,43 @@ pub fn client_hello(bytes: &[u8]) -> Hello {
     parse(&mut record).unwrap_or(Hello::Unreadable("malformed ClientHello"))
 }
 
-#[cfg(test)]
-pub(crate) mod tests {
-    use super::*;
-
-    /// A minimal ClientHello record naming `name` (or none).
-    pub(crate) fn hello_for(name: Option<&str>) -> Vec<u8> {
-        let mut ext = Vec::new();
-        if let Some(name) = name {
-            let n = name.len();
-            let list_len = n + 3;
-            ext.extend_from_slice(&[0, 0]);
-            ext.extend_from_slice(&((list_len + 2) as u16).to_be_bytes());
-            ext.extend_from_slice(&(list_len as u16).to_be_bytes());
-            ext.push(0);
-            ext.extend_from_slice(&(n as u16).to_be_bytes());
-            ext.extend_from_slice(name.as_bytes());
-        }
-        // Another extension before and after, as real hellos have.
-        let mut exts = vec![0x00, 0x0b, 0x00, 0x02, 0x01, 0x00];
-        exts.extend_from_slice(&ext);
-        exts.extend_from_slice(&[0x00, 0x17, 0x00, 0x00]);
-        let mut body = vec![3, 3];
-        body.extend_from_slice(&[7u8; 32]);
-        body.push(0); // session id
-        body.extend_from_slice(&[0, 2, 0x13, 0x01]); // one cipher suite
-        body.extend_from_slice(&[1, 0]); // null compression
-        body.extend_from_slice(&(exts.len() as u16).to_be_bytes());
-        body.extend_from_slice(&exts);
-        let mut handshake = vec![1];
-        handshake.extend_from_slice(&(body.len() as u32).to_be_bytes()[1..]);
-        handshake.extend_from_slice(&body);
-        let mut record = vec![0x16, 3, 1];
-        record.extend_from_slice(&(handshake.len() as u16).to_be_bytes());
-        record.extend_from_slice(&handshake);
-        record
+/// A minimal ClientHello record naming `name` (or none): what tests and benchmarks send
+/// into a tunnel.
+pub fn hello_for(name: Option<&str>) -> Vec<u8> {
+    let mut ext = Vec::new();
+    if let Some(name) = name {
+        let n = name.len();
+        let list_len = n + 3;
+        ext.extend_from_slice(&[0, 0]);
+        ext.extend_from_slice(&((list_len + 2) as u16).to_be_bytes());
+        ext.extend_from_slice(&(list_len as u16).to_be_bytes());
+        ext.push(0);
+        ext.extend_from_slice(&(n as u16).to_be_bytes());
+        ext.extend_from_slice(name.as_bytes());
     }
+    // Another extension before and after, as real hellos have.
+    let mut exts = vec![0x00, 0x0b, 0x00, 0x02, 0x01, 0x00];
+    exts.extend_from_slice(&ext);
+    exts.extend_from_slice(&[0x00, 0x17, 0x00, 0x00]);
+    let mut body = vec![3, 3];
+    body.extend_from_slice(&[7u8; 32]);
+    body.push(0); // session id
+    body.extend_from_slice(&[0, 2, 0x13, 0x01]); // one cipher suite
+    body.extend_from_slice(&[1, 0]); // null compression
+    body.extend_from_slice(&(exts.len() as u16).to_be_bytes());
+    body.extend_from_slice(&exts);
+    let mut handshake = vec![1];
+    handshake.extend_from_slice(&(body.len() as u32).to_be_bytes()[1..]);
+    handshake.extend_from_slice(&body);
+    let mut record = vec![0x16, 3, 1];
+    record.extend_from_slice(&(handshake.len() as u16).to_be_bytes());
+    record.extend_from_slice(&handshake);
+    record
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
 
     #[test]
     fn reads_the_name_or_says_why_not() {

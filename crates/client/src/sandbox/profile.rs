@@ -172,7 +172,10 @@ pub fn build(spec: &SandboxSpec, launch: &Launch<'_>, temp: &Path, proxy_port: u
         // uv builds its environments on the Python it finds on PATH.
         if let Launcher::Uvx = launcher {
             for name in ["python3", "python"] {
-                for program in on_path(name, launch.env).iter().flat_map(|p| runtime_programs(p, launch.env)) {
+                for program in on_path(name, launch.env)
+                    .iter()
+                    .flat_map(|p| runtime_programs(p, launch.env))
+                {
                     p.exec.push(install_folder(&program, home.as_deref()));
                 }
             }

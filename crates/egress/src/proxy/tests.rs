@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::resolve::Resolver;
-use crate::sni::tests::hello_for;
+use crate::sni::hello_for;
 use std::sync::Mutex;
 use tokio::sync::mpsc;
 
