@@ -81,6 +81,11 @@ time_out="$("$HOST" call time get_current_time --args '{"timezone":"UTC"}' "${CF
 check "call time get_current_time prints a time" grep -q '"datetime"' <<<"$time_out"
 add_out="$("$HOST" call fastmcp add --args '{"a":2,"b":40}' "${CFG[@]}" 2>&1)"
 check "call fastmcp add (2026-07-28) works" grep -q "42" <<<"$add_out"
+fs_out="$("$HOST" call filesystem read_text_file --args "{\"path\":\"$DEPS/work/fsroot/hello.txt\"}" "${CFG[@]}" 2>&1)"
+check "call filesystem reads a file in its root, confined" grep -q "hello from mcp-host interop" <<<"$fs_out"
+git_out="$("$HOST" call git git_status --args "{\"repo_path\":\"$DEPS/work/gitrepo\"}" "${CFG[@]}" 2>&1)"
+check "call git reads its repository's status, confined" grep -qi "branch" <<<"$git_out"
+echo "  ${git_out:0:120}"
 http_out="$("$HOST" call everything-http echo --args '{"message":"over http"}' "${CFG[@]}" 2>&1)"
 check "call over Streamable HTTP works" grep -q "over http" <<<"$http_out"
 

@@ -4,6 +4,7 @@
 //! wait, SIGKILL, always reap.
 
 use crate::sandbox::launch::{self, Inputs, SandboxError, SandboxOptions};
+use crate::sandbox::netns::NETNS_FD;
 use crate::sandbox::{Confined, denial_in_stderr};
 use crate::supervisor::{LIFELINE_FD, SUPERVISE_ARG, SupervisorArgs};
 use mcp_host_config::SandboxSpec;
@@ -243,12 +244,14 @@ impl StdioProcess {
             };
             let prepared = launch::prepare(&inputs, &supervisor.sandbox, &launch.confined)?;
             env.extend(prepared.env);
-            Some((prepared.profile_json, prepared.proxy))
+            Some((prepared.profile_json, (prepared.proxy, prepared.netns)))
         } else {
             launch::unconfined(&launch.confined);
             None
         };
-        let (profile_json, proxy) = confinement.unzip();
+        let (profile_json, held) = confinement.unzip();
+        let (proxy, netns) = held.unzip();
+        let netns = netns.flatten();
         let sup_args = SupervisorArgs {
             grace: supervisor.grace,
             record_dir: supervisor.record_dir.clone(),
@@ -273,22 +276,29 @@ impl StdioProcess {
             .process_group(0)
             .kill_on_drop(true);
         let read_fd = lifeline_read.as_raw_fd();
-        // SAFETY: dup2 and fcntl are async-signal-safe; no allocation happens here.
+        let netns_fd = netns.as_ref().map(AsRawFd::as_raw_fd);
+        // SAFETY: fcntl and dup2 are async-signal-safe; no allocation happens here.
         unsafe {
             cmd.pre_exec(move || {
-                if read_fd == LIFELINE_FD {
-                    nix::fcntl::fcntl(
-                        std::os::fd::BorrowedFd::borrow_raw(read_fd),
-                        nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::empty()),
-                    )?;
-                } else if nix::libc::dup2(read_fd, LIFELINE_FD) < 0 {
-                    return Err(std::io::Error::last_os_error());
+                // Each fd is first moved above the fixed ones, so that installing one can
+                // never overwrite the other; dup2 clears close-on-exec on the fixed fd.
+                let install = |fd: i32, at: i32| -> std::io::Result<()> {
+                    let moved = nix::libc::fcntl(fd, nix::libc::F_DUPFD_CLOEXEC, 10);
+                    if moved < 0 || nix::libc::dup2(moved, at) < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                };
+                install(read_fd, LIFELINE_FD)?;
+                if let Some(fd) = netns_fd {
+                    install(fd, NETNS_FD)?;
                 }
                 Ok(())
             });
         }
         let mut child = cmd.spawn()?;
         drop(lifeline_read);
+        drop(netns);
         let (Some(stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {

@@ -173,6 +173,17 @@ fn run(args: &SupervisorArgs) -> Result<i32, String> {
         Some(crate::seccomp::program(strict).map_err(|e| format!("seccomp filter: {e}"))?)
     };
     let unconfined = args.unconfined;
+    // The server's own network, made here (single-threaded, before it starts) so the
+    // server is born in it. The host learns either way; a failure is not fatal.
+    if let Some(p) = profile.as_ref().filter(|p| p.netns)
+        && let Some(port) = p.connect.first()
+        && let Err(e) = crate::sandbox::netns::enter_and_report(*port)
+    {
+        #[allow(clippy::print_stderr)]
+        {
+            eprintln!("mcp-host supervisor: {e}");
+        }
+    }
     let mut cmd = std::process::Command::new(&args.program);
     cmd.args(&args.args).process_group(0);
     // SAFETY: the closure calls sigprocmask, prctl, setrlimit and the Landlock and seccomp

@@ -131,6 +131,7 @@ pub fn connect(setup: HostSetup<'_>, guards: Guards) -> Result<Connected, HostEr
                 report,
                 protected: setup.protected,
                 kernel,
+                netns: true,
             },
         },
         host_env: setup.env,

@@ -43,6 +43,8 @@ async fn site(body: &'static str) -> u16 {
 struct World {
     dir: tempfile::TempDir,
     records: Arc<Mutex<Vec<EgressRecord>>>,
+    /// Whether servers get a network namespace of their own (else Landlock's TCP rules).
+    netns: bool,
 }
 
 impl World {
@@ -64,6 +66,7 @@ impl World {
         Self {
             dir,
             records: Arc::default(),
+            netns: true,
         }
     }
 
@@ -85,6 +88,7 @@ impl World {
             report: Some(Arc::new(move |r| records.lock().unwrap().push(r))),
             protected: vec![self.dir.path().join("data/mcp-host")],
             kernel,
+            netns: self.netns,
         };
         opts
     }
@@ -135,7 +139,19 @@ fn line<'t>(text: &'t str, act: &str) -> &'t str {
 
 #[tokio::test]
 async fn a_strict_server_does_what_it_was_given_and_nothing_more() {
-    let world = World::new();
+    strict_server(true).await;
+}
+
+/// The same where no network namespace is made: Landlock's TCP rules alone keep the server
+/// to its proxy, on the host's loopback.
+#[tokio::test]
+async fn without_a_network_namespace_landlock_alone_keeps_it_to_its_proxy() {
+    strict_server(false).await;
+}
+
+async fn strict_server(netns: bool) {
+    let mut world = World::new();
+    world.netns = netns;
     let site_port = site("hello from the allowed site").await;
     let elsewhere = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let elsewhere = elsewhere.local_addr().unwrap().port();
@@ -243,6 +259,12 @@ async fn a_strict_server_does_what_it_was_given_and_nothing_more() {
     );
     assert!(
         view.mechanisms.iter().any(|m| m.starts_with("landlock v")),
+        "{view:?}"
+    );
+    // This machine allows unprivileged user and network namespaces.
+    assert_eq!(
+        view.mechanisms.contains(&"netns".to_string()),
+        netns,
         "{view:?}"
     );
     m.shutdown().await;

@@ -4,11 +4,12 @@
 //! sandbox the kernel cannot enforce stops here, before anything runs.
 
 use super::profile::{self, Launch};
-use super::{Confined, Kernel};
+use super::{Confined, Kernel, netns};
 use mcp_host_config::SandboxSpec;
 use mcp_host_core::confinement::{ConfinementView, EgressRecord, SandboxLevel};
 use mcp_host_egress::{Proxy, Report, Resolve, Resolver, Rules};
 use std::collections::BTreeMap;
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tokio_util::sync::{CancellationToken, DropGuard};
@@ -23,6 +24,8 @@ pub struct SandboxOptions {
     /// The host's own data and configuration folders.
     pub protected: Vec<PathBuf>,
     pub kernel: Kernel,
+    /// Give each confined server a network namespace of its own where the kernel allows.
+    pub netns: bool,
 }
 
 impl Default for SandboxOptions {
@@ -32,6 +35,7 @@ impl Default for SandboxOptions {
             report: None,
             protected: Vec::new(),
             kernel: Kernel::probe(),
+            netns: true,
         }
     }
 }
@@ -53,6 +57,8 @@ pub struct Prepared {
     pub env: BTreeMap<String, String>,
     /// Stops the proxy when the process is dropped.
     pub proxy: DropGuard,
+    /// The supervisor's end of the socket its network namespace's listener comes back on.
+    pub netns: Option<OwnedFd>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -108,7 +114,8 @@ pub fn prepare(
         cwd: inputs.cwd,
         protected: &options.protected,
     };
-    let built = profile::build(inputs.spec, &launch, &temp, port);
+    let mut built = profile::build(inputs.spec, &launch, &temp, port);
+    built.profile.netns = options.netns;
     for dir in &built.make {
         use std::os::unix::fs::DirBuilderExt;
         std::fs::DirBuilder::new()
@@ -132,6 +139,18 @@ pub fn prepare(
         report,
     ));
     let stop = CancellationToken::new();
+    let netns = if options.netns {
+        let (host_end, supervisor_end) = std::os::unix::net::UnixStream::pair()?;
+        tokio::spawn(serve_namespace(
+            host_end,
+            proxy.clone(),
+            stop.clone(),
+            confined.clone(),
+        ));
+        Some(OwnedFd::from(supervisor_end))
+    } else {
+        None
+    };
     tokio::spawn(proxy.serve(listener, stop.clone()));
 
     let url = format!("http://127.0.0.1:{port}");
@@ -160,7 +179,43 @@ pub fn prepare(
         profile_json,
         env,
         proxy: stop.drop_guard(),
+        netns,
     })
+}
+
+/// Serves the listener the supervisor made in the server's network namespace, once it
+/// arrives; says in the server's account which way its network is confined.
+async fn serve_namespace(
+    channel: std::os::unix::net::UnixStream,
+    proxy: Arc<Proxy>,
+    stop: CancellationToken,
+    confined: Confined,
+) {
+    let outcome = tokio::select! {
+        () = stop.cancelled() => return,
+        outcome = netns::receive(channel) => outcome,
+    };
+    let listener = match outcome {
+        netns::Outcome::Made(listener) => listener,
+        netns::Outcome::NotMade(why) => {
+            confined.amend(|v| {
+                v.notes.push(format!(
+                    "no network namespace ({why}): only Landlock confines its TCP"
+                ));
+            });
+            return;
+        }
+    };
+    let listener = listener
+        .set_nonblocking(true)
+        .and_then(|()| tokio::net::TcpListener::from_std(listener));
+    match listener {
+        Ok(listener) => {
+            confined.amend(|v| v.mechanisms.push("netns".into()));
+            proxy.serve(listener, stop).await;
+        }
+        Err(e) => confined.amend(|v| v.notes.push(format!("its network namespace: {e}"))),
+    }
 }
 
 /// A fresh folder only this server may write, under the host's temp folder.

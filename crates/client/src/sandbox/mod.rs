@@ -6,6 +6,7 @@
 
 pub mod enforce;
 pub mod launch;
+pub mod netns;
 pub mod profile;
 
 use mcp_host_core::confinement::ConfinementView;
@@ -75,6 +76,13 @@ impl Confined {
     pub fn set(&self, view: ConfinementView) {
         if let Ok(mut a) = self.0.lock() {
             a.view = view;
+        }
+    }
+
+    /// Changes what is shown of the server's confinement (a mechanism confirmed late).
+    pub fn amend(&self, change: impl FnOnce(&mut ConfinementView)) {
+        if let Ok(mut a) = self.0.lock() {
+            change(&mut a.view);
         }
     }
 

@@ -28,6 +28,10 @@ pub struct Profile {
     pub require: bool,
     /// Its private temp folder, removed when it stops.
     pub temp: Option<PathBuf>,
+    /// Run it in a network namespace of its own, its proxy's port the only thing there
+    /// (`netns.rs`); its end of the host's socket is fd 4.
+    #[serde(default)]
+    pub netns: bool,
 }
 
 /// What a profile was built from, beside the sandbox spec.
