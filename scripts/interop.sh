@@ -25,14 +25,19 @@ check() { # name, command...
   if "$@"; then pass=$((pass+1)); echo "PASS $name"; else fail=$((fail+1)); echo "FAIL $name"; fi
 }
 
-PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_port() { # port: until something listens there (15 s at most)
+  for _ in $(seq 1 150); do
+    python3 -c "import socket; socket.create_connection(('127.0.0.1',$1),0.2)" 2>/dev/null && return
+    sleep 0.1
+  done
+}
+
+PORT="$(free_port)"
 NM="$DEPS/node_modules/@modelcontextprotocol"
 PORT="$PORT" node "$NM/server-everything/dist/index.js" streamableHttp >"$WORK/http.log" 2>&1 &
 HTTP_PID=$!
-for _ in $(seq 1 150); do
-  python3 -c "import socket,sys; socket.create_connection(('127.0.0.1',$PORT),0.2)" 2>/dev/null && break
-  sleep 0.1
-done
+wait_port "$PORT"
 
 cat >"$WORK/servers.json" <<JSON
 {"mcpServers": {
@@ -166,15 +171,12 @@ sed 's/^/  stderr: /' "$WORK/bad.err"
 # through npx and uvx (offline, from the caches install-test-deps.sh filled), and the fetch
 # server reaches a local test site only through its egress proxy, which maps the names to
 # loopback (never a real address) and refuses a host off its allow-list.
-SITE_PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+SITE_PORT="$(free_port)"
 mkdir -p "$WORK/site"
 echo "<html><body><p>hello from the test site</p></body></html>" >"$WORK/site/page.html"
 python3 -m http.server --bind 127.0.0.1 --directory "$WORK/site" "$SITE_PORT" >"$WORK/site.log" 2>&1 &
 SITE_PID=$!
-for _ in $(seq 1 150); do
-  python3 -c "import socket; socket.create_connection(('127.0.0.1',$SITE_PORT),0.2)" 2>/dev/null && break
-  sleep 0.1
-done
+wait_port "$SITE_PORT"
 cat >"$WORK/confined.json" <<JSON
 {"mcpServers": {
   "memory-npx": {"command": "npx", "args": ["--offline", "-y", "@modelcontextprotocol/server-memory@2026.8.31"],

@@ -210,10 +210,6 @@ fn resolve(command: &str, path_var: Option<&str>, cwd: &Path) -> Result<PathBuf,
 impl StdioProcess {
     /// Starts the server under a supervisor. `host_env` is the host's environment, filtered
     /// here through the allow-list.
-    #[allow(
-        unsafe_code,
-        reason = "pre_exec: moves the lifeline pipe to its fixed fd"
-    )]
     pub fn spawn(
         launch: &StdioLaunch,
         supervisor: &SupervisorCommand,
@@ -232,26 +228,18 @@ impl StdioProcess {
         };
         let program = resolve(&launch.command, env.get("PATH").map(String::as_str), &cwd)?;
         let strict = launch.sandbox.level == SandboxLevel::Strict;
-        let confinement = if strict {
-            let inputs = Inputs {
-                name: &launch.name,
-                spec: &launch.sandbox,
-                program: &program,
-                args: &launch.args,
-                declared_env: &launch.env,
-                env: &env,
-                cwd: &cwd,
-            };
-            let prepared = launch::prepare(&inputs, &supervisor.sandbox, &launch.confined)?;
-            env.extend(prepared.env);
-            Some((prepared.profile_json, (prepared.proxy, prepared.netns)))
-        } else {
-            launch::unconfined(&launch.confined);
-            None
+        let (profile_json, proxy, netns) = match confine(launch, supervisor, &program, &env, &cwd)?
+        {
+            Some(prepared) => {
+                env.extend(prepared.env);
+                (
+                    Some(prepared.profile_json),
+                    Some(prepared.proxy),
+                    prepared.netns,
+                )
+            }
+            None => (None, None, None),
         };
-        let (profile_json, held) = confinement.unzip();
-        let (proxy, netns) = held.unzip();
-        let netns = netns.flatten();
         let sup_args = SupervisorArgs {
             grace: supervisor.grace,
             record_dir: supervisor.record_dir.clone(),
@@ -275,27 +263,11 @@ impl StdioProcess {
             // Its own group: a Ctrl-C in the terminal is the host's to handle.
             .process_group(0)
             .kill_on_drop(true);
-        let read_fd = lifeline_read.as_raw_fd();
-        let netns_fd = netns.as_ref().map(AsRawFd::as_raw_fd);
-        // SAFETY: fcntl and dup2 are async-signal-safe; no allocation happens here.
-        unsafe {
-            cmd.pre_exec(move || {
-                // Each fd is first moved above the fixed ones, so that installing one can
-                // never overwrite the other; dup2 clears close-on-exec on the fixed fd.
-                let install = |fd: i32, at: i32| -> std::io::Result<()> {
-                    let moved = nix::libc::fcntl(fd, nix::libc::F_DUPFD_CLOEXEC, 10);
-                    if moved < 0 || nix::libc::dup2(moved, at) < 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                    Ok(())
-                };
-                install(read_fd, LIFELINE_FD)?;
-                if let Some(fd) = netns_fd {
-                    install(fd, NETNS_FD)?;
-                }
-                Ok(())
-            });
-        }
+        install_fixed_fds(
+            &mut cmd,
+            lifeline_read.as_raw_fd(),
+            netns.as_ref().map(AsRawFd::as_raw_fd),
+        );
         let mut child = cmd.spawn()?;
         drop(lifeline_read);
         drop(netns);
@@ -361,6 +333,63 @@ impl StdioProcess {
         let _ = self.child.kill().await;
         ProcessExit::Killed
     }
+}
+
+/// Puts the lifeline's read end (and the network namespace socket) at their fixed fds in
+/// the supervisor, between fork and exec.
+#[allow(
+    unsafe_code,
+    reason = "pre_exec: moves the lifeline pipe and the namespace socket to their fixed fds"
+)]
+fn install_fixed_fds(cmd: &mut Command, read_fd: i32, netns_fd: Option<i32>) {
+    // SAFETY: fcntl and dup2 are async-signal-safe; no allocation happens here.
+    unsafe {
+        cmd.pre_exec(move || {
+            // Each fd is first moved above the fixed ones, so that installing one can never
+            // overwrite the other; dup2 clears close-on-exec on the fixed fd.
+            let install = |fd: i32, at: i32| -> std::io::Result<()> {
+                let moved = nix::libc::fcntl(fd, nix::libc::F_DUPFD_CLOEXEC, 10);
+                if moved < 0 || nix::libc::dup2(moved, at) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            };
+            install(read_fd, LIFELINE_FD)?;
+            if let Some(fd) = netns_fd {
+                install(fd, NETNS_FD)?;
+            }
+            Ok(())
+        });
+    }
+}
+
+/// A strict server's sandbox, prepared on the host's side; `None` (and the account says so)
+/// for one that runs `off`.
+fn confine(
+    launch: &StdioLaunch,
+    supervisor: &SupervisorCommand,
+    program: &Path,
+    env: &BTreeMap<String, String>,
+    cwd: &Path,
+) -> Result<Option<launch::Prepared>, SpawnError> {
+    if launch.sandbox.level != SandboxLevel::Strict {
+        launch::unconfined(&launch.confined);
+        return Ok(None);
+    }
+    let inputs = Inputs {
+        name: &launch.name,
+        spec: &launch.sandbox,
+        program,
+        args: &launch.args,
+        declared_env: &launch.env,
+        env,
+        cwd,
+    };
+    Ok(Some(launch::prepare(
+        &inputs,
+        &supervisor.sandbox,
+        &launch.confined,
+    )?))
 }
 
 fn describe_exit(status: std::process::ExitStatus) -> ProcessExit {

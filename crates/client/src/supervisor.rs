@@ -160,30 +160,12 @@ fn run(args: &SupervisorArgs) -> Result<i32, String> {
     let sfd = SignalFd::with_flags(&mask, SfdFlags::SFD_CLOEXEC | SfdFlags::SFD_NONBLOCK)
         .map_err(|e| format!("signalfd: {e}"))?;
 
-    // Built before the fork: the child only applies them.
-    let profile: Option<Profile> = (args.sandbox.as_deref())
-        .map(serde_json::from_str)
-        .transpose()
-        .map_err(|e| format!("bad sandbox profile: {e}"))?;
-    let mut landlock = profile.as_ref().map(Prepared::new).transpose()?;
-    let filter = if args.unconfined {
-        None
-    } else {
-        let strict = profile.is_some();
-        Some(crate::seccomp::program(strict).map_err(|e| format!("seccomp filter: {e}"))?)
-    };
+    let Confinement {
+        profile,
+        mut landlock,
+        filter,
+    } = confinement(args)?;
     let unconfined = args.unconfined;
-    // The server's own network, made here (single-threaded, before it starts) so the
-    // server is born in it. The host learns either way; a failure is not fatal.
-    if let Some(p) = profile.as_ref().filter(|p| p.netns)
-        && let Some(port) = p.connect.first()
-        && let Err(e) = crate::sandbox::netns::enter_and_report(*port)
-    {
-        #[allow(clippy::print_stderr)]
-        {
-            eprintln!("mcp-host supervisor: {e}");
-        }
-    }
     let mut cmd = std::process::Command::new(&args.program);
     cmd.args(&args.args).process_group(0);
     // SAFETY: the closure calls sigprocmask, prctl, setrlimit and the Landlock and seccomp
@@ -244,6 +226,45 @@ fn run(args: &SupervisorArgs) -> Result<i32, String> {
     Ok(match stop {
         Stop::ServerExited(code) => code,
         Stop::Terminate => server_code.unwrap_or(0),
+    })
+}
+
+/// What the child will apply, built before the fork (the child only applies it).
+struct Confinement {
+    profile: Option<Profile>,
+    landlock: Option<Prepared>,
+    filter: Option<seccompiler::BpfProgram>,
+}
+
+/// Reads the profile, builds the Landlock ruleset and the seccomp filter, and moves this
+/// process into the server's own network namespace when the profile asks (single-threaded,
+/// before the server starts, so the server is born in it; the host learns either way, and a
+/// failure is not fatal).
+fn confinement(args: &SupervisorArgs) -> Result<Confinement, String> {
+    let profile: Option<Profile> = (args.sandbox.as_deref())
+        .map(serde_json::from_str)
+        .transpose()
+        .map_err(|e| format!("bad sandbox profile: {e}"))?;
+    let landlock = profile.as_ref().map(Prepared::new).transpose()?;
+    let filter = if args.unconfined {
+        None
+    } else {
+        let strict = profile.is_some();
+        Some(crate::seccomp::program(strict).map_err(|e| format!("seccomp filter: {e}"))?)
+    };
+    if let Some(p) = profile.as_ref().filter(|p| p.netns)
+        && let Some(port) = p.connect.first()
+        && let Err(e) = crate::sandbox::netns::enter_and_report(*port)
+    {
+        #[allow(clippy::print_stderr)]
+        {
+            eprintln!("mcp-host supervisor: {e}");
+        }
+    }
+    Ok(Confinement {
+        profile,
+        landlock,
+        filter,
     })
 }
 
