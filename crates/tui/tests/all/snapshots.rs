@@ -276,6 +276,33 @@ fn mcp_panel_shows_a_ready_servers_list_warnings_and_era_fallback() {
 }
 
 #[test]
+fn mcp_panel_shows_a_servers_sandbox_and_what_it_was_denied() {
+    let (mut app, _) = app();
+    with_status(&mut app);
+    let mut fs = server("fs", "ready");
+    fs.sandbox = vec![
+        "sandbox strict (landlock v7, seccomp, netns)".into(),
+        "writes /home/u/project, its own temp folder".into(),
+        "reaches no host".into(),
+        "denied /home/u/.ssh/id_rsa ×2, connect evil.test:443".into(),
+        "\u{1b}[2Jnot granted: /home/u (contains your home folder)".into(),
+    ];
+    app.apply(Update::Servers(vec![fs]));
+    type_str(&mut app, "/mcp\n");
+    let text = screen(&app, 80, 24);
+    for line in [
+        "sandbox strict (landlock v7, seccomp, netns)",
+        "writes /home/u/project, its own temp folder",
+        "denied /home/u/.ssh/id_rsa ×2, connect evil.test:443",
+        "not granted: /home/u",
+    ] {
+        assert!(text.contains(line), "{line}:\n{text}");
+    }
+    // What a server named reaches the screen sanitised, as every other server string.
+    assert!(!text.contains('\u{1b}'), "{text}");
+}
+
+#[test]
 fn tools_browser_with_a_search() {
     let (mut app, _) = app();
     with_status(&mut app);
