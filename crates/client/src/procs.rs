@@ -92,6 +92,15 @@ pub struct RunRecord {
     pub supervisor_start_ticks: u64,
     pub server_pid: i32,
     pub server_start_ticks: u64,
+    /// A confined server's private temp folder, removed with its leftovers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temp: Option<PathBuf>,
+}
+
+/// Where confined servers' private temp folders live; only folders below it are removed on
+/// a record's say.
+pub fn sandbox_temp_root() -> PathBuf {
+    std::env::temp_dir().join("mcp-host-sandbox")
 }
 
 impl RunRecord {
@@ -131,6 +140,9 @@ pub fn reap_leftovers(dir: &Path) -> usize {
                 let _ = kill(Pid::from_raw(p.pid), Signal::SIGKILL);
                 signalled += 1;
             }
+        }
+        if let Some(temp) = rec.temp.filter(|t| t.starts_with(sandbox_temp_root())) {
+            let _ = std::fs::remove_dir_all(temp);
         }
         let _ = std::fs::remove_file(&path);
     }

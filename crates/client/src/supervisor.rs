@@ -207,6 +207,7 @@ fn run(args: &SupervisorArgs) -> Result<i32, String> {
             supervisor_start_ticks: me_info.start_ticks,
             server_pid: server,
             server_start_ticks: srv.start_ticks,
+            temp: profile.as_ref().and_then(|p| p.temp.clone()),
         };
         if let Ok(text) = serde_json::to_string(&rec) {
             let _ = std::fs::write(path, text);

@@ -196,12 +196,26 @@ fn the_next_host_ends_what_a_killed_supervisor_left_behind() {
         1,
         "the grandchild in the server's group is orphaned"
     );
+    // The record names the server's private temp folder, which nobody removed.
+    let record = std::fs::read_to_string(mcp_host_client::procs::RunRecord::path_in(
+        &f.sb.path().join("run/mcp-host"),
+        supervisor,
+    ))
+    .unwrap();
+    let record: mcp_host_client::procs::RunRecord = serde_json::from_str(&record).unwrap();
+    let temp = record.temp.expect("a confined server's temp folder");
+    assert!(temp.is_dir(), "{}", temp.display());
     // A new host with the same runtime dir finds the record and ends the group.
     let other = f.sb.config("other.json", json!({}));
     f.sb.run_with(&["servers"], &other);
     wait_for("the orphan to be ended", Duration::from_secs(2), || {
         sleepers(f.m1).is_empty()
     });
+    assert!(
+        !temp.exists(),
+        "its temp folder went with it: {}",
+        temp.display()
+    );
     for pid in sleepers(f.m2) {
         // Out of reach once both host and supervisor are gone (own session); tidy up.
         signal(pid as u32, Signal::SIGKILL);

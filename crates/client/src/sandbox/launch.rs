@@ -221,7 +221,7 @@ async fn serve_namespace(
 /// A fresh folder only this server may write, under the host's temp folder.
 fn private_temp(name: &str) -> std::io::Result<PathBuf> {
     use std::os::unix::fs::DirBuilderExt;
-    let base = std::env::temp_dir().join("mcp-host-sandbox");
+    let base = crate::procs::sandbox_temp_root();
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
