@@ -4,6 +4,9 @@
 //! `Seccomp` state, and the calls only a filter forbids. A denial is also written to stderr
 //! in the form C programs use, so the host's account of the server counts it.
 //!
+//! Always tried: `ptrace`, `mount`, `process_vm_readv`, creating a UDP socket, and a unix
+//! socket connected by path (refused when creating the socket is; `no such socket` when not).
+//!
 //! Arguments (all optional): `read` and `write` (paths), `connect` (loopback ports), and
 //! `fetch` (`host:port` targets asked of the egress proxy in `HTTP_PROXY`, by plain HTTP).
 
@@ -86,6 +89,15 @@ pub fn run(args: &Value) -> String {
         other => other,
     };
     lines.push(outcome("mount", mount));
+    // Sockets Landlock cannot see: a UDP socket (a way around the proxy) and a unix socket
+    // connected by path (another program's control socket). Only creating them is tried.
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").map(|_| String::new());
+    lines.push(outcome("udp socket", udp));
+    let unix = match std::os::unix::net::UnixStream::connect("/nonexistent/mcp-host-probe.sock") {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok("no such socket".to_string()),
+        other => other.map(|_| String::new()),
+    };
+    lines.push(outcome("unix socket", unix));
     for path in strings(args, "read") {
         let read = std::fs::read(&path).map(|b| format!("{} bytes", b.len()));
         lines.push(outcome(&format!("read {path}"), read));

@@ -202,6 +202,8 @@ async fn strict_server(netns: bool) {
         ("ptrace", "os error 1"),
         ("mount", "os error 1"),
         ("process_vm_readv", "os error 1"),
+        ("udp socket", "os error 1"),
+        ("unix socket", "os error 1"),
     ] {
         assert!(line(&text, filtered).contains(errno), "{filtered}:\n{text}");
     }
@@ -314,6 +316,12 @@ async fn an_unconfined_server_runs_with_the_users_rights() {
     let text = probe(&m, &calls, json!({"read": [key]})).await;
     assert!(
         line(&text, &format!("read {key}")).contains("allowed"),
+        "{text}"
+    );
+    // The socket rules are the strict sandbox's: off, both sockets can be made.
+    assert!(line(&text, "udp socket").ends_with(": allowed"), "{text}");
+    assert!(
+        line(&text, "unix socket").contains("no such socket"),
         "{text}"
     );
     assert_eq!(
