@@ -431,7 +431,7 @@ async fn drain_stderr(
                     .and_then(|_| denial_in_stderr(&String::from_utf8_lossy(&line)))
                     && let Some(d) = &denials
                 {
-                    d.deny(format!("denied {path}"));
+                    d.deny_and_report(format!("denied {path}"));
                 }
                 r.push(&line);
                 line.clear();

@@ -280,15 +280,66 @@ impl ConfinementView {
         }
         if !self.denials.is_empty() {
             out.push(format!("denied {}", self.denials.join(", ")));
+            out.extend(self.widen_hint());
         }
         out.extend(self.notes.iter().cloned());
         out
     }
 }
 
+impl ConfinementView {
+    /// The one edit that would allow the first denied path and host, as `sandbox` JSON.
+    fn widen_hint(&self) -> Option<String> {
+        let bare = |d: &str| d.split(" ×").next().unwrap_or(d).to_string();
+        let path = (self.denials.iter()).find_map(|d| d.strip_prefix("denied ").map(bare));
+        let host = (self.denials.iter()).find_map(|d| d.strip_prefix("connect ").map(bare));
+        let quote = |s: &str| serde_json::Value::String(s.to_string()).to_string();
+        let parts: Vec<String> = [
+            path.map(|p| format!("\"filesystem\": {{\"read\": [{}]}}", quote(&p))),
+            host.map(|h| format!("\"network\": {{\"allow\": [{}]}}", quote(&h))),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        (!parts.is_empty()).then(|| {
+            format!(
+                "to allow it, in your config: \"sandbox\": {{{}}} (or \"write\" for a path it must change)",
+                parts.join(", ")
+            )
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn denials_come_with_the_edit_that_allows_them() {
+        let view = ConfinementView {
+            level: "strict".into(),
+            denials: vec![
+                "connect api.example.com:443 ×3".into(),
+                "denied /home/u/.config/x".into(),
+            ],
+            ..ConfinementView::default()
+        };
+        let lines = view.lines();
+        let hint = lines.iter().find(|l| l.starts_with("to allow it")).unwrap();
+        assert!(
+            hint.contains(r#""filesystem": {"read": ["/home/u/.config/x"]}"#),
+            "{hint}"
+        );
+        assert!(
+            hint.contains(r#""network": {"allow": ["api.example.com:443"]}"#),
+            "{hint}"
+        );
+        let quiet = ConfinementView {
+            level: "strict".into(),
+            ..ConfinementView::default()
+        };
+        assert!(!quiet.lines().iter().any(|l| l.starts_with("to allow it")));
+    }
 
     #[test]
     fn host_rules_match_names_wildcards_and_ports() {

@@ -1,7 +1,8 @@
 //! The audit log: one JSON line per tool call, whoever made it and whatever became of it,
 //! appended to `$XDG_DATA_HOME/mcp-host/audit.jsonl` by the call gate; and one line per
 //! connection a confined server asked its egress proxy for (`"event": "egress"`: server,
-//! host, port, allowed or why not, bytes each way). A call's line is the
+//! host, port, allowed or why not, bytes each way), and the first of each other denial it ran
+//! into (`"event": "denied"`: server, what). A call's line is the
 //! call's [`CallRecord`] (the same record the store's tool-call row is made from) with a
 //! timestamp. Arguments are recorded only as a hash and results only by size, so secrets in
 //! them (and in env or headers, which are never passed here) cannot leak into the log.
@@ -51,6 +52,15 @@ impl Audit {
         {
             line.extend(fields);
         }
+        if let Err(e) = self.append(&line) {
+            tracing::warn!(path = %self.path.display(), "cannot write the audit log: {e}");
+        }
+    }
+
+    /// Appends the first of a kind of denial a confined server ran into (a permission error
+    /// it reported), so a headless run leaves the path to widen its sandbox with.
+    pub fn denial(&self, server: &str, what: &str) {
+        let line = json!({"ts": rfc3339(SystemTime::now()), "event": "denied", "server": server, "what": what});
         if let Err(e) = self.append(&line) {
             tracing::warn!(path = %self.path.display(), "cannot write the audit log: {e}");
         }

@@ -10,7 +10,7 @@ use crate::audit::Audit;
 use crate::gate::Gate;
 use crate::hooks::Hooks;
 use mcp_host_auth::{CredentialVault, OAuth};
-use mcp_host_client::sandbox::{Kernel, LANDLOCK_NET_ABI, launch::SandboxOptions};
+use mcp_host_client::sandbox::{DenialReport, Kernel, LANDLOCK_NET_ABI, launch::SandboxOptions};
 use mcp_host_client::{ClientFeatures, ConnectError, Endpoint, EraChoice, Session};
 use mcp_host_client::{ManagerOptions, ServerSetup, SupervisorCommand, backoff::RetryPolicy};
 use mcp_host_config::{LoadedConfig, ServerReadiness, ServerSpec, Transport};
@@ -121,6 +121,9 @@ pub fn connect(setup: HostSetup<'_>, guards: Guards) -> Result<Connected, HostEr
         .audit
         .clone()
         .map(|audit| -> Report { Arc::new(move |record: EgressRecord| audit.egress(&record)) });
+    let denials = guards.audit.clone().map(|audit| -> DenialReport {
+        Arc::new(move |server: &str, what: &str| audit.denial(server, what))
+    });
     let opts = ManagerOptions {
         supervisor: SupervisorCommand {
             program: setup.supervisor,
@@ -129,6 +132,7 @@ pub fn connect(setup: HostSetup<'_>, guards: Guards) -> Result<Connected, HostEr
             sandbox: SandboxOptions {
                 resolver: Arc::new(resolver),
                 report,
+                denials,
                 protected: setup.protected,
                 kernel,
                 netns: true,

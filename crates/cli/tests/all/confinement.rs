@@ -43,6 +43,8 @@ async fn site(body: &'static str) -> u16 {
 struct World {
     dir: tempfile::TempDir,
     records: Arc<Mutex<Vec<EgressRecord>>>,
+    /// The denials reported (the first of each kind), as `server: what`.
+    denied: Arc<Mutex<Vec<String>>>,
     /// Whether servers get a network namespace of their own (else Landlock's TCP rules).
     netns: bool,
 }
@@ -66,6 +68,7 @@ impl World {
         Self {
             dir,
             records: Arc::default(),
+            denied: Arc::default(),
             netns: true,
         }
     }
@@ -81,11 +84,15 @@ impl World {
         env.insert("HOME".into(), self.path("home"));
         opts.host_env = Arc::new(env);
         let records = self.records.clone();
+        let denied = self.denied.clone();
         opts.supervisor.sandbox = SandboxOptions {
             resolver: Arc::new(
                 Resolver::with_fixed("allowed.test=127.0.0.1,denied.test=127.0.0.1").unwrap(),
             ),
             report: Some(Arc::new(move |r| records.lock().unwrap().push(r))),
+            denials: Some(Arc::new(move |server, what| {
+                denied.lock().unwrap().push(format!("{server}: {what}"))
+            })),
             protected: vec![self.dir.path().join("data/mcp-host")],
             kernel,
             netns: self.netns,
@@ -253,6 +260,23 @@ async fn strict_server(netns: bool) {
     })
     .await;
     let view = status.confinement.unwrap();
+    // Each file denial is reported once (the audit log), the proxy's through its own records.
+    // The report follows the count, so it is waited for too.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while !world
+        .denied
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|d| d == "p: denied /etc/shadow")
+    {
+        assert!(tokio::time::Instant::now() < deadline, "never reported");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let denied = world.denied.lock().unwrap().clone();
+    let shadow = denied.iter().filter(|d| d.ends_with("/etc/shadow")).count();
+    assert_eq!(shadow, 1, "{denied:?}");
+    assert!(!denied.iter().any(|d| d.contains("connect")), "{denied:?}");
     assert_eq!(view.level, "strict");
     assert!(view.write.contains(&root), "{view:?}");
     assert!(

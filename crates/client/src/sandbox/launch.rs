@@ -4,7 +4,7 @@
 //! sandbox the kernel cannot enforce stops here, before anything runs.
 
 use super::profile::{self, Launch};
-use super::{Confined, Kernel, netns};
+use super::{Confined, DenialReport, Kernel, netns};
 use mcp_host_config::SandboxSpec;
 use mcp_host_core::confinement::{ConfinementView, EgressRecord, SandboxLevel};
 use mcp_host_egress::{Proxy, Report, Resolve, Resolver, Rules};
@@ -21,6 +21,8 @@ pub struct SandboxOptions {
     pub resolver: Arc<dyn Resolve>,
     /// Where every proxied connection is reported (the audit log).
     pub report: Option<Report>,
+    /// Where the first of each other denial is reported (the audit log).
+    pub denials: Option<DenialReport>,
     /// The host's own data and configuration folders.
     pub protected: Vec<PathBuf>,
     pub kernel: Kernel,
@@ -33,6 +35,7 @@ impl Default for SandboxOptions {
         Self {
             resolver: Arc::new(Resolver::default()),
             report: None,
+            denials: None,
             protected: Vec::new(),
             kernel: Kernel::probe(),
             netns: true,
@@ -130,6 +133,9 @@ pub fn prepare(
         private: inputs.spec.private.clone(),
     };
     confined.set(view(&built, &rules, options.kernel, shortfall));
+    if let Some(report) = &options.denials {
+        confined.report_to(inputs.name, report.clone());
+    }
 
     let report = denial_counter(confined.clone(), options.report.clone());
     let proxy = Arc::new(Proxy::new(

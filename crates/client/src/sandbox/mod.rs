@@ -69,6 +69,23 @@ struct Account {
     view: ConfinementView,
     denials: BTreeMap<String, u64>,
     others: u64,
+    reporter: Option<Reporter>,
+}
+
+/// Where a server's denials are reported once each (the audit log): (server, what).
+pub type DenialReport = Arc<dyn Fn(&str, &str) + Send + Sync>;
+
+struct Reporter {
+    server: String,
+    report: DenialReport,
+}
+
+impl std::fmt::Debug for Reporter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reporter")
+            .field("server", &self.server)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Confined {
@@ -86,14 +103,42 @@ impl Confined {
         }
     }
 
-    /// Counts one refusal of `what` (`read /etc/shadow`, `connect evil.test:443`).
-    pub fn deny(&self, what: String) {
-        let Ok(mut a) = self.0.lock() else { return };
-        if a.denials.len() < MAX_DENIALS || a.denials.contains_key(&what) {
-            *a.denials.entry(what).or_default() += 1;
-        } else {
-            a.others += 1;
+    /// Where this server's denials are reported from now on (the first of each kind).
+    pub fn report_to(&self, server: &str, report: DenialReport) {
+        if let Ok(mut a) = self.0.lock() {
+            a.reporter = Some(Reporter {
+                server: server.to_string(),
+                report,
+            });
         }
+    }
+
+    /// Counts one refusal of `what` (`connect evil.test:443`) that was reported elsewhere
+    /// (the proxy's own record).
+    pub fn deny(&self, what: String) {
+        self.count(what);
+    }
+
+    /// Counts one refusal of `what` (`denied /etc/shadow`) and reports the first of its kind,
+    /// so a server that hits one in a loop writes one line, not thousands.
+    pub fn deny_and_report(&self, what: String) {
+        if let Some((server, report)) = self.count(what.clone()) {
+            report(&server, &what);
+        }
+    }
+
+    /// The reporter, when this is the first refusal of its kind.
+    fn count(&self, what: String) -> Option<(String, DenialReport)> {
+        let mut a = self.0.lock().ok()?;
+        if a.denials.len() >= MAX_DENIALS && !a.denials.contains_key(&what) {
+            a.others += 1;
+            return None;
+        }
+        let n = a.denials.entry(what).or_default();
+        *n += 1;
+        let first = *n == 1;
+        let reporter = a.reporter.as_ref().filter(|_| first)?;
+        Some((reporter.server.clone(), reporter.report.clone()))
     }
 
     /// The account as shown: `None` when the server was never started confined.
