@@ -134,6 +134,27 @@ impl std::fmt::Debug for ToolCaller {
     }
 }
 
+/// Publishes a server's confinement account on its status channel whenever it changes (a
+/// denial, a mechanism confirmed), so whoever watches the status sees it without asking.
+async fn publish_confinement(
+    confined: Confined,
+    status: watch::Sender<ServerStatus>,
+    stop: CancellationToken,
+) {
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return,
+            () = confined.changed() => {}
+        }
+        let view = confined.view();
+        status.send_if_modified(|s| {
+            let moved = s.confinement != view;
+            s.confinement.clone_from(&view);
+            moved
+        });
+    }
+}
+
 impl Manager {
     /// Starts every startable server at once and returns immediately, with the one
     /// capability to call their tools.
@@ -166,6 +187,9 @@ impl Manager {
                 confined: Confined::default(),
             });
             if let Some(spec) = s.spec {
+                let account =
+                    publish_confinement(slot.confined.clone(), tx.clone(), stop.child_token());
+                tasks.push(tokio::spawn(account));
                 let runner = Runner::new(spec, slot.clone(), tx, opts.clone());
                 tasks.push(tokio::spawn(runner.run(stop.child_token())));
             }

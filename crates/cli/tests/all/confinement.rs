@@ -121,23 +121,6 @@ async fn probe(
     text.clone()
 }
 
-/// The account is kept by the process, not published on the status channel: polled, with a
-/// deadline.
-async fn wait_account(
-    m: &Manager,
-    cond: impl Fn(&mcp_host_core::ServerStatus) -> bool,
-) -> mcp_host_core::ServerStatus {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        let status = m.status(&ServerId::new("p")).unwrap();
-        if cond(&status) {
-            return status;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "never: {status:?}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 fn line<'t>(text: &'t str, act: &str) -> &'t str {
     text.lines()
         .find(|l| l.starts_with(&format!("{act}: ")))
@@ -250,7 +233,8 @@ async fn strict_server(netns: bool) {
     );
 
     // The server's account names its denials, so a person can widen the profile.
-    let status = wait_account(&m, |s| {
+    // Published on the status channel as it changes.
+    let status = wait_status(&m, "p", |s| {
         s.confinement.as_ref().is_some_and(|c| {
             c.denials.iter().any(|d| d == "denied /etc/shadow")
                 && c.denials

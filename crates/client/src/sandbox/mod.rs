@@ -60,9 +60,12 @@ impl Kernel {
 const MAX_DENIALS: usize = 32;
 
 /// One server's confinement as it stands, shared between the process that enforces it and
-/// whoever shows it.
+/// whoever shows it; every change is announced (`changed`), so the manager can publish it.
 #[derive(Clone, Debug, Default)]
-pub struct Confined(Arc<Mutex<Account>>);
+pub struct Confined {
+    account: Arc<Mutex<Account>>,
+    changed: Arc<tokio::sync::Notify>,
+}
 
 #[derive(Debug, Default)]
 struct Account {
@@ -91,21 +94,28 @@ impl std::fmt::Debug for Reporter {
 impl Confined {
     /// Replaces what the server is allowed (at each start); its denials are kept.
     pub fn set(&self, view: ConfinementView) {
-        if let Ok(mut a) = self.0.lock() {
+        if let Ok(mut a) = self.account.lock() {
             a.view = view;
         }
+        self.changed.notify_one();
+    }
+
+    /// Waits for the next change (one already made since the last wait counts).
+    pub async fn changed(&self) {
+        self.changed.notified().await;
     }
 
     /// Changes what is shown of the server's confinement (a mechanism confirmed late).
     pub fn amend(&self, change: impl FnOnce(&mut ConfinementView)) {
-        if let Ok(mut a) = self.0.lock() {
+        if let Ok(mut a) = self.account.lock() {
             change(&mut a.view);
         }
+        self.changed.notify_one();
     }
 
     /// Where this server's denials are reported from now on (the first of each kind).
     pub fn report_to(&self, server: &str, report: DenialReport) {
-        if let Ok(mut a) = self.0.lock() {
+        if let Ok(mut a) = self.account.lock() {
             a.reporter = Some(Reporter {
                 server: server.to_string(),
                 report,
@@ -129,7 +139,13 @@ impl Confined {
 
     /// The reporter, when this is the first refusal of its kind.
     fn count(&self, what: String) -> Option<(String, DenialReport)> {
-        let mut a = self.0.lock().ok()?;
+        let counted = self.count_locked(what);
+        self.changed.notify_one();
+        counted
+    }
+
+    fn count_locked(&self, what: String) -> Option<(String, DenialReport)> {
+        let mut a = self.account.lock().ok()?;
         if a.denials.len() >= MAX_DENIALS && !a.denials.contains_key(&what) {
             a.others += 1;
             return None;
@@ -143,7 +159,7 @@ impl Confined {
 
     /// The account as shown: `None` when the server was never started confined.
     pub fn view(&self) -> Option<ConfinementView> {
-        let a = self.0.lock().ok()?;
+        let a = self.account.lock().ok()?;
         if a.view.level.is_empty() {
             return None;
         }
