@@ -129,13 +129,15 @@ impl Host {
     }
 
     /// Starts the configured servers (only `only` when given) for a command that only looks
-    /// at them: no rule or hook is needed, since nothing is called.
+    /// at them: no rule or hook is needed, since nothing is called. The audit log is kept all
+    /// the same: what the servers' egress proxies let through or refused while they started
+    /// belongs in it whichever command started them.
     pub fn look(&self, only: Option<&str>) -> anyhow::Result<Connected> {
         let setup = self.setup(only, None)?;
         let guards = Guards {
             policy: mcp_host_policy::Policy::default(),
             hooks: mcp_host_engine::Hooks::default(),
-            audit: None,
+            audit: Some(Audit::new(&self.paths.data_dir)),
         };
         Ok(mcp_host_engine::host::connect(setup, guards)?)
     }

@@ -426,10 +426,8 @@ async fn drain_stderr(
             let body = chunk.strip_suffix(b"\n").unwrap_or(chunk);
             line.extend_from_slice(&body[..body.len().min(room)]);
             if chunk.ends_with(b"\n") {
-                if let Some(path) = denials
-                    .as_ref()
-                    .and_then(|_| denial_in_stderr(&String::from_utf8_lossy(&line)))
-                    && let Some(d) = &denials
+                if let Some(d) = &denials
+                    && let Some(path) = denial_in_stderr(&String::from_utf8_lossy(&line))
                 {
                     d.deny_and_report(format!("denied {path}"));
                 }

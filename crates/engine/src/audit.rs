@@ -30,13 +30,7 @@ impl Audit {
     /// Appends one call's record. Best effort: a log that cannot be written is told to the
     /// observer, never fatal to the call.
     pub fn write(&self, record: &CallRecord, observer: &dyn Observer) {
-        let mut line = json!({"ts": rfc3339(SystemTime::now()), "event": "call"});
-        if let (Value::Object(line), Ok(Value::Object(fields))) =
-            (&mut line, serde_json::to_value(record))
-        {
-            line.extend(fields);
-        }
-        if let Err(e) = self.append(&line) {
+        if let Err(e) = self.event("call", record) {
             observer.event(notice(format!(
                 "cannot write the audit log {}: {e}",
                 self.path.display()
@@ -46,24 +40,30 @@ impl Audit {
 
     /// Appends one egress proxy connection. Best effort, as for calls; a failure is logged.
     pub fn egress(&self, record: &EgressRecord) {
-        let mut line = json!({"ts": rfc3339(SystemTime::now()), "event": "egress"});
-        if let (Value::Object(line), Ok(Value::Object(fields))) =
-            (&mut line, serde_json::to_value(record))
-        {
-            line.extend(fields);
-        }
-        if let Err(e) = self.append(&line) {
-            tracing::warn!(path = %self.path.display(), "cannot write the audit log: {e}");
-        }
+        self.event_or_warn("egress", record);
     }
 
     /// Appends the first of a kind of denial a confined server ran into (a permission error
     /// it reported), so a headless run leaves the path to widen its sandbox with.
     pub fn denial(&self, server: &str, what: &str) {
-        let line = json!({"ts": rfc3339(SystemTime::now()), "event": "denied", "server": server, "what": what});
-        if let Err(e) = self.append(&line) {
+        self.event_or_warn("denied", &json!({"server": server, "what": what}));
+    }
+
+    fn event_or_warn(&self, event: &str, fields: &impl serde::Serialize) {
+        if let Err(e) = self.event(event, fields) {
             tracing::warn!(path = %self.path.display(), "cannot write the audit log: {e}");
         }
+    }
+
+    /// One line: the time, the kind of event, then the record's own fields.
+    fn event(&self, event: &str, fields: &impl serde::Serialize) -> std::io::Result<()> {
+        let mut line = json!({"ts": rfc3339(SystemTime::now()), "event": event});
+        if let (Value::Object(line), Ok(Value::Object(fields))) =
+            (&mut line, serde_json::to_value(fields))
+        {
+            line.extend(fields);
+        }
+        self.append(&line)
     }
 
     fn append(&self, line: &Value) -> std::io::Result<()> {

@@ -118,7 +118,7 @@ pub fn run(args: &Value) -> String {
 }
 
 /// `GET http://TARGET/` through the proxy in `HTTP_PROXY`; its status line and body.
-fn fetch(target: &str) -> std::io::Result<String> {
+pub fn fetch(target: &str) -> std::io::Result<String> {
     let proxy = std::env::var("HTTP_PROXY").map_err(|_| std::io::Error::other("no HTTP_PROXY"))?;
     let proxy = proxy.trim_start_matches("http://").trim_end_matches('/');
     let mut s = std::net::TcpStream::connect(proxy)?;

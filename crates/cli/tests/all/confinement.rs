@@ -407,3 +407,36 @@ fn policy_treats_a_sealed_servers_tools_as_read_only_and_explains_why() {
         assert!(out.starts_with("ask:"), "{open}: {out}");
     }
 }
+
+#[test]
+fn a_command_that_only_looks_at_servers_still_audits_their_connections() {
+    let sb = Sandbox::new();
+    // Nothing listens behind these names: the allowed one fails to connect, the other is
+    // refused; both are connections the audit log must hold.
+    let cfg = sb.config(
+        "c.json",
+        json!({"f": {"command": fake(),
+            "args": ["--fetch-at-start", "allowed.test:9", "--fetch-at-start", "other.test:9"],
+            "sandbox": {"network": {"allow": ["allowed.test:9"], "allowPrivate": ["127.0.0.1"]}}}}),
+    );
+    let resolve = [(
+        "MCP_HOST_EGRESS_RESOLVE",
+        "allowed.test=127.0.0.1,other.test=127.0.0.1",
+    )];
+    let out = sb.run_with_env(&["servers", "--json"], &cfg, &resolve);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let log = std::fs::read_to_string(sb.path().join("data/mcp-host/audit.jsonl")).unwrap();
+    let egress: Vec<serde_json::Value> = (log.lines())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|l: &serde_json::Value| l["event"] == "egress")
+        .collect();
+    let seen = |host: &str, allowed: bool| {
+        egress
+            .iter()
+            .any(|l| l["host"] == host && l["allowed"] == allowed && l["server"] == "f")
+    };
+    assert!(
+        seen("allowed.test", true) && seen("other.test", false),
+        "{log}"
+    );
+}

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 const HELP: &str =
     "mcp-fake-server [--era legacy|modern|dual|probe-locks] [--fault F]... [--tools N]
-  [--page-size N] [--cursor-loop] [--broken-tool] [--spawn-log FILE] [--root DIR] [--start-delay-ms N]
+  [--page-size N] [--cursor-loop] [--broken-tool] [--spawn-log FILE] [--root DIR] [--fetch-at-start HOST:PORT] [--start-delay-ms N]
 faults: crash-at-start, hang, garbage, stderr-flood, exit-on-probe,
   hostile-text (terminal escapes in descriptions, instructions, results, errors, stderr;
   NUL bytes and a 1 MiB line on stdout before every answer; adds the tool hostile_error)
@@ -113,6 +113,13 @@ fn parse_opts() -> Opts {
             // A folder named as an argument: a confined server's root. Nothing else.
             "--root" => {
                 let _ = val();
+            }
+            // A request through the egress proxy while starting, before serving (as a
+            // server that fetches its configuration would); the outcome goes to stderr.
+            "--fetch-at-start" => {
+                let target = val();
+                let got = mcp_host_testkit::probe::fetch(&target);
+                eprintln!("fetch {target} at start: {got:?}");
             }
             "--spawn-log" => {
                 let path = val();
