@@ -48,6 +48,87 @@ pub enum Command {
     /// Sign in to remote servers (OAuth), sign out, see who is signed in.
     #[command(subcommand)]
     Auth(AuthCommand),
+    /// The hosted mode: a multi-user HTTP service with a web page (SQLite, or PostgreSQL
+    /// for more than one replica).
+    Serve(ServeArgs),
+}
+
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct ServeArgs {
+    #[command(subcommand)]
+    pub admin: Option<ServeAdmin>,
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub listen: std::net::SocketAddr,
+    /// `postgres://…` for more than one replica (or MCP_HOST_DATABASE_URL); a SQLite file
+    /// in the data folder by default.
+    #[arg(long, global = true)]
+    pub database_url: Option<String>,
+    /// Where users' stores, audit logs and run records go (default: the data dir's `serve/`).
+    #[arg(long, global = true)]
+    pub data_dir: Option<PathBuf>,
+    /// The admin's server catalogue: a config file (`mcpServers`, `permissions`, `hooks`)
+    /// (default: the user config file).
+    #[arg(long, value_name = "FILE")]
+    pub catalogue: Option<PathBuf>,
+    /// One admin user signed in through a one-time link printed at start; loopback only.
+    #[arg(long)]
+    pub single_user: bool,
+    /// The address people reach the service at (for Host/Origin checks and cookies).
+    #[arg(long, value_name = "URL")]
+    pub public_url: Option<String>,
+    /// `provider:model` every user's turns use (or MCP_HOST_MODEL).
+    #[arg(short = 'm', long = "model")]
+    pub model: Option<String>,
+    /// Base URL of the model API (or OPENAI_BASE_URL).
+    #[arg(long)]
+    pub base_url: Option<String>,
+    #[arg(long, value_enum, default_value_t = ModeArg::Ask)]
+    pub mode: ModeArg,
+    #[arg(long, default_value_t = 20)]
+    pub max_steps: usize,
+    /// Stop a user's session (and servers) after this many seconds without a turn.
+    #[arg(long, default_value_t = 600, value_name = "SECS")]
+    pub idle_stop: u64,
+    /// A running turn's lease in milliseconds: a replica that dies leaves its turns
+    /// interrupted once this passes.
+    #[arg(long, default_value_t = 10_000, value_name = "MS")]
+    pub lease_ms: u64,
+    /// After SIGTERM, how many seconds running turns may take to finish.
+    #[arg(long, default_value_t = 30, value_name = "SECS")]
+    pub drain: u64,
+    /// This replica's name (default: host name and process id).
+    #[arg(long)]
+    pub replica: Option<String>,
+    #[arg(long, default_value_t = 8)]
+    pub max_servers_per_user: usize,
+    /// Threads that run users' sessions (default: one per core).
+    #[arg(long)]
+    pub workers: Option<usize>,
+    /// Largest request body in bytes.
+    #[arg(long, default_value_t = 1 << 20)]
+    pub max_body: usize,
+    /// Requests per second per user (bursts of five times as many).
+    #[arg(long, default_value_t = 20.0)]
+    pub rate: f64,
+    /// How often a stream looks for events another replica wrote, in milliseconds.
+    #[arg(long, default_value_t = 200, value_name = "MS")]
+    pub poll_ms: u64,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ServeAdmin {
+    /// Add a user (or update their role and groups) and print a new API token for them.
+    AddUser {
+        name: String,
+        #[arg(long)]
+        admin: bool,
+        #[arg(long = "group")]
+        groups: Vec<String>,
+    },
+    /// Let a principal (`*`, `user:NAME`, `group:NAME`) enable a catalogue server.
+    Grant { server: String, principal: String },
 }
 
 #[derive(Debug, Subcommand)]

@@ -11,7 +11,6 @@ mod host;
 mod logging;
 mod login;
 mod output;
-mod policy;
 
 use clap::Parser;
 use mcp_host_client::supervisor::{SUPERVISE_ARG, SupervisorArgs, supervise};

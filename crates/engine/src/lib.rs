@@ -35,6 +35,7 @@ pub mod host;
 pub mod person;
 mod render;
 mod results;
+pub mod rules;
 pub mod session;
 mod step;
 pub mod tools;

@@ -34,6 +34,11 @@ pub fn fake_server() -> PathBuf {
     workspace_bin("mcp-fake-server")
 }
 
+/// The scripted model (`mcp-fake-model`): Chat Completions over loopback HTTP.
+pub fn fake_model() -> PathBuf {
+    workspace_bin("mcp-fake-model")
+}
+
 /// The text the fake server's `big` tool returns: numbered lines, cut to exactly `bytes`,
 /// so a test can rebuild it and any slice shows where it came from.
 pub fn big_text(bytes: usize) -> String {

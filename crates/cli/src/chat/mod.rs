@@ -13,10 +13,10 @@ pub(crate) use screen::restore_terminal;
 
 use crate::cli::ChatArgs;
 use crate::host::Host;
-use crate::policy::compile;
 use crossterm::event::{Event as TermEvent, EventStream, KeyEventKind};
 use futures::StreamExt;
 use mcp_host_config::ServerReadiness;
+use mcp_host_engine::rules::compile;
 use mcp_host_engine::session::{ModelChoice, Op, Session, SessionHandle, SessionSetup, Settings};
 use mcp_host_engine::{Conversation, DEFAULT_BACKGROUND_AFTER, Event, ToolSource};
 use mcp_host_models::choose;

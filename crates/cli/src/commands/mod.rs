@@ -6,6 +6,7 @@ pub(crate) mod auth;
 mod call;
 mod policy;
 mod run;
+mod serve;
 mod servers;
 pub(crate) mod tools;
 
@@ -19,6 +20,10 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    // The service handles its own signals: it drains for longer than a command may take.
+    if let Some(Command::Serve(args)) = cli.command {
+        return serve::run(&cli.config, args).await;
+    }
     let host = Host::load(&cli.config)?;
     if makes_calls(cli.command.as_ref()) {
         host.refuse_if_unsound()?;
@@ -32,6 +37,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Policy(command)) => policy::run(&host, command).await,
         Some(Command::Run(args)) => run::run(&host, args).await,
         Some(Command::Auth(command)) => auth::run(&host, command).await,
+        // Dispatched above, before the command host and its signal handling exist.
+        Some(Command::Serve(_)) => anyhow::bail!("`serve` runs without the command host"),
     }?;
     Ok(host.exit_status(code))
 }
@@ -49,6 +56,8 @@ fn makes_calls(command: Option<&Command>) -> bool {
         },
         // These show what they could read (or change stored answers) and exit non-zero.
         Some(Command::Servers(_) | Command::Tools(_) | Command::Auth(_)) => false,
+        // Refuses to start on an unsound catalogue itself.
+        Some(Command::Serve(_)) => true,
     }
 }
 

@@ -10,9 +10,9 @@
 
 use crate::cli::{OutputFormat, RunArgs};
 use crate::host::Host;
-use crate::policy::compile;
 use anyhow::Context as _;
 use mcp_host_engine::host::every_server_failed;
+use mcp_host_engine::rules::compile;
 use mcp_host_engine::session::{ModelChoice, Op, Session, SessionHandle, SessionSetup, Settings};
 use mcp_host_engine::{Conversation, Event, ToolSource, TurnEnd, TurnReport};
 use mcp_host_models::choose;

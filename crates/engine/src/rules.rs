@@ -1,11 +1,20 @@
-//! Compiling the config's permission rules for the engine's gate.
+//! Compiling the configuration's permission rules into the gate's policy, for every front end.
 
 use mcp_host_config::{LoadedConfig, RawRule};
 use mcp_host_policy::{Condition, Policy, Rule, RuleSource};
 
+/// A rule that loaded but cannot be compiled, located by file and key.
+#[derive(Debug, thiserror::Error)]
+#[error("{file}: key `{key}`: {why}")]
+pub struct RuleError {
+    pub file: String,
+    pub key: String,
+    pub why: String,
+}
+
 /// Compiles every scope's rules. The config check already refused rules that cannot work;
 /// one that still fails here stops the command (a rule left out could be a deny).
-pub fn compile(config: &LoadedConfig) -> anyhow::Result<Policy> {
+pub fn compile(config: &LoadedConfig) -> Result<Policy, RuleError> {
     let mut policy = Policy::default();
     for (scope, file, perms) in &config.permissions {
         let lists = [
@@ -20,8 +29,10 @@ pub fn compile(config: &LoadedConfig) -> anyhow::Result<Policy> {
                     file: file.display().to_string(),
                     key: format!("permissions.{list}[{i}]"),
                 };
-                let compiled = rule(raw, source).map_err(|e| {
-                    anyhow::anyhow!("{}: key `permissions.{list}[{i}]`: {e}", file.display())
+                let compiled = rule(raw, source).map_err(|why| RuleError {
+                    file: file.display().to_string(),
+                    key: format!("permissions.{list}[{i}]"),
+                    why,
                 })?;
                 out.push(compiled);
             }

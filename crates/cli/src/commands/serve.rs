@@ -1,0 +1,165 @@
+//! `mcp-host serve`: reads the admin's catalogue (refusing to start while any of it cannot
+//! be read as written), picks the model, and runs the hosted service until SIGTERM or
+//! SIGINT, then lets it drain and exits 0. `serve add-user` and `serve grant` change the
+//! service database directly, for the first admin and for scripts.
+
+use crate::cli::{ConfigArgs, ServeAdmin, ServeArgs};
+use anyhow::Context as _;
+use mcp_host_config::{ConfigPaths, LoadOptions, TrustLedger};
+use mcp_host_engine::session::ModelChoice;
+use mcp_host_serve::{Listen, Service, db::Db};
+use std::collections::BTreeMap;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+pub async fn run(config: &ConfigArgs, args: ServeArgs) -> anyhow::Result<ExitCode> {
+    let env: BTreeMap<String, String> = std::env::vars().collect();
+    let lookup = |k: &str| env.get(k).cloned();
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    let paths = ConfigPaths::from_env(&lookup, cwd);
+    let data_dir = args
+        .data_dir
+        .clone()
+        .unwrap_or_else(|| paths.data_dir.join("serve"));
+    let database_url = (args.database_url.clone())
+        .or_else(|| env.get("MCP_HOST_DATABASE_URL").cloned())
+        .filter(|u| !u.is_empty());
+    if let Some(admin) = args.admin {
+        return administer(&database_url, &data_dir, admin).await;
+    }
+    let catalogue_file = args.catalogue.clone().unwrap_or(paths.user_file.clone());
+    // The catalogue is the user-scope file of a world of its own: no project or local file.
+    let catalogue_paths = ConfigPaths {
+        user_file: catalogue_file.clone(),
+        data_dir: data_dir.clone(),
+        cwd: data_dir.clone(),
+    };
+    let ledger = TrustLedger::open(&data_dir.join("trust.json"))?;
+    let opts = LoadOptions {
+        extra_files: config.mcp_config.clone(),
+        strict: false,
+    };
+    let catalogue = mcp_host_config::load(&catalogue_paths, &opts, &ledger, &lookup);
+    for p in &catalogue.problems {
+        crate::output::errln!("{}: {p}", p.severity.label());
+    }
+    let fatal = catalogue.fatal_problems().count();
+    if fatal > 0 {
+        anyhow::bail!(
+            "the catalogue {} has {fatal} fatal problem(s) (above); the service did not start",
+            catalogue_file.display()
+        );
+    }
+    let policy = mcp_host_engine::rules::compile(&catalogue)?;
+    let model = match (&args.model, env.get("MCP_HOST_MODEL")) {
+        (None, None) => None,
+        _ => {
+            let http = mcp_host_engine::host::http_client()?;
+            let chosen = mcp_host_models::choose(
+                args.model.as_deref(),
+                args.base_url.as_deref(),
+                &env,
+                http,
+            )?;
+            Some(ModelChoice::from(chosen))
+        }
+    };
+    if model.is_none() {
+        crate::output::errln!(
+            "warning: no model (--model or MCP_HOST_MODEL): turns will be refused"
+        );
+    }
+    let replica = args
+        .replica
+        .clone()
+        .unwrap_or_else(|| format!("{}-{}", host_name(), std::process::id()));
+    let service = Service {
+        catalogue,
+        policy,
+        data_dir,
+        env: Arc::new(env),
+        supervisor: std::env::current_exe().context("cannot find the mcp-host executable")?,
+        model,
+        mode: args.mode.into(),
+        max_steps: args.max_steps.max(1),
+        idle_stop: Duration::from_secs(args.idle_stop.max(1)),
+        lease_ms: i64::try_from(args.lease_ms.max(300)).unwrap_or(10_000),
+        replica,
+        max_servers_per_user: args.max_servers_per_user,
+        poll: Duration::from_millis(args.poll_ms.max(10)),
+    };
+    let listen = Listen {
+        addr: args.listen,
+        public_url: args.public_url.clone().unwrap_or_default(),
+        single_user: args.single_user,
+        database_url,
+        max_body: args.max_body,
+        requests_per_second: args.rate,
+        burst: args.rate * 5.0,
+        drain: Duration::from_secs(args.drain),
+        workers: args.workers.unwrap_or_else(|| {
+            std::thread::available_parallelism().map_or(2, std::num::NonZero::get)
+        }),
+    };
+    let stop = stop_on_signal()?;
+    mcp_host_serve::serve(service, listen, stop, |line| {
+        crate::output::errln!("{line}")
+    })
+    .await?;
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn administer(
+    database_url: &Option<String>,
+    data_dir: &std::path::Path,
+    admin: ServeAdmin,
+) -> anyhow::Result<ExitCode> {
+    let db = Db::open(database_url.as_deref(), &data_dir.join("service.sqlite")).await?;
+    match admin {
+        ServeAdmin::AddUser {
+            name,
+            admin,
+            groups,
+        } => {
+            let user = db.upsert_user(&name, admin, &groups).await?;
+            let (_, token) = db.create_token(&user, "made by serve add-user").await?;
+            crate::output::outln!("{token}");
+        }
+        ServeAdmin::Grant { server, principal } => db.grant(&server, &principal).await?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Cancelled on the first SIGTERM or SIGINT (the service drains); a second one exits at once.
+fn stop_on_signal() -> anyhow::Result<CancellationToken> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let stop = CancellationToken::new();
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    let token = stop.clone();
+    tokio::spawn(async move {
+        for n in 0.. {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+            if n == 0 {
+                crate::output::errln!("mcp-host serve: draining (a second signal exits now)");
+                token.cancel();
+            } else {
+                std::process::exit(130);
+            }
+        }
+    });
+    Ok(stop)
+}
+
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "replica".into())
+}

@@ -1,0 +1,325 @@
+//! Who is asking, and whether the request may do anything at all. Every request passes
+//! [`guard`] first: its `Host` must be one this service answers to and its `Origin`, when
+//! sent, must be this service's own (DNS rebinding and cross-site requests stop here, before
+//! any credential is looked at: the MCP Inspector's CVE-2025-49596 was an unauthenticated
+//! local control channel a web page could reach). `/api` then needs a caller: an API token
+//! (`Authorization: Bearer mhk_…`) or a browser sign-in cookie, which for any state-changing
+//! method also needs its CSRF token in `X-CSRF-Token`. Each caller has a request budget.
+//! Every refusal is answered without detail and logged (never with a token or body).
+
+use crate::AppState;
+use crate::users::User;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Instant;
+
+pub const SESSION_COOKIE: &str = "mh_session";
+pub const CSRF_HEADER: &str = "x-csrf-token";
+
+/// The caller of an `/api` request, as handlers receive it.
+#[derive(Clone, Debug)]
+pub struct Caller {
+    pub user: User,
+    /// The CSRF token of a browser sign-in (`None` for an API token).
+    pub csrf: Option<String>,
+}
+
+/// What the service answers to: the `Host` values and `Origin`s of its own pages.
+#[derive(Clone, Debug)]
+pub struct Origins {
+    pub hosts: Vec<String>,
+    pub origins: Vec<String>,
+}
+
+impl Origins {
+    /// The hosts and origins of `public_url` and, for a loopback listener, the loopback
+    /// names of its port.
+    pub fn for_service(public_url: &str, listen: std::net::SocketAddr) -> Self {
+        let mut hosts = Vec::new();
+        let mut origins = Vec::new();
+        if let Some(rest) = public_url.split_once("://").map(|(_, r)| r) {
+            let host = rest
+                .split('/')
+                .next()
+                .unwrap_or_default()
+                .to_ascii_lowercase();
+            hosts.push(host);
+            origins.push(public_url.trim_end_matches('/').to_ascii_lowercase());
+        }
+        if listen.ip().is_loopback() {
+            let port = listen.port();
+            for name in ["127.0.0.1", "localhost", "[::1]"] {
+                hosts.push(format!("{name}:{port}"));
+                origins.push(format!("http://{name}:{port}"));
+            }
+        }
+        hosts.sort();
+        hosts.dedup();
+        origins.sort();
+        origins.dedup();
+        Self { hosts, origins }
+    }
+
+    fn host_ok(&self, headers: &HeaderMap) -> bool {
+        let host = headers
+            .get(header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .map(str::to_ascii_lowercase);
+        host.is_some_and(|h| self.hosts.contains(&h))
+    }
+
+    fn origin_ok(&self, headers: &HeaderMap) -> bool {
+        match headers.get(header::ORIGIN).map(|o| o.to_str()) {
+            None => true,
+            Some(Ok(o)) => self.origins.contains(&o.to_ascii_lowercase()),
+            Some(Err(_)) => false,
+        }
+    }
+}
+
+/// Requests per caller: a bucket of `burst` refilled at `per_second`.
+pub struct RateLimit {
+    per_second: f64,
+    burst: f64,
+    buckets: Mutex<HashMap<String, (f64, Instant)>>,
+}
+
+impl RateLimit {
+    pub fn new(per_second: f64, burst: f64) -> Self {
+        Self {
+            per_second,
+            burst,
+            buckets: Mutex::default(),
+        }
+    }
+
+    fn take(&self, who: &str) -> bool {
+        let mut buckets = self.buckets.lock().unwrap_or_else(|e| e.into_inner());
+        let now = Instant::now();
+        let (tokens, at) = buckets.entry(who.to_string()).or_insert((self.burst, now));
+        *tokens = (*tokens + at.elapsed().as_secs_f64() * self.per_second).min(self.burst);
+        *at = now;
+        if *tokens >= 1.0 {
+            *tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+/// The cookie's value, if the request carries one.
+pub fn session_cookie(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|kv| kv.trim().split_once('='))
+        .find(|(k, _)| *k == SESSION_COOKIE)
+        .map(|(_, v)| v.to_string())
+}
+
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(header::AUTHORIZATION)?
+        .to_str()
+        .ok()?
+        .strip_prefix("Bearer ")
+}
+
+/// Equal in time independent of where they differ.
+pub fn same_secret(a: &str, b: &str) -> bool {
+    a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |d, (x, y)| d | (x ^ y)) == 0
+}
+
+fn is_safe(method: &Method) -> bool {
+    matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
+}
+
+/// Paths a load balancer probes by address, without this service's host name.
+fn is_probe(path: &str) -> bool {
+    matches!(path, "/healthz" | "/readyz")
+}
+
+/// Refuses, logs, and counts a request.
+pub async fn refuse(
+    state: &AppState,
+    user: Option<&User>,
+    method: &Method,
+    path: &str,
+    status: StatusCode,
+    why: &str,
+) -> Response {
+    state.hub.metrics.refused();
+    tracing::warn!(user = user.map(|u| u.name.as_str()), %method, path, status = status.as_u16(), "refused: {why}");
+    // The refusal is answered even if it cannot be recorded; the warning above has it.
+    let _ = state
+        .hub
+        .db
+        .log_refusal(user, method.as_str(), path, status.as_u16(), why)
+        .await;
+    let body = serde_json::json!({ "error": status.canonical_reason().unwrap_or("refused") });
+    (status, axum::Json(body)).into_response()
+}
+
+/// Runs before every route.
+pub async fn guard(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
+    let method = request.method().clone();
+    let path = request.uri().path().to_string();
+    let headers = request.headers();
+    if !is_probe(&path) && !state.origins.host_ok(headers) {
+        return refuse(
+            &state,
+            None,
+            &method,
+            &path,
+            StatusCode::MISDIRECTED_REQUEST,
+            "unknown Host",
+        )
+        .await;
+    }
+    if !state.origins.origin_ok(headers) {
+        return refuse(
+            &state,
+            None,
+            &method,
+            &path,
+            StatusCode::FORBIDDEN,
+            "foreign Origin",
+        )
+        .await;
+    }
+    if !path.starts_with("/api/") {
+        return next.run(request).await;
+    }
+    let caller = match caller(&state, headers).await {
+        Ok(Some(c)) => c,
+        Ok(None) => {
+            return refuse(
+                &state,
+                None,
+                &method,
+                &path,
+                StatusCode::UNAUTHORIZED,
+                "no valid credential",
+            )
+            .await;
+        }
+        Err(e) => {
+            tracing::error!("cannot check a credential: {e}");
+            return StatusCode::SERVICE_UNAVAILABLE.into_response();
+        }
+    };
+    if let Some(expected) = &caller.csrf {
+        let sent = headers.get(CSRF_HEADER).and_then(|v| v.to_str().ok());
+        if !is_safe(&method) && !sent.is_some_and(|s| same_secret(s, expected)) {
+            return refuse(
+                &state,
+                Some(&caller.user),
+                &method,
+                &path,
+                StatusCode::FORBIDDEN,
+                "missing or wrong CSRF token",
+            )
+            .await;
+        }
+    }
+    if !state.limits.take(&caller.user.id) {
+        return refuse(
+            &state,
+            Some(&caller.user),
+            &method,
+            &path,
+            StatusCode::TOO_MANY_REQUESTS,
+            "request budget spent",
+        )
+        .await;
+    }
+    request.extensions_mut().insert(caller);
+    next.run(request).await
+}
+
+async fn caller(
+    state: &AppState,
+    headers: &HeaderMap,
+) -> Result<Option<Caller>, crate::db::DbError> {
+    if let Some(token) = bearer(headers) {
+        let user = state.hub.db.user_for_token(token).await?;
+        return Ok(user.map(|user| Caller { user, csrf: None }));
+    }
+    let Some(cookie) = session_cookie(headers) else {
+        return Ok(None);
+    };
+    let found = state.hub.db.web_session(&cookie).await?;
+    Ok(found.map(|(user, csrf)| Caller {
+        user,
+        csrf: Some(csrf),
+    }))
+}
+
+/// The `Set-Cookie` of a new browser sign-in.
+pub fn session_set_cookie(value: &str, secure: bool) -> String {
+    let max_age = crate::users::WEB_SESSION_MS / 1000;
+    let secure = if secure { "; Secure" } else { "" };
+    format!(
+        "{SESSION_COOKIE}={value}; HttpOnly; SameSite=Strict; Path=/; Max-Age={max_age}{secure}"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.append(*k, v.parse().unwrap());
+        }
+        h
+    }
+
+    #[test]
+    fn only_the_services_own_host_and_origin_pass() {
+        let o = Origins::for_service("http://127.0.0.1:8080", "127.0.0.1:8080".parse().unwrap());
+        assert!(o.host_ok(&headers(&[("host", "127.0.0.1:8080")])));
+        assert!(o.host_ok(&headers(&[("host", "localhost:8080")])));
+        // A rebinding page's request carries its own name.
+        assert!(!o.host_ok(&headers(&[("host", "evil.example:8080")])));
+        assert!(!o.host_ok(&headers(&[])));
+        assert!(o.origin_ok(&headers(&[])));
+        assert!(o.origin_ok(&headers(&[("origin", "http://127.0.0.1:8080")])));
+        assert!(!o.origin_ok(&headers(&[("origin", "http://evil.example")])));
+        assert!(!o.origin_ok(&headers(&[("origin", "null")])));
+    }
+
+    #[test]
+    fn the_session_cookie_is_found_among_others() {
+        let h = headers(&[("cookie", "a=1; mh_session=xyz; b=2")]);
+        assert_eq!(session_cookie(&h).as_deref(), Some("xyz"));
+        assert_eq!(
+            session_cookie(&headers(&[("cookie", "mh_sessionx=1")])),
+            None
+        );
+    }
+
+    #[test]
+    fn a_spent_budget_refuses_until_it_refills() {
+        let limit = RateLimit::new(0.0, 2.0);
+        assert!(limit.take("u"));
+        assert!(limit.take("u"));
+        assert!(!limit.take("u"));
+        assert!(limit.take("v"), "each caller has its own bucket");
+    }
+
+    #[test]
+    fn secrets_compare_whole() {
+        assert!(same_secret("abc", "abc"));
+        assert!(!same_secret("abc", "abd"));
+        assert!(!same_secret("abc", "abcd"));
+    }
+}

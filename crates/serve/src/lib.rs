@@ -1,0 +1,248 @@
+//! `mcp-host serve`: the hosted host. Many users, each with their own engine session (their
+//! own servers, started in the sandbox on first use and stopped when idle; their own store,
+//! approvals and remembered answers), behind one HTTP service: a JSON API whose turns stream
+//! as SSE from a numbered, persisted event log (so a client resumes with `Last-Event-ID` on
+//! any replica), a web page embedded in the binary, `/healthz`, `/readyz` and `/metrics`.
+//! The front end is thin like the others: every call still passes the engine's one gate.
+//!
+//! Files: `db` (the pool, SQLite or PostgreSQL), `users` (people, tokens, sign-ins, access),
+//! `journal` (conversations, turns with leases, events, inboxes), `access` (Host, Origin,
+//! CSRF, credentials, rate limits), `hub` (live sessions, turns, answers, the event pump),
+//! `start` (building one user's session), `workers` (the threads sessions run on), `api`
+//! and `sse` (the routes), `page` (the embedded web page), `metrics`, `streams`.
+
+pub mod access;
+mod api;
+pub mod db;
+pub mod hub;
+pub mod journal;
+pub mod metrics;
+mod page;
+mod sse;
+mod start;
+mod streams;
+pub mod users;
+mod workers;
+
+use crate::access::{Origins, RateLimit};
+use crate::db::Db;
+use crate::hub::Hub;
+use mcp_host_config::LoadedConfig;
+use mcp_host_core::decision::Mode;
+use mcp_host_engine::session::ModelChoice;
+use mcp_host_policy::Policy;
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// What every user's session is made from; fixed while the service runs.
+pub struct Service {
+    /// The admin's catalogue: every server that exists, with the rules for everyone.
+    pub catalogue: LoadedConfig,
+    pub policy: Policy,
+    pub data_dir: PathBuf,
+    pub env: Arc<BTreeMap<String, String>>,
+    /// The program that supervises stdio servers (the host's own executable).
+    pub supervisor: PathBuf,
+    pub model: Option<ModelChoice>,
+    pub mode: Mode,
+    pub max_steps: usize,
+    /// A session with no turn for this long is stopped (its servers with it).
+    pub idle_stop: Duration,
+    /// How long a running turn's lease lasts without renewal.
+    pub lease_ms: i64,
+    /// This replica's name in the turns table.
+    pub replica: String,
+    /// Servers one user may have enabled at once.
+    pub max_servers_per_user: usize,
+    /// How often a stream looks for events written by another replica.
+    pub poll: Duration,
+}
+
+impl Service {
+    /// Everything of `user`'s under the data folder (its name is a host-made hex id).
+    pub fn user_dir(&self, user: &users::User) -> PathBuf {
+        self.data_dir.join("users").join(&user.id)
+    }
+}
+
+/// How the service listens and protects itself.
+pub struct Listen {
+    pub addr: SocketAddr,
+    /// The URL people reach this service at (for `Host`/`Origin` checks and cookies).
+    pub public_url: String,
+    /// Loopback-only, one admin user signed in with a one-time link; no identity provider.
+    pub single_user: bool,
+    pub database_url: Option<String>,
+    pub max_body: usize,
+    pub requests_per_second: f64,
+    pub burst: f64,
+    /// How long in-flight turns may take to finish after SIGTERM.
+    pub drain: Duration,
+    pub workers: usize,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error(transparent)]
+    Db(#[from] db::DbError),
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("--single-user listens on loopback only; {0} is not a loopback address")]
+    NotLoopback(SocketAddr),
+    #[error("cannot start the session threads: {0}")]
+    Threads(std::io::Error),
+    #[error("the HTTP server failed: {0}")]
+    Http(std::io::Error),
+}
+
+/// Shared by every route.
+#[derive(Clone)]
+pub struct AppState {
+    pub hub: Arc<Hub>,
+    pub origins: Arc<Origins>,
+    pub limits: Arc<RateLimit>,
+    /// The single-user mode's sign-in secret (in memory only).
+    pub signin: Option<Arc<String>>,
+    pub secure_cookies: bool,
+}
+
+/// The name `--single-user` signs in as.
+pub const LOCAL_USER: &str = "local";
+
+/// Runs the service until `stop` is cancelled, then drains: no new turn, streams told to
+/// reconnect elsewhere, running turns given until the drain deadline (then interrupted),
+/// every session's servers stopped, and only then the listener closed. `announce` is told
+/// the address and, in single-user mode, the sign-in link.
+pub async fn serve(
+    service: Service,
+    listen: Listen,
+    stop: CancellationToken,
+    announce: impl Fn(&str),
+) -> Result<(), ServeError> {
+    if listen.single_user && !listen.addr.ip().is_loopback() {
+        return Err(ServeError::NotLoopback(listen.addr));
+    }
+    let db = Db::open(
+        listen.database_url.as_deref(),
+        &service.data_dir.join("service.sqlite"),
+    )
+    .await?;
+    let signin = if listen.single_user {
+        let user = db.upsert_user(LOCAL_USER, true, &[]).await?;
+        for entry in &service.catalogue.entries {
+            db.grant(&entry.name, &format!("user:{LOCAL_USER}")).await?;
+            db.set_enabled(&user, &entry.name, true).await?;
+        }
+        Some(Arc::new(db::new_secret()))
+    } else {
+        None
+    };
+    let workers = workers::Workers::start(listen.workers).map_err(ServeError::Threads)?;
+    let service = Arc::new(service);
+    let hub = Arc::new(Hub::new(db, service.clone(), workers));
+    // Turns this replica (or any) left running when it died last are interrupted now.
+    let swept = hub.db.sweep_expired(db::now_ms()).await?;
+    if !swept.is_empty() {
+        tracing::info!(
+            count = swept.len(),
+            "marked turns interrupted whose replica stopped"
+        );
+    }
+    let listener = tokio::net::TcpListener::bind(listen.addr)
+        .await
+        .map_err(|source| ServeError::Bind {
+            addr: listen.addr,
+            source,
+        })?;
+    let addr = listener.local_addr().map_err(ServeError::Http)?;
+    let public_url = if listen.public_url.is_empty() {
+        format!("http://{addr}")
+    } else {
+        listen.public_url.clone()
+    };
+    let state = AppState {
+        hub: hub.clone(),
+        origins: Arc::new(Origins::for_service(&public_url, addr)),
+        limits: Arc::new(RateLimit::new(listen.requests_per_second, listen.burst)),
+        signin: signin.clone(),
+        secure_cookies: public_url.starts_with("https://") || addr.ip().is_loopback(),
+    };
+    announce(&format!("mcp-host serve: listening on http://{addr}"));
+    if let Some(secret) = &signin {
+        announce(&format!("sign in: {public_url}/signin?token={secret}"));
+    }
+    let housekeeping = tokio::spawn(housekeeping(hub.clone()));
+    let app = api::router(state, listen.max_body);
+    let closed = CancellationToken::new();
+    let server =
+        axum::serve(listener, app).with_graceful_shutdown(closed.clone().cancelled_owned());
+    let server = tokio::spawn(async move { server.await });
+    stop.cancelled().await;
+    drain(&hub, listen.drain).await;
+    housekeeping.abort();
+    closed.cancel();
+    match server.await {
+        Ok(result) => result.map_err(ServeError::Http),
+        Err(_) => Ok(()),
+    }
+}
+
+/// Leases, the sweep of dead replicas' turns, other replicas' answers, idle sessions.
+async fn housekeeping(hub: Arc<Hub>) {
+    let lease = Duration::from_millis(u64::try_from(hub.service.lease_ms).unwrap_or(10_000));
+    let mut renew = tokio::time::interval(lease / 3);
+    let mut sweep = tokio::time::interval(lease / 2);
+    let mut inbox = tokio::time::interval(hub.service.poll);
+    let mut idle = tokio::time::interval(Duration::from_secs(1).min(hub.service.idle_stop));
+    for t in [&mut renew, &mut sweep, &mut inbox, &mut idle] {
+        t.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    }
+    loop {
+        let result = tokio::select! {
+            _ = renew.tick() => hub.db.renew_leases(&hub.service.replica, db::now_ms() + hub.service.lease_ms).await.map(drop),
+            _ = sweep.tick() => match hub.db.sweep_expired(db::now_ms()).await {
+                Ok(swept) => {
+                    for c in swept {
+                        hub.streams.notify(&c);
+                    }
+                    Ok(())
+                }
+                Err(e) => Err(e),
+            },
+            _ = inbox.tick() => hub.take_inbox().await,
+            _ = idle.tick() => {
+                hub.stop_idle().await;
+                Ok(())
+            }
+        };
+        if let Err(e) = result {
+            tracing::warn!("housekeeping: {e}");
+        }
+    }
+}
+
+/// The SIGTERM sequence (see [`serve`]).
+async fn drain(hub: &Hub, deadline: Duration) {
+    hub.draining.cancel();
+    let until = tokio::time::Instant::now() + deadline;
+    while hub.running_turns().await > 0 && tokio::time::Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    if hub.running_turns().await > 0 {
+        hub.interrupt_all().await;
+        // Interrupted turns end within moments (their servers are told to cancel); the pump
+        // marks any that does not as interrupted when its session ends below.
+        let grace = tokio::time::Instant::now() + Duration::from_secs(2);
+        while hub.running_turns().await > 0 && tokio::time::Instant::now() < grace {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    hub.stop_all().await;
+}

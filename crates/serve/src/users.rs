@@ -1,0 +1,427 @@
+//! People and their credentials in the service database: users (with the admin role and
+//! groups), API tokens (hashed, revocable), browser sign-ins (hashed cookie + CSRF token),
+//! who may enable which catalogue server, what each user enabled, each user's own narrowing
+//! rules, and the log of refused requests.
+
+use crate::db::{Db, DbError, new_id, new_secret, now_ms, secret_hash};
+use sqlx::Row;
+
+/// A signed-in person or script, as every handler sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct User {
+    pub id: String,
+    pub name: String,
+    pub admin: bool,
+    pub groups: Vec<String>,
+}
+
+/// How long a browser sign-in lasts.
+pub const WEB_SESSION_MS: i64 = 12 * 60 * 60 * 1000;
+
+/// A token's visible prefix: tells a leaked string for what it is (secret scanners key on it).
+pub const TOKEN_PREFIX: &str = "mhk_";
+
+fn user_from(row: &sqlx::any::AnyRow) -> Result<User, DbError> {
+    let groups: String = row.try_get("groups_list")?;
+    Ok(User {
+        id: row.try_get("id")?,
+        name: row.try_get("name")?,
+        admin: row.try_get::<i64, _>("admin")? != 0,
+        groups: groups
+            .split(',')
+            .filter(|g| !g.is_empty())
+            .map(str::to_string)
+            .collect(),
+    })
+}
+
+/// What a user may write in a rule of their own: a deny or an ask, never an allow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NarrowList {
+    Deny,
+    Ask,
+}
+
+impl NarrowList {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Deny => "deny",
+            Self::Ask => "ask",
+        }
+    }
+}
+
+impl Db {
+    /// Adds a user (or returns the existing one of that name, with the role and groups
+    /// updated).
+    pub async fn upsert_user(
+        &self,
+        name: &str,
+        admin: bool,
+        groups: &[String],
+    ) -> Result<User, DbError> {
+        let groups = groups.join(",");
+        if let Some(user) = self.user_by_name(name).await? {
+            sqlx::query("UPDATE users SET admin = $1, groups_list = $2 WHERE id = $3")
+                .bind(i64::from(admin))
+                .bind(&groups)
+                .bind(&user.id)
+                .execute(&self.pool)
+                .await?;
+        } else {
+            sqlx::query(
+                "INSERT INTO users (id, name, issuer, subject, admin, groups_list, created_ms)
+                 VALUES ($1, $2, NULL, NULL, $3, $4, $5)",
+            )
+            .bind(new_id())
+            .bind(name)
+            .bind(i64::from(admin))
+            .bind(&groups)
+            .bind(now_ms())
+            .execute(&self.pool)
+            .await?;
+        }
+        self.user_by_name(name)
+            .await?
+            .ok_or_else(|| DbError::Corrupt(format!("user {name} vanished after being written")))
+    }
+
+    /// The user an identity provider's `(iss, sub)` belongs to, made on first sign-in. The
+    /// name is the provider's `preferred_username` (or `sub`), made unique if it is taken.
+    pub async fn user_for_subject(
+        &self,
+        issuer: &str,
+        subject: &str,
+        name: &str,
+        groups: &[String],
+    ) -> Result<User, DbError> {
+        let found = sqlx::query("SELECT * FROM users WHERE issuer = $1 AND subject = $2")
+            .bind(issuer)
+            .bind(subject)
+            .fetch_optional(&self.pool)
+            .await?;
+        if let Some(row) = found {
+            let user = user_from(&row)?;
+            sqlx::query("UPDATE users SET groups_list = $1 WHERE id = $2")
+                .bind(groups.join(","))
+                .bind(&user.id)
+                .execute(&self.pool)
+                .await?;
+            return self.user(&user.id).await?.ok_or_else(|| {
+                DbError::Corrupt(format!("user {} vanished after being written", user.id))
+            });
+        }
+        let mut unique = name.to_string();
+        let mut n = 2;
+        while self.user_by_name(&unique).await?.is_some() {
+            unique = format!("{name}-{n}");
+            n += 1;
+        }
+        let id = new_id();
+        sqlx::query(
+            "INSERT INTO users (id, name, issuer, subject, admin, groups_list, created_ms)
+             VALUES ($1, $2, $3, $4, 0, $5, $6)",
+        )
+        .bind(&id)
+        .bind(&unique)
+        .bind(issuer)
+        .bind(subject)
+        .bind(groups.join(","))
+        .bind(now_ms())
+        .execute(&self.pool)
+        .await?;
+        self.user(&id)
+            .await?
+            .ok_or_else(|| DbError::Corrupt(format!("user {id} vanished after being written")))
+    }
+
+    pub async fn user(&self, id: &str) -> Result<Option<User>, DbError> {
+        let row = sqlx::query("SELECT * FROM users WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.as_ref().map(user_from).transpose()
+    }
+
+    pub async fn user_by_name(&self, name: &str) -> Result<Option<User>, DbError> {
+        let row = sqlx::query("SELECT * FROM users WHERE name = $1")
+            .bind(name)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.as_ref().map(user_from).transpose()
+    }
+
+    pub async fn users(&self) -> Result<Vec<User>, DbError> {
+        let rows = sqlx::query("SELECT * FROM users ORDER BY name")
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter().map(user_from).collect()
+    }
+
+    /// A new API token for `user`: the token itself is returned once and never stored.
+    pub async fn create_token(
+        &self,
+        user: &User,
+        label: &str,
+    ) -> Result<(String, String), DbError> {
+        let token = format!("{TOKEN_PREFIX}{}", new_secret());
+        let id = new_id();
+        sqlx::query(
+            "INSERT INTO api_tokens (id, user_id, hash, label, created_ms, revoked_ms)
+             VALUES ($1, $2, $3, $4, $5, NULL)",
+        )
+        .bind(&id)
+        .bind(&user.id)
+        .bind(secret_hash(&token))
+        .bind(label)
+        .bind(now_ms())
+        .execute(&self.pool)
+        .await?;
+        Ok((id, token))
+    }
+
+    /// The user a presented API token belongs to, if it is known and not revoked.
+    pub async fn user_for_token(&self, token: &str) -> Result<Option<User>, DbError> {
+        let row = sqlx::query(
+            "SELECT u.* FROM api_tokens t JOIN users u ON u.id = t.user_id
+             WHERE t.hash = $1 AND t.revoked_ms IS NULL",
+        )
+        .bind(secret_hash(token))
+        .fetch_optional(&self.pool)
+        .await?;
+        row.as_ref().map(user_from).transpose()
+    }
+
+    /// The user's tokens: id, label, created, revoked (never the token).
+    pub async fn tokens(&self, user: &User) -> Result<Vec<serde_json::Value>, DbError> {
+        let rows = sqlx::query(
+            "SELECT id, label, created_ms, revoked_ms FROM api_tokens WHERE user_id = $1
+             ORDER BY created_ms",
+        )
+        .bind(&user.id)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(serde_json::json!({
+                    "id": r.try_get::<String, _>("id")?,
+                    "label": r.try_get::<String, _>("label")?,
+                    "created_ms": r.try_get::<i64, _>("created_ms")?,
+                    "revoked_ms": r.try_get::<Option<i64>, _>("revoked_ms")?,
+                }))
+            })
+            .collect()
+    }
+
+    /// Revokes one of `user`'s tokens; `false` when `user` has no such token.
+    pub async fn revoke_token(&self, user: &User, id: &str) -> Result<bool, DbError> {
+        let done = sqlx::query(
+            "UPDATE api_tokens SET revoked_ms = $1 WHERE id = $2 AND user_id = $3 AND revoked_ms IS NULL",
+        )
+        .bind(now_ms())
+        .bind(id)
+        .bind(&user.id)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// A browser sign-in for `user`: the cookie value and its CSRF token.
+    pub async fn create_web_session(&self, user: &User) -> Result<(String, String), DbError> {
+        let cookie = new_secret();
+        let csrf = new_secret();
+        sqlx::query(
+            "INSERT INTO web_sessions (hash, user_id, csrf, expires_ms) VALUES ($1, $2, $3, $4)",
+        )
+        .bind(secret_hash(&cookie))
+        .bind(&user.id)
+        .bind(&csrf)
+        .bind(now_ms() + WEB_SESSION_MS)
+        .execute(&self.pool)
+        .await?;
+        Ok((cookie, csrf))
+    }
+
+    /// The user and CSRF token of a live browser sign-in.
+    pub async fn web_session(&self, cookie: &str) -> Result<Option<(User, String)>, DbError> {
+        let row = sqlx::query(
+            "SELECT u.*, s.csrf FROM web_sessions s JOIN users u ON u.id = s.user_id
+             WHERE s.hash = $1 AND s.expires_ms > $2",
+        )
+        .bind(secret_hash(cookie))
+        .bind(now_ms())
+        .fetch_optional(&self.pool)
+        .await?;
+        match row {
+            Some(r) => Ok(Some((user_from(&r)?, r.try_get("csrf")?))),
+            None => Ok(None),
+        }
+    }
+
+    pub async fn end_web_session(&self, cookie: &str) -> Result<(), DbError> {
+        sqlx::query("DELETE FROM web_sessions WHERE hash = $1")
+            .bind(secret_hash(cookie))
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Lets `principal` (`*`, `user:<name>`, `group:<name>`) enable `server`.
+    pub async fn grant(&self, server: &str, principal: &str) -> Result<(), DbError> {
+        sqlx::query(
+            "INSERT INTO server_access (server, principal) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+        )
+        .bind(server)
+        .bind(principal)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    pub async fn set_access(&self, server: &str, principals: &[String]) -> Result<(), DbError> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("DELETE FROM server_access WHERE server = $1")
+            .bind(server)
+            .execute(&mut *tx)
+            .await?;
+        for p in principals {
+            sqlx::query("INSERT INTO server_access (server, principal) VALUES ($1, $2)")
+                .bind(server)
+                .bind(p)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Who may enable `server`.
+    pub async fn access(&self, server: &str) -> Result<Vec<String>, DbError> {
+        let rows =
+            sqlx::query("SELECT principal FROM server_access WHERE server = $1 ORDER BY principal")
+                .bind(server)
+                .fetch_all(&self.pool)
+                .await?;
+        rows.iter()
+            .map(|r| r.try_get("principal").map_err(DbError::from))
+            .collect()
+    }
+
+    /// Whether `user` may enable `server`: granted to everyone, to the user, or a group of theirs.
+    pub async fn may_enable(&self, user: &User, server: &str) -> Result<bool, DbError> {
+        let granted = self.access(server).await?;
+        Ok(granted.iter().any(|p| {
+            p == "*"
+                || p.strip_prefix("user:") == Some(user.name.as_str())
+                || (p.strip_prefix("group:")).is_some_and(|g| user.groups.iter().any(|x| x == g))
+        }))
+    }
+
+    pub async fn enabled_servers(&self, user: &User) -> Result<Vec<String>, DbError> {
+        let rows =
+            sqlx::query("SELECT server FROM enabled_servers WHERE user_id = $1 ORDER BY server")
+                .bind(&user.id)
+                .fetch_all(&self.pool)
+                .await?;
+        rows.iter()
+            .map(|r| r.try_get("server").map_err(DbError::from))
+            .collect()
+    }
+
+    pub async fn set_enabled(&self, user: &User, server: &str, on: bool) -> Result<(), DbError> {
+        let query = if on {
+            "INSERT INTO enabled_servers (user_id, server) VALUES ($1, $2) ON CONFLICT DO NOTHING"
+        } else {
+            "DELETE FROM enabled_servers WHERE user_id = $1 AND server = $2"
+        };
+        sqlx::query(query)
+            .bind(&user.id)
+            .bind(server)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    pub async fn add_user_rule(
+        &self,
+        user: &User,
+        list: NarrowList,
+        pattern: &str,
+    ) -> Result<(), DbError> {
+        sqlx::query(
+            "INSERT INTO user_rules (user_id, list, pattern) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+        )
+        .bind(&user.id)
+        .bind(list.as_str())
+        .bind(pattern)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    pub async fn user_rules(&self, user: &User) -> Result<Vec<(NarrowList, String)>, DbError> {
+        let rows = sqlx::query(
+            "SELECT list, pattern FROM user_rules WHERE user_id = $1 ORDER BY list, pattern",
+        )
+        .bind(&user.id)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                let list = match r.try_get::<String, _>("list")?.as_str() {
+                    "deny" => NarrowList::Deny,
+                    "ask" => NarrowList::Ask,
+                    other => return Err(DbError::Corrupt(format!("user rule list {other:?}"))),
+                };
+                Ok((list, r.try_get("pattern")?))
+            })
+            .collect()
+    }
+
+    /// Records a refused request (never its body or credentials).
+    pub async fn log_refusal(
+        &self,
+        user: Option<&User>,
+        method: &str,
+        path: &str,
+        status: u16,
+        why: &str,
+    ) -> Result<(), DbError> {
+        sqlx::query(
+            "INSERT INTO refusals (at_ms, user_id, method, path, status, why) VALUES ($1, $2, $3, $4, $5, $6)",
+        )
+        .bind(now_ms())
+        .bind(user.map(|u| u.id.clone()))
+        .bind(method)
+        .bind(path)
+        .bind(i64::from(status))
+        .bind(why)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// The latest refusals, newest first (admin view, tests).
+    pub async fn refusals(&self, limit: i64) -> Result<Vec<serde_json::Value>, DbError> {
+        let rows = sqlx::query(
+            "SELECT r.at_ms, u.name, r.method, r.path, r.status, r.why FROM refusals r
+             LEFT JOIN users u ON u.id = r.user_id ORDER BY r.at_ms DESC LIMIT $1",
+        )
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(serde_json::json!({
+                    "at_ms": r.try_get::<i64, _>("at_ms")?,
+                    "user": r.try_get::<Option<String>, _>("name")?,
+                    "method": r.try_get::<String, _>("method")?,
+                    "path": r.try_get::<String, _>("path")?,
+                    "status": r.try_get::<i64, _>("status")?,
+                    "why": r.try_get::<String, _>("why")?,
+                }))
+            })
+            .collect()
+    }
+}
