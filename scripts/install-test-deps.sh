@@ -79,12 +79,27 @@ if stamp_ok "$DEPS/.launchers" "$want"; then log "npx and uvx caches present"; e
   echo "$want" > "$DEPS/.launchers"
 fi
 
+# Playwright drives Debian's chromium in the web page's end-to-end test (only the driver:
+# no browser download).
+PLAYWRIGHT_PKG="playwright-core@1.64.1"
+if stamp_ok "$DEPS/.playwright" "$PLAYWRIGHT_PKG"; then log "playwright-core present"; else
+  mkdir -p "$DEPS/web"
+  [ -f "$DEPS/web/package.json" ] || echo '{"name":"mcp-host-web-e2e","private":true,"type":"module"}' > "$DEPS/web/package.json"
+  log "npm install $PLAYWRIGHT_PKG"
+  (cd "$DEPS/web" && npm install --save-exact --loglevel=error "$PLAYWRIGHT_PKG")
+  echo "$PLAYWRIGHT_PKG" > "$DEPS/.playwright"
+fi
+
 # Debian packages: tmux drives the terminal UI's end-to-end test; dbus, gnome-keyring and
 # libsecret-tools give scripts/keyring-test.sh a real Secret Service (OS keyring).
 missing=()
-for pair in tmux:tmux dbus-run-session:dbus gnome-keyring-daemon:gnome-keyring secret-tool:libsecret-tools; do
+# chromium runs the web page's end-to-end test; postgresql gives the hosted mode's tests a
+# real PostgreSQL server (a private cluster each run, see scripts/postgres.sh).
+for pair in tmux:tmux dbus-run-session:dbus gnome-keyring-daemon:gnome-keyring secret-tool:libsecret-tools \
+    chromium:chromium; do
   command -v "${pair%%:*}" >/dev/null || missing+=("${pair#*:}")
 done
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
 if [ ${#missing[@]} -eq 0 ]; then log "Debian packages present"; else
   log "installing with apt-get: ${missing[*]}"
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -54,7 +54,6 @@ pub enum Command {
 }
 
 #[derive(Debug, Args)]
-#[command(args_conflicts_with_subcommands = true)]
 pub struct ServeArgs {
     #[command(subcommand)]
     pub admin: Option<ServeAdmin>,

@@ -25,6 +25,7 @@ mod project_approval;
 mod providers;
 mod run;
 mod schema_budget;
+mod serve;
 mod session;
 mod terminal_safety;
 mod wire_faults;

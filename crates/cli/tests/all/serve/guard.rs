@@ -1,0 +1,192 @@
+//! The control channel refuses what a hostile page or a rebinding DNS name could send: a
+//! foreign `Origin`, a `Host` that is not the service's, a cookie without its CSRF token.
+//! Each refusal changes nothing.
+
+use super::*;
+use crate::common::Sandbox;
+use serde_json::json;
+
+/// Signs in through the single-user link; the cookie and CSRF token.
+fn sign_in(service: &Service) -> (String, String) {
+    let link = service.signin.clone().unwrap();
+    let path = link.split_once(&service.addr).unwrap().1;
+    let r = request(&service.addr, "GET", path, &[], None);
+    assert_eq!(r.status, 303, "{r:?}");
+    let cookie_header = r.header("set-cookie").unwrap();
+    for attr in ["HttpOnly", "SameSite=Strict", "Secure", "Path=/"] {
+        assert!(cookie_header.contains(attr), "{cookie_header}");
+    }
+    let cookie = cookie_header.split(';').next().unwrap().to_string();
+    let me = request(
+        &service.addr,
+        "GET",
+        "/api/me",
+        &[("Cookie", &cookie)],
+        None,
+    )
+    .json();
+    (cookie, me["csrf"].as_str().unwrap().to_string())
+}
+
+#[test]
+fn foreign_origins_hosts_and_missing_csrf_tokens_change_nothing() {
+    let sb = Sandbox::new();
+    let model = Model::start(0);
+    let cat = catalogue(&sb, json!({"f": fake_entry(&[], false)}));
+    let mut setup = Setup::new(&sb, &cat, &model);
+    setup.extra = vec!["--single-user".into()];
+    let service = setup.start();
+    let addr = service.addr.clone();
+    let (cookie, csrf) = sign_in(&service);
+    let own = format!("http://{addr}");
+    let create = |headers: &[(&str, &str)]| {
+        request(
+            &addr,
+            "POST",
+            "/api/conversations",
+            headers,
+            Some(&json!({"title": "x"})),
+        )
+        .status
+    };
+    let count = || {
+        let r = request(
+            &addr,
+            "GET",
+            "/api/conversations",
+            &[("Cookie", &cookie)],
+            None,
+        );
+        r.json().as_array().unwrap().len()
+    };
+
+    // No CSRF token, a wrong one, a foreign Origin, a rebinding Host: all refused.
+    assert_eq!(create(&[("Cookie", &cookie)]), 403);
+    assert_eq!(
+        create(&[("Cookie", &cookie), ("X-CSRF-Token", "forged")]),
+        403
+    );
+    assert_eq!(
+        create(&[
+            ("Cookie", &cookie),
+            ("X-CSRF-Token", &csrf),
+            ("Origin", "http://evil.example")
+        ]),
+        403
+    );
+    assert_eq!(
+        create(&[
+            ("Cookie", &cookie),
+            ("X-CSRF-Token", &csrf),
+            ("Origin", "null")
+        ]),
+        403
+    );
+    let rebound = format!("evil.example:{}", addr.rsplit(':').next().unwrap());
+    assert_eq!(
+        create(&[
+            ("Host", &rebound),
+            ("Cookie", &cookie),
+            ("X-CSRF-Token", &csrf)
+        ]),
+        421
+    );
+    // The sign-in link itself is not usable from a rebinding name either.
+    let link_path = service
+        .signin
+        .as_ref()
+        .unwrap()
+        .split_once(&addr)
+        .unwrap()
+        .1
+        .to_string();
+    assert_eq!(
+        request(&addr, "GET", &link_path, &[("Host", &rebound)], None).status,
+        421
+    );
+    assert_eq!(
+        request(&addr, "GET", "/signin?token=guess", &[], None).status,
+        403
+    );
+    // A read from a foreign origin is refused too (not only writes).
+    let read = request(
+        &addr,
+        "GET",
+        "/api/conversations",
+        &[("Cookie", &cookie), ("Origin", "http://evil.example")],
+        None,
+    );
+    assert_eq!(read.status, 403);
+    assert_eq!(count(), 0, "no refused request made a conversation");
+
+    // The same request from the page itself passes.
+    assert_eq!(
+        create(&[
+            ("Cookie", &cookie),
+            ("X-CSRF-Token", &csrf),
+            ("Origin", &own)
+        ]),
+        201
+    );
+    assert_eq!(count(), 1);
+    // Signed out, the cookie is worth nothing.
+    let out = request(
+        &addr,
+        "POST",
+        "/api/signout",
+        &[("Cookie", &cookie), ("X-CSRF-Token", &csrf)],
+        None,
+    );
+    assert_eq!(out.status, 204);
+    assert_eq!(
+        request(&addr, "GET", "/api/me", &[("Cookie", &cookie)], None).status,
+        401
+    );
+}
+
+#[test]
+fn bodies_over_the_cap_and_requests_over_the_budget_are_refused() {
+    let sb = Sandbox::new();
+    let model = Model::start(0);
+    let cat = catalogue(&sb, json!({}));
+    let mut setup = Setup::new(&sb, &cat, &model);
+    let token = setup.add_user("u", false);
+    setup.extra = vec![
+        "--max-body".into(),
+        "4096".into(),
+        "--rate".into(),
+        "1".into(),
+    ];
+    let service = setup.start();
+    let api = Api::new(&service, &token);
+    let big = json!({"title": "x".repeat(10_000)});
+    assert_eq!(api.send("POST", "/api/conversations", big).status, 413);
+    // A burst of five, then the budget is spent.
+    let statuses: Vec<u16> = (0..8).map(|_| api.get("/api/me").status).collect();
+    assert!(statuses.contains(&429), "{statuses:?}");
+    assert_eq!(statuses[0], 200);
+}
+
+#[test]
+fn single_user_mode_refuses_a_non_loopback_address() {
+    let sb = Sandbox::new();
+    let cat = catalogue(&sb, json!({}));
+    let out = sb
+        .command(sb.path())
+        .args([
+            "serve",
+            "--single-user",
+            "--listen",
+            "0.0.0.0:0",
+            "--catalogue",
+        ])
+        .arg(&cat)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("loopback"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
