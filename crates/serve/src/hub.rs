@@ -83,8 +83,8 @@ struct ActiveTurn {
     id: String,
     conversation: String,
     next_seq: i64,
-    /// The session was told to open a new engine conversation for it; its id is recorded
-    /// when the session says which.
+    /// The session was told to open the conversation; the engine id it opens (the same, or
+    /// a new one) is recorded when the session says which.
     records_engine_id: bool,
     /// Call id → server, for latency by server.
     calls: HashMap<String, String>,
@@ -186,7 +186,7 @@ impl Hub {
             }),
             ended: CancellationToken::new(),
         });
-        if conversation.engine_id.is_none() {
+        if conversation.engine_id.as_ref() != Some(&started.engine_conversation) {
             self.db
                 .set_engine_id(&conversation.id, &started.engine_conversation)
                 .await?;
@@ -241,17 +241,11 @@ impl Hub {
             Err(e) => return Err(e.into()),
         };
         let next_seq = self.db.last_seq(&conversation.id).await? + 1;
-        let mut records_engine_id = false;
-        if state.engine_conversation != conversation.engine_id {
-            match &conversation.engine_id {
-                Some(id) => {
-                    link.handle.submit(Op::Resume(Some(id.clone())));
-                }
-                None => {
-                    records_engine_id = true;
-                    link.handle.submit(Op::NewConversation);
-                }
-            }
+        // The session may have another conversation open (or this one's history may be in
+        // another replica's store): it opens this one, or a fresh one whose id is recorded.
+        let records_engine_id = state.engine_conversation != conversation.engine_id;
+        if records_engine_id {
+            link.handle.submit(Op::Open(conversation.engine_id.clone()));
         }
         state.turn = Some(ActiveTurn {
             id: turn.clone(),
@@ -464,8 +458,7 @@ async fn route(hub: &Hub, link: &Link, event: Event) {
         Event::ConversationStarted { id, .. } => {
             state.engine_conversation = id.clone();
             if let (Some(turn), Some(id)) = (state.turn.as_mut(), id) {
-                if turn.records_engine_id {
-                    turn.records_engine_id = false;
+                if std::mem::take(&mut turn.records_engine_id) {
                     // Without it the next turn would start afresh; the turn goes on regardless.
                     let _ = hub.db.set_engine_id(&turn.conversation, id).await;
                 }

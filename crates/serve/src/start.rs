@@ -118,11 +118,20 @@ async fn build(
     let (tools, _, _) = ToolSource::start(pins, &connected.servers).await?;
     let answers = Answers::with_persisted(store.remembered().await?);
     let workdir = dir.display().to_string();
-    let conversation = match &start.conversation.engine_id {
-        Some(id) => {
-            let id = ConversationId::new(id)?;
-            Conversation::resume(&store, &id, model.context_window, answers).await?
-        }
+    // Its history may be in another replica's store: then it goes on from a fresh start here.
+    let stored = match start
+        .conversation
+        .engine_id
+        .as_deref()
+        .map(ConversationId::new)
+    {
+        Some(Ok(id)) => Conversation::resume(&store, &id, model.context_window, answers.clone())
+            .await
+            .ok(),
+        _ => None,
+    };
+    let conversation = match stored {
+        Some(c) => c,
         None => {
             Conversation::create(
                 &store,

@@ -1,7 +1,7 @@
 //! One session: what a conversation needs, owned in one place, behind a queue pair. A front
 //! end submits [`Op`]s (a user turn, an approval answer by call id, an answer to a server's
 //! question, a person's direct call, an interrupt, server restart/enable/approve, a model
-//! change, a new or resumed conversation) and receives `mcp_host_core::event::Event`s. The
+//! change, a new, resumed or opened conversation) and receives `mcp_host_core::event::Event`s. The
 //! session owns the started servers and the gate, the live catalogue, the conversation and
 //! its persistence, the pending approvals and questions, and the person's running calls; a
 //! turn runs as a future beside them, so approvals are answered, a turn is interrupted and
@@ -81,6 +81,10 @@ pub enum Op {
     NewConversation,
     /// Resume a stored conversation (the latest in this directory when `None`).
     Resume(Option<String>),
+    /// Switch to this stored conversation, or to a new one when it cannot be resumed (or
+    /// with `None`): unlike `Resume`, the current conversation is always left, so the turn
+    /// submitted next goes where the front end meant it to.
+    Open(Option<String>),
     /// End the session: the turn is cancelled, the servers stopped.
     Shutdown,
 }
@@ -382,6 +386,7 @@ impl Session {
             }
             Op::NewConversation => self.new_conversation().await,
             Op::Resume(id) => self.resume(id.as_deref()).await,
+            Op::Open(id) => self.open(id.as_deref()).await,
             Op::Shutdown => {}
         }
     }

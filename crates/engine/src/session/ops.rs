@@ -261,6 +261,28 @@ impl Session {
         }
     }
 
+    /// Switches to stored conversation `id`, or to a new one when there is none to resume
+    /// (a hosted front end's conversation whose history is in another replica's store, or
+    /// that has no history yet). Either way the current conversation is left: a turn that
+    /// follows can never land in it.
+    pub(super) async fn open(&mut self, id: Option<&str>) {
+        if self.conversation.is_none() {
+            return self.notice("a turn is running; cancel it first (Ctrl-C)");
+        }
+        if let Some(id) = id {
+            if let Ok(id) = ConversationId::new(id) {
+                let answers = self.answers().await;
+                if let Ok(conv) = Conversation::resume(&self.shared.store, &id, 0, answers).await {
+                    return self.replace_conversation(conv).await;
+                }
+            }
+            self.notice(format!(
+                "conversation {id} has no history here; it goes on from a fresh start"
+            ));
+        }
+        self.new_conversation().await;
+    }
+
     pub(super) async fn resume(&mut self, id: Option<&str>) {
         if self.conversation.is_none() {
             return self.notice("a turn is running; cancel it first (Ctrl-C)");

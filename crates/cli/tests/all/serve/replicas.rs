@@ -1,1 +1,126 @@
+//! Two replicas against one PostgreSQL: a turn started on one is followed from the other, a
+//! client that drops mid-turn resumes on the other with `Last-Event-ID` and gets every later
+//! event exactly once, an approval given through the other reaches the turn, and a replica
+//! killed mid-turn leaves the turn marked interrupted once its lease runs out.
 
+use super::stream::consecutive;
+use super::*;
+use crate::common::{Sandbox, signal};
+use serde_json::json;
+
+/// Two replicas' setups sharing `database`, each with its own data folder.
+fn replicas<'a>(
+    sb: &'a Sandbox,
+    cat: &'a Path,
+    model: &'a Model,
+    database: &str,
+) -> [Setup<'a>; 2] {
+    ["r1", "r2"].map(|name| {
+        let mut s = Setup::new(sb, cat, model);
+        s.data = Some(sb.path().join(name));
+        s.database_url = Some(database.to_string());
+        s.extra = ["--replica", name, "--lease-ms", "1000", "--poll-ms", "50"]
+            .map(String::from)
+            .to_vec();
+        s
+    })
+}
+
+#[test]
+fn a_turn_on_one_replica_is_followed_resumed_and_answered_from_the_other() {
+    let Some(database) = mcp_host_testkit::postgres::fresh_database("serve_follow") else {
+        return eprintln!(
+            "skipped: no PostgreSQL (set MCP_HOST_TEST_POSTGRES_URL; scripts/test.sh does)"
+        );
+    };
+    let sb = Sandbox::new();
+    let model = Model::start(40);
+    let cat = catalogue(&sb, json!({"f": fake_entry(&[], true)}));
+    let [one, two] = replicas(&sb, &cat, &model, &database);
+    let token = one.add_user("alice", false);
+    one.grant("f", "*");
+    let (r1, r2) = (one.start(), two.start());
+    let (on1, on2) = (Api::new(&r1, &token), Api::new(&r2, &token));
+    on1.enable("f");
+    let conv = on1.conversation();
+    let mut followed = on2.events(&conv, None);
+    assert_eq!(
+        on1.turn(&conv, "call f__echo {\"message\": \"across\"}")
+            .status,
+        202
+    );
+    let asked = followed.until("approval_requested");
+    let call_id = asked.last().unwrap().data["subject"]["call_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // The client drops; the approval goes in through the replica that is not running the turn.
+    drop(followed);
+    let last = asked.last().unwrap().id.unwrap();
+    assert_eq!(on2.approve(&conv, &call_id, true).status, 202);
+    let rest = on2.events(&conv, Some(last)).until("turn_ended");
+    consecutive(&asked, 1);
+    consecutive(&rest, last + 1);
+    assert!(
+        rest.iter()
+            .any(|e| e.event == "call_ended" && e.data["preview"] == "across"),
+        "{rest:#?}"
+    );
+    // Both replicas tell the same story.
+    let whole = on1.events(&conv, None).until("turn_ended");
+    let ids = |v: &[Sse]| {
+        v.iter()
+            .map(|e| (e.id, e.event.clone()))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(ids(&whole), ids(&[asked, rest].concat()));
+    // The conversation goes on from the other replica (which has a session of its own).
+    let next = on2.turn(&conv, "and now?");
+    assert_eq!(next.status, 202, "{next:?}");
+    let more = on1
+        .events(&conv, Some(whole.last().unwrap().id.unwrap()))
+        .until("turn_ended");
+    assert_eq!(more.last().unwrap().data["report"]["end"], "finished");
+}
+
+#[test]
+fn a_replica_killed_mid_turn_leaves_the_turn_interrupted_never_half_written() {
+    let Some(database) = mcp_host_testkit::postgres::fresh_database("serve_kill") else {
+        return eprintln!(
+            "skipped: no PostgreSQL (set MCP_HOST_TEST_POSTGRES_URL; scripts/test.sh does)"
+        );
+    };
+    let sb = Sandbox::new();
+    let model = Model::start(0);
+    let marker = "replica-killed-marker";
+    let cat = catalogue(
+        &sb,
+        json!({"f": fake_entry(&["--instructions", marker], false)}),
+    );
+    let [one, two] = replicas(&sb, &cat, &model, &database);
+    let token = one.add_user("alice", false);
+    one.grant("f", "*");
+    let (mut r1, r2) = (one.start(), two.start());
+    let (on1, on2) = (Api::new(&r1, &token), Api::new(&r2, &token));
+    on1.enable("f");
+    let conv = on1.conversation();
+    let mut followed = on2.events(&conv, None);
+    assert_eq!(on1.turn(&conv, "call f__slow {\"ms\": 120000}").status, 202);
+    followed.until("call_begun");
+    signal(r1.child.id(), nix::sys::signal::Signal::SIGKILL);
+    r1.child.wait().unwrap();
+    let after = followed.until("turn_interrupted");
+    assert_eq!(
+        after.len(),
+        1,
+        "nothing half-written after the kill: {after:#?}"
+    );
+    let row = on2.get(&format!("/api/conversations/{conv}")).json();
+    assert_eq!(row["turns"][0]["state"], "interrupted");
+    // The dead replica's server went with it (its supervisor watches the host).
+    wait_for("the killed replica's server to end", || {
+        !process_with(marker)
+    });
+    // The conversation is free again.
+    assert_eq!(on2.turn(&conv, "still there?").status, 202);
+}
