@@ -150,10 +150,10 @@ impl Hub {
         conversation: &ConversationRow,
     ) -> Result<Arc<Link>, HubError> {
         let mut links = self.links.lock().await;
-        if let Some(link) = links.get(&user.id) {
-            if !link.ended.is_cancelled() {
-                return Ok(link.clone());
-            }
+        if let Some(link) = links.get(&user.id)
+            && !link.ended.is_cancelled()
+        {
+            return Ok(link.clone());
         }
         let start = UserStart {
             service: self.service.clone(),
@@ -326,10 +326,10 @@ impl Hub {
 
     /// Ends a user's session (their server set changed; the next use starts a new one).
     pub async fn restart_user(&self, user: &User) {
-        if let Some(link) = self.link_of(user).await {
-            if link.state.lock().await.turn.is_none() {
-                link.handle.submit(Op::Shutdown);
-            }
+        if let Some(link) = self.link_of(user).await
+            && link.state.lock().await.turn.is_none()
+        {
+            link.handle.submit(Op::Shutdown);
         }
     }
 
@@ -372,11 +372,11 @@ impl Hub {
         for link in links {
             link.ended.cancelled().await;
         }
-        if let Ok(mut w) = self.workers.lock() {
-            if let Some(workers) = w.take() {
-                // The threads only hold sessions, which have all ended.
-                drop(tokio::task::spawn_blocking(move || workers.stop()));
-            }
+        if let Ok(mut w) = self.workers.lock()
+            && let Some(workers) = w.take()
+        {
+            // The threads only hold sessions, which have all ended.
+            drop(tokio::task::spawn_blocking(move || workers.stop()));
         }
     }
 }
@@ -457,11 +457,11 @@ async fn route(hub: &Hub, link: &Link, event: Event) {
         Event::ModelChanged { .. } => return,
         Event::ConversationStarted { id, .. } => {
             state.engine_conversation = id.clone();
-            if let (Some(turn), Some(id)) = (state.turn.as_mut(), id) {
-                if std::mem::take(&mut turn.records_engine_id) {
-                    // Without it the next turn would start afresh; the turn goes on regardless.
-                    let _ = hub.db.set_engine_id(&turn.conversation, id).await;
-                }
+            if let (Some(turn), Some(id)) = (state.turn.as_mut(), id)
+                && std::mem::take(&mut turn.records_engine_id)
+            {
+                // Without it the next turn would start afresh; the turn goes on regardless.
+                let _ = hub.db.set_engine_id(&turn.conversation, id).await;
             }
             return;
         }

@@ -10,7 +10,7 @@
 //! `mcp-fake-model [--port P] [--delay-ms N]` prints `listening on http://127.0.0.1:P` on
 //! its first line; `--delay-ms` waits between streamed chunks (a slow model).
 
-#![allow(clippy::print_stdout)]
+#![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -71,10 +71,10 @@ fn serve(stream: TcpStream, delay: Duration) {
             if h.is_empty() {
                 break;
             }
-            if let Some((k, v)) = h.split_once(':') {
-                if k.eq_ignore_ascii_case("content-length") {
-                    length = v.trim().parse().unwrap_or(0);
-                }
+            if let Some((k, v)) = h.split_once(':')
+                && k.eq_ignore_ascii_case("content-length")
+            {
+                length = v.trim().parse().unwrap_or(0);
             }
         }
         let mut body = vec![0u8; length];

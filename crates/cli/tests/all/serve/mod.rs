@@ -9,7 +9,7 @@ mod metrics;
 mod replicas;
 mod stream;
 
-use crate::common::{HOST, Sandbox, fake};
+use crate::common::{Sandbox, fake};
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -68,10 +68,9 @@ pub fn fake_entry(args: &[&str], reaching: bool) -> Value {
 pub struct Service {
     pub child: Child,
     pub addr: String,
-    /// stderr lines after the listening line.
-    pub lines: mpsc::Receiver<String>,
+    /// stderr after the listening line (kept open: the service may still write to it).
+    _stderr: mpsc::Receiver<String>,
     pub signin: Option<String>,
-    pub data: PathBuf,
 }
 
 /// What a service is started with.
@@ -183,9 +182,8 @@ impl<'a> Setup<'a> {
         Service {
             child,
             addr: addr.unwrap(),
-            lines: rx,
+            _stderr: rx,
             signin,
-            data: self.data(),
         }
     }
 }
@@ -390,7 +388,6 @@ pub struct Sse {
 /// A conversation's event stream, read line by line.
 pub struct Events {
     reader: BufReader<TcpStream>,
-    pub status: u16,
 }
 
 impl Events {
@@ -407,19 +404,17 @@ impl Events {
         let mut reader = BufReader::new(s);
         let mut status_line = String::new();
         reader.read_line(&mut status_line).unwrap();
-        let status = status_line
-            .split(' ')
-            .nth(1)
-            .unwrap_or("0")
-            .parse()
-            .unwrap();
+        assert!(
+            status_line.contains(" 200 "),
+            "the stream was refused: {status_line}"
+        );
         loop {
             let mut h = String::new();
             if reader.read_line(&mut h).unwrap() == 0 || h.trim().is_empty() {
                 break;
             }
         }
-        Self { reader, status }
+        Self { reader }
     }
 
     /// The next event (keep-alive comments skipped); `None` when the stream ended.
@@ -493,6 +488,13 @@ pub fn process_with(marker: &str) -> bool {
     })
 }
 
-pub fn host_bin() -> &'static str {
-    HOST
+/// A fresh PostgreSQL database for a test, or `None` (said on stderr) when there is no
+/// server to test against outside CI (`fresh_database` refuses to skip in CI).
+#[allow(clippy::print_stderr)]
+pub fn postgres(prefix: &str) -> Option<String> {
+    let url = mcp_host_testkit::postgres::fresh_database(prefix);
+    if url.is_none() {
+        eprintln!("skipped: no PostgreSQL (set MCP_HOST_TEST_POSTGRES_URL; scripts/test.sh does)");
+    }
+    url
 }

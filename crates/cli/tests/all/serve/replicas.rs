@@ -28,10 +28,8 @@ fn replicas<'a>(
 
 #[test]
 fn a_turn_on_one_replica_is_followed_resumed_and_answered_from_the_other() {
-    let Some(database) = mcp_host_testkit::postgres::fresh_database("serve_follow") else {
-        return eprintln!(
-            "skipped: no PostgreSQL (set MCP_HOST_TEST_POSTGRES_URL; scripts/test.sh does)"
-        );
+    let Some(database) = postgres("serve_follow") else {
+        return;
     };
     let sb = Sandbox::new();
     let model = Model::start(40);
@@ -85,10 +83,8 @@ fn a_turn_on_one_replica_is_followed_resumed_and_answered_from_the_other() {
 
 #[test]
 fn a_replica_killed_mid_turn_leaves_the_turn_interrupted_never_half_written() {
-    let Some(database) = mcp_host_testkit::postgres::fresh_database("serve_kill") else {
-        return eprintln!(
-            "skipped: no PostgreSQL (set MCP_HOST_TEST_POSTGRES_URL; scripts/test.sh does)"
-        );
+    let Some(database) = postgres("serve_kill") else {
+        return;
     };
     let sb = Sandbox::new();
     let model = Model::start(0);
