@@ -111,6 +111,18 @@ pub struct ServeArgs {
     /// Requests per second per user (bursts of five times as many).
     #[arg(long, default_value_t = 20.0)]
     pub rate: f64,
+    /// Sign people in with this OpenID Connect issuer (authorization code with PKCE).
+    #[arg(long, value_name = "URL", requires = "oidc_client_id")]
+    pub oidc_issuer: Option<String>,
+    /// This service's client id at the issuer.
+    #[arg(long, value_name = "ID")]
+    pub oidc_client_id: Option<String>,
+    /// A file holding the client secret, for a confidential client.
+    #[arg(long, value_name = "FILE")]
+    pub oidc_client_secret_file: Option<PathBuf>,
+    /// Members of this group (the ID token's `groups` claim) are admins.
+    #[arg(long, value_name = "GROUP")]
+    pub oidc_admin_group: Option<String>,
     /// How often a stream looks for events another replica wrote, in milliseconds.
     #[arg(long, default_value_t = 200, value_name = "MS")]
     pub poll_ms: u64,

@@ -8,10 +8,10 @@ use crate::hub::{Answer, HubError};
 use crate::journal::ConversationRow;
 use crate::metrics::Gauges;
 use crate::users::{NarrowList, User};
-use crate::{AppState, page, sse};
+use crate::{AppState, page, signin, sse};
 use axum::extract::{DefaultBodyLimit, Extension, OriginalUri, Path, Query, State};
 use axum::http::{Method, StatusCode, header};
-use axum::response::{IntoResponse, Redirect, Response};
+use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post, put};
 use axum::{Json, Router, middleware};
 use serde::Deserialize;
@@ -25,9 +25,11 @@ pub fn router(state: AppState, max_body: usize) -> Router {
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
-        .route("/signin", get(signin))
+        .route("/signin", get(signin::single_user))
+        .route("/auth/login", get(signin::login))
+        .route("/auth/callback", get(signin::callback))
         .route("/api/me", get(me))
-        .route("/api/signout", post(signout))
+        .route("/api/signout", post(signin::signout))
         .route("/api/tokens", get(tokens).post(create_token))
         .route("/api/tokens/{id}", delete(revoke_token))
         .route(
@@ -53,7 +55,7 @@ pub fn router(state: AppState, max_body: usize) -> Router {
 }
 
 /// A handler's failure as the client sees it: a status and one sentence.
-pub struct ApiError(StatusCode, String);
+pub struct ApiError(pub StatusCode, pub String);
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
@@ -159,50 +161,6 @@ async fn metrics(State(state): State<AppState>) -> Response {
         .into_response()
 }
 
-#[derive(Deserialize)]
-struct SigninQuery {
-    token: String,
-}
-
-/// The single-user mode's sign-in link: trades its secret for a browser sign-in.
-async fn signin(
-    State(state): State<AppState>,
-    method: Method,
-    uri: OriginalUri,
-    Query(q): Query<SigninQuery>,
-) -> ApiResult {
-    let valid = state
-        .signin
-        .as_deref()
-        .is_some_and(|s| access::same_secret(s, &q.token));
-    if !valid {
-        return Ok(refuse(
-            &state,
-            None,
-            &method,
-            uri.path(),
-            StatusCode::FORBIDDEN,
-            "wrong sign-in link",
-        )
-        .await);
-    }
-    let Some(user) = state.hub.db.user_by_name(crate::LOCAL_USER).await? else {
-        return Err(ApiError(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "the local user is missing".into(),
-        ));
-    };
-    let (cookie, _) = state.hub.db.create_web_session(&user).await?;
-    Ok((
-        [(
-            header::SET_COOKIE,
-            access::session_set_cookie(&cookie, state.secure_cookies),
-        )],
-        Redirect::to("/"),
-    )
-        .into_response())
-}
-
 async fn me(Extension(caller): Extension<Caller>) -> Json<Value> {
     Json(json!({
         "name": caller.user.name,
@@ -210,17 +168,6 @@ async fn me(Extension(caller): Extension<Caller>) -> Json<Value> {
         "groups": caller.user.groups,
         "csrf": caller.csrf,
     }))
-}
-
-async fn signout(State(state): State<AppState>, headers: axum::http::HeaderMap) -> ApiResult {
-    if let Some(cookie) = access::session_cookie(&headers) {
-        state.hub.db.end_web_session(&cookie).await?;
-    }
-    let clear = format!(
-        "{}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0",
-        access::SESSION_COOKIE
-    );
-    Ok(([(header::SET_COOKIE, clear)], StatusCode::NO_CONTENT).into_response())
 }
 
 async fn tokens(State(state): State<AppState>, Extension(caller): Extension<Caller>) -> ApiResult {

@@ -9,7 +9,8 @@
 //! `journal` (conversations, turns with leases, events, inboxes), `access` (Host, Origin,
 //! CSRF, credentials, rate limits), `hub` (live sessions, turns, answers, the event pump),
 //! `start` (building one user's session), `workers` (the threads sessions run on), `api`
-//! and `sse` (the routes), `page` (the embedded web page), `metrics`, `streams`.
+//! and `sse` (the routes), `signin` and `oidc` (browser sign-in), `page` (the embedded
+//! web page), `metrics`, `streams`.
 
 pub mod access;
 mod api;
@@ -17,7 +18,9 @@ pub mod db;
 pub mod hub;
 pub mod journal;
 pub mod metrics;
+pub mod oidc;
 mod page;
+mod signin;
 mod sse;
 mod start;
 mod streams;
@@ -83,6 +86,8 @@ pub struct Listen {
     /// How long in-flight turns may take to finish after SIGTERM.
     pub drain: Duration,
     pub workers: usize,
+    /// Sign people in with this OpenID Connect provider.
+    pub oidc: Option<oidc::OidcSettings>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -110,6 +115,9 @@ pub struct AppState {
     pub limits: Arc<RateLimit>,
     /// The single-user mode's sign-in secret (in memory only).
     pub signin: Option<Arc<String>>,
+    pub oidc: Option<Arc<oidc::Oidc>>,
+    /// Where people reach the service (the OpenID Connect callback is under it).
+    pub public_url: String,
     pub secure_cookies: bool,
 }
 
@@ -172,6 +180,8 @@ pub async fn serve(
         origins: Arc::new(Origins::for_service(&public_url, addr)),
         limits: Arc::new(RateLimit::new(listen.requests_per_second, listen.burst)),
         signin: signin.clone(),
+        oidc: (listen.oidc.clone()).map(|o| Arc::new(oidc::Oidc::new(o, http_client()))),
+        public_url: public_url.clone(),
         secure_cookies: public_url.starts_with("https://") || addr.ip().is_loopback(),
     };
     announce(&format!("mcp-host serve: listening on http://{addr}"));
@@ -192,6 +202,15 @@ pub async fn serve(
         Ok(result) => result.map_err(ServeError::Http),
         Err(_) => Ok(()),
     }
+}
+
+/// The client the service talks to identity providers with.
+fn http_client() -> reqwest::Client {
+    // Redirects are not followed: a provider's endpoints answer where they are.
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap_or_default()
 }
 
 /// Leases, the sweep of dead replicas' turns, other replicas' answers, idle sessions.

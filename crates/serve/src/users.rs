@@ -424,4 +424,50 @@ impl Db {
             })
             .collect()
     }
+
+    /// Records a sign-in under way (its state is kept hashed).
+    pub async fn put_login_state(
+        &self,
+        state_hash: &str,
+        verifier: &str,
+        nonce: &str,
+        expires_ms: i64,
+    ) -> Result<(), DbError> {
+        sqlx::query("DELETE FROM login_states WHERE expires_ms < $1")
+            .bind(now_ms())
+            .execute(&self.pool)
+            .await?;
+        sqlx::query(
+            "INSERT INTO login_states (state, verifier, nonce, expires_ms) VALUES ($1, $2, $3, $4)",
+        )
+        .bind(state_hash)
+        .bind(verifier)
+        .bind(nonce)
+        .bind(expires_ms)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Takes (once) a live sign-in's PKCE verifier and nonce.
+    pub async fn take_login_state(
+        &self,
+        state_hash: &str,
+    ) -> Result<Option<(String, String)>, DbError> {
+        let row =
+            sqlx::query("SELECT verifier, nonce, expires_ms FROM login_states WHERE state = $1")
+                .bind(state_hash)
+                .fetch_optional(&self.pool)
+                .await?;
+        let Some(row) = row else { return Ok(None) };
+        let taken = sqlx::query("DELETE FROM login_states WHERE state = $1")
+            .bind(state_hash)
+            .execute(&self.pool)
+            .await?;
+        // Another callback took it first: a replayed state.
+        if taken.rows_affected() != 1 || row.try_get::<i64, _>("expires_ms")? < now_ms() {
+            return Ok(None);
+        }
+        Ok(Some((row.try_get("verifier")?, row.try_get("nonce")?)))
+    }
 }

@@ -1,9 +1,13 @@
 //! Test helpers for mcp-host: locating the fake server binary that `cargo test --workspace`
 //! builds, the data its tools return (so tests can check it), and a local OAuth
-//! authorization server with the MCP servers it protects ([`oauth_server`]), and what the
-//! fake server's `probe` tool tries from inside a confined server ([`probe`]).
+//! authorization server with the MCP servers it protects ([`oauth_server`]), a local OpenID
+//! Connect provider for the hosted mode's sign-in ([`oidc_provider`]), what the
+//! fake server's `probe` tool tries from inside a confined server ([`probe`]), and a fresh
+//! database per test on the PostgreSQL server the tests were given ([`postgres`]).
 
 pub mod oauth_server;
+pub mod oidc_provider;
+pub mod postgres;
 pub mod probe;
 
 use std::path::PathBuf;

@@ -15,6 +15,8 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 pub async fn run(config: &ConfigArgs, args: ServeArgs) -> anyhow::Result<ExitCode> {
+    // Before any HTTPS client is made (model providers, identity providers, remote servers).
+    mcp_host_auth::install_crypto_provider();
     let env: BTreeMap<String, String> = std::env::vars().collect();
     let lookup = |k: &str| env.get(k).cloned();
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
@@ -90,6 +92,23 @@ pub async fn run(config: &ConfigArgs, args: ServeArgs) -> anyhow::Result<ExitCod
         max_servers_per_user: args.max_servers_per_user,
         poll: Duration::from_millis(args.poll_ms.max(10)),
     };
+    let oidc = match (&args.oidc_issuer, &args.oidc_client_id) {
+        (Some(issuer), Some(client_id)) => Some(mcp_host_serve::oidc::OidcSettings {
+            issuer: issuer.clone(),
+            client_id: client_id.clone(),
+            client_secret: match &args.oidc_client_secret_file {
+                Some(f) => Some(
+                    std::fs::read_to_string(f)
+                        .with_context(|| format!("cannot read {}", f.display()))?
+                        .trim()
+                        .to_string(),
+                ),
+                None => None,
+            },
+            admin_group: args.oidc_admin_group.clone(),
+        }),
+        _ => None,
+    };
     let listen = Listen {
         addr: args.listen,
         public_url: args.public_url.clone().unwrap_or_default(),
@@ -102,6 +121,7 @@ pub async fn run(config: &ConfigArgs, args: ServeArgs) -> anyhow::Result<ExitCod
         workers: args.workers.unwrap_or_else(|| {
             std::thread::available_parallelism().map_or(2, std::num::NonZero::get)
         }),
+        oidc,
     };
     let stop = stop_on_signal()?;
     mcp_host_serve::serve(service, listen, stop, |line| {

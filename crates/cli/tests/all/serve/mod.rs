@@ -7,6 +7,7 @@ mod guard;
 mod isolation;
 mod metrics;
 mod replicas;
+mod signin;
 mod stream;
 
 use crate::common::{Sandbox, fake};

@@ -1,0 +1,142 @@
+//! Signing in with OpenID Connect against a local provider: the code flow with PKCE lands a
+//! session for the provider's person (admin by group), the same person again is the same
+//! user, and every way an ID token or a callback can lie (nonce, audience, issuer, expiry,
+//! `alg: none`, an unpublished key, a replayed code, a callback from another browser) is
+//! refused without a session.
+
+use super::*;
+use crate::common::Sandbox;
+use mcp_host_testkit::oidc_provider::{IdTokenFault, LocalOidcProvider};
+use serde_json::json;
+
+/// (host:port, path and query) of an absolute http URL.
+fn split(url: &str) -> (String, String) {
+    let rest = url.strip_prefix("http://").unwrap();
+    let (addr, path) = rest.split_once('/').unwrap_or((rest, ""));
+    (addr.to_string(), format!("/{path}"))
+}
+
+fn get(url: &str, cookie: Option<&str>) -> Reply {
+    let (addr, path) = split(url);
+    let headers: Vec<(&str, &str)> = cookie.map(|c| ("Cookie", c)).into_iter().collect();
+    request(&addr, "GET", &path, &headers, None)
+}
+
+fn cookie_of(reply: &Reply, name: &str) -> Option<String> {
+    reply
+        .headers
+        .iter()
+        .filter(|(k, _)| k.eq_ignore_ascii_case("set-cookie"))
+        .map(|(_, v)| v.split(';').next().unwrap().to_string())
+        .find(|c| c.starts_with(&format!("{name}=")) && c.len() > name.len() + 1)
+}
+
+/// A browser's sign-in: login → provider → callback. The callback's reply, and the
+/// callback URL (to replay it).
+fn browser_sign_in(service: &Service, binding: bool) -> (Reply, String) {
+    let start = request(&service.addr, "GET", "/auth/login", &[], None);
+    assert_eq!(start.status, 303, "{start:?}");
+    let login = cookie_of(&start, "mh_login").expect("the sign-in is bound to the browser");
+    let at_provider = get(start.header("location").unwrap(), None);
+    assert_eq!(at_provider.status, 302, "{at_provider:?}");
+    let callback = at_provider.header("location").unwrap().to_string();
+    let reply = get(&callback, binding.then_some(login.as_str()));
+    (reply, callback)
+}
+
+fn start_service(sb: &Sandbox, provider: &LocalOidcProvider) -> (Service, Model) {
+    let model = Model::start(0);
+    let cat = catalogue(sb, json!({}));
+    let mut setup = Setup::new(sb, &cat, &model);
+    setup.extra = [
+        "--oidc-issuer",
+        &provider.issuer,
+        "--oidc-client-id",
+        "app",
+        "--oidc-admin-group",
+        "admins",
+    ]
+    .map(String::from)
+    .to_vec();
+    (setup.start(), model)
+}
+
+#[test]
+fn the_code_flow_with_pkce_signs_the_providers_person_in() {
+    let sb = Sandbox::new();
+    let provider = LocalOidcProvider::start("alice", &["staff", "admins"]);
+    let (service, _model) = start_service(&sb, &provider);
+    let (reply, callback) = browser_sign_in(&service, true);
+    assert_eq!(reply.status, 303, "{reply:?}");
+    let session = cookie_of(&reply, "mh_session").expect("a session cookie");
+    let me = request(
+        &service.addr,
+        "GET",
+        "/api/me",
+        &[("Cookie", &session)],
+        None,
+    )
+    .json();
+    assert_eq!(me["name"], "alice");
+    assert_eq!(me["admin"], true, "a member of the admin group");
+    assert_eq!(me["groups"], json!(["staff", "admins"]));
+    // The code is single-use: replaying the callback signs nobody in.
+    let replay = get(&callback, None);
+    assert_eq!(replay.status, 403);
+    assert!(cookie_of(&replay, "mh_session").is_none());
+    // The same person again is the same user.
+    let (again, _) = browser_sign_in(&service, true);
+    let session2 = cookie_of(&again, "mh_session").unwrap();
+    let users = request(
+        &service.addr,
+        "GET",
+        "/api/admin/users",
+        &[("Cookie", &session2)],
+        None,
+    )
+    .json();
+    assert_eq!(users.as_array().unwrap().len(), 1, "{users}");
+    assert!(
+        provider.state().refused.is_empty(),
+        "{:?}",
+        provider.state().refused
+    );
+}
+
+#[test]
+fn a_lying_id_token_or_a_foreign_callback_gets_no_session() {
+    let sb = Sandbox::new();
+    let provider = LocalOidcProvider::start("mallory", &[]);
+    let (service, _model) = start_service(&sb, &provider);
+    // A callback that did not start in this browser (login CSRF): refused.
+    let (unbound, _) = browser_sign_in(&service, false);
+    assert_eq!(unbound.status, 403, "{unbound:?}");
+    assert!(cookie_of(&unbound, "mh_session").is_none());
+    for fault in [
+        IdTokenFault::WrongNonce,
+        IdTokenFault::WrongAudience,
+        IdTokenFault::WrongIssuer,
+        IdTokenFault::Expired,
+        IdTokenFault::AlgNone,
+        IdTokenFault::UnpublishedKey,
+    ] {
+        provider.state().fault = Some(fault);
+        let (reply, _) = browser_sign_in(&service, true);
+        assert_eq!(reply.status, 403, "{fault:?}: {reply:?}");
+        assert!(cookie_of(&reply, "mh_session").is_none(), "{fault:?}");
+    }
+    // Put right, the same provider signs its person in (as a plain user).
+    provider.state().fault = None;
+    let (ok, _) = browser_sign_in(&service, true);
+    let session = cookie_of(&ok, "mh_session").unwrap();
+    let me = request(
+        &service.addr,
+        "GET",
+        "/api/me",
+        &[("Cookie", &session)],
+        None,
+    )
+    .json();
+    assert_eq!(me["name"], "mallory");
+    assert_eq!(me["admin"], false);
+}
