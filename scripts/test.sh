@@ -8,6 +8,14 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 scripts/install-test-deps.sh
 cargo build --workspace --bins --locked   # the host's tests spawn mcp-host and mcp-fake-server
+# The hosted mode's tests run on SQLite and on a real PostgreSQL: a private cluster for this
+# run (unless one is given), stopped and removed on exit.
+if [ -z "${MCP_HOST_TEST_POSTGRES_URL:-}" ]; then
+  PG_DIR=$(mktemp -d "${TMPDIR:-/tmp}/mcp-host-pg.XXXXXX")
+  trap 'scripts/postgres.sh stop "$PG_DIR" || true; rm -rf "$PG_DIR"' EXIT
+  MCP_HOST_TEST_POSTGRES_URL=$(scripts/postgres.sh start "$PG_DIR")
+  export MCP_HOST_TEST_POSTGRES_URL
+fi
 cargo test --workspace --locked
 scripts/interop.sh
 scripts/tui-e2e.sh

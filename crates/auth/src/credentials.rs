@@ -15,6 +15,7 @@
 //! The content is opaque JSON to this module; it never logs it.
 
 use crate::keyring::OsKeyring;
+use crate::sealed::SealingKey;
 use sha2::{Digest, Sha256};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -71,6 +72,8 @@ impl std::str::FromStr for VaultChoice {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Protection {
     OsKeyring,
+    /// Private files sealed with a service key (the hosted mode).
+    SealedFiles,
     /// Private files; `why` says why not the keyring (None when files were chosen).
     PrivateFiles {
         why: Option<String>,
@@ -81,6 +84,9 @@ impl std::fmt::Display for Protection {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Self::OsKeyring => f.write_str("OS keyring (Secret Service)"),
+            Self::SealedFiles => {
+                f.write_str("private files sealed with the service key (AES-256-GCM)")
+            }
             Self::PrivateFiles { why: None } => f.write_str("private files (0600)"),
             Self::PrivateFiles { why: Some(why) } => write!(f, "private files (0600); {why}"),
         }
@@ -120,6 +126,16 @@ pub struct CredentialVault {
     dir: PathBuf,
     choice: VaultChoice,
     backend: Arc<OnceLock<Backend>>,
+    /// Files are sealed with this key, bound to this context (whose credentials they are).
+    seal: Option<(Arc<SealingKey>, String)>,
+}
+
+/// What a sealed file is bound to: whose vault, and which credential.
+fn aad(context: &str, key: &CredentialKey) -> String {
+    format!(
+        "mcp-host credential\n{context}\n{}\n{}",
+        key.issuer, key.resource
+    )
 }
 
 /// Held while a refresh is in progress; dropping it lets the next process in.
@@ -147,6 +163,21 @@ impl CredentialVault {
             dir: dir.into(),
             choice,
             backend: Arc::default(),
+            seal: None,
+        }
+    }
+
+    /// Files in `dir` sealed with `key` for `context` (who they belong to): a file opens
+    /// only with the same key, in the same context, under the same credential key, and a
+    /// plain file found there is refused, never read.
+    pub fn sealed(
+        dir: impl Into<PathBuf>,
+        key: Arc<SealingKey>,
+        context: impl Into<String>,
+    ) -> Self {
+        Self {
+            seal: Some((key, context.into())),
+            ..Self::choosing(dir, VaultChoice::Files)
         }
     }
 
@@ -168,6 +199,9 @@ impl CredentialVault {
 
     /// Where the contents go (probing the keyring if not done yet).
     pub fn protection(&self) -> Result<Protection, CredentialError> {
+        if self.seal.is_some() {
+            return Ok(Protection::SealedFiles);
+        }
         match self.backend() {
             Backend::Keyring(_) => Ok(Protection::OsKeyring),
             Backend::Files { why } => Ok(Protection::PrivateFiles { why: why.clone() }),
@@ -235,12 +269,26 @@ impl CredentialVault {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(io_err(&path)(e)),
         };
+        let corrupt = |detail: String| CredentialError::Corrupt {
+            path: path.display().to_string(),
+            detail,
+        };
+        let text = match &self.seal {
+            None => text,
+            Some((seal, context)) => {
+                let stored: serde_json::Value =
+                    serde_json::from_str(&text).map_err(|e| corrupt(e.to_string()))?;
+                let Some(sealed) = stored.get("sealed").and_then(|v| v.as_str()) else {
+                    return Err(corrupt("a plain credential in a sealed vault".into()));
+                };
+                let plain =
+                    (seal.open(sealed, &aad(context, key))).map_err(|e| corrupt(e.to_string()))?;
+                String::from_utf8(plain).map_err(|e| corrupt(e.to_string()))?
+            }
+        };
         serde_json::from_str(&text)
             .map(Some)
-            .map_err(|e| CredentialError::Corrupt {
-                path: path.display().to_string(),
-                detail: e.to_string(),
-            })
+            .map_err(|e| corrupt(e.to_string()))
     }
 
     /// Replaces the file, atomically, readable by the user alone.
@@ -251,6 +299,14 @@ impl CredentialVault {
     ) -> Result<(), CredentialError> {
         self.ensure_dir()?;
         let path = self.path(key);
+        let contents = match &self.seal {
+            None => value.to_string(),
+            Some((seal, context)) => {
+                let sealed = (seal.seal(value.to_string().as_bytes(), &aad(context, key)))
+                    .map_err(|e| io_err(&path)(std::io::Error::other(e.to_string())))?;
+                serde_json::json!({ "sealed": sealed }).to_string()
+            }
+        };
         // Unique per write: two saves of one key at once (two tasks, or two processes) must
         // not share a temporary file.
         let tmp = self.dir.join(format!(
@@ -265,7 +321,7 @@ impl CredentialVault {
                 .create_new(true)
                 .mode(0o600)
                 .open(&tmp)?;
-            f.write_all(value.to_string().as_bytes())?;
+            f.write_all(contents.as_bytes())?;
             f.sync_all()?;
             std::fs::rename(&tmp, &path)?;
             // The rename is durable once the directory is.
@@ -359,6 +415,37 @@ mod tests {
         files.clear(&key()).unwrap();
         files.clear(&key()).unwrap();
         assert!(files.load(&key()).unwrap().is_none());
+    }
+
+    #[test]
+    fn a_sealed_vault_keeps_no_token_in_plain_and_opens_only_its_own_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let secret = SealingKey::generate().unwrap();
+        let seal = Arc::new(SealingKey::from_base64(&secret).unwrap());
+        let alice = CredentialVault::sealed(dir.path().join("a"), seal.clone(), "user a");
+        let value = json!({"access_token": "tok-a1", "refresh_token": "ref-a1"});
+        alice.save(&key(), &value).unwrap();
+        let on_disk = std::fs::read_to_string(alice.path(&key())).unwrap();
+        assert!(
+            !on_disk.contains("tok-a1") && !on_disk.contains("ref-a1"),
+            "{on_disk}"
+        );
+        assert_eq!(alice.load(&key()).unwrap().unwrap(), value);
+        assert_eq!(alice.protection().unwrap(), Protection::SealedFiles);
+        // Alice's file copied into Bob's vault does not open there.
+        let bob = CredentialVault::sealed(dir.path().join("b"), seal, "user b");
+        std::fs::create_dir_all(dir.path().join("b")).unwrap();
+        std::fs::copy(alice.path(&key()), bob.path(&key())).unwrap();
+        assert!(matches!(
+            bob.load(&key()),
+            Err(CredentialError::Corrupt { .. })
+        ));
+        // A plain file planted in a sealed vault is refused, not believed.
+        std::fs::write(bob.path(&key()), value.to_string()).unwrap();
+        assert!(matches!(
+            bob.load(&key()),
+            Err(CredentialError::Corrupt { .. })
+        ));
     }
 
     #[tokio::test]

@@ -26,6 +26,7 @@
 mod credentials;
 mod keyring;
 pub mod oauth;
+mod sealed;
 
 pub use credentials::{
     CredentialError, CredentialKey, CredentialVault, Protection, RefreshLock, VaultChoice,
@@ -37,6 +38,7 @@ pub use oauth::{
     InMemoryCredentialStore, JwtAlgorithm, MAX_AUTHORIZATION_ROUNDS, OAuth, OAuthError,
     StoredCredentials, VaultCredentialStore, auth_failure,
 };
+pub use sealed::{SealError, SealingKey};
 
 /// Installs ring as rustls' process-wide crypto provider (we avoid aws-lc's C build), before
 /// any HTTPS client is built: the authorization requests made here, and every transport in

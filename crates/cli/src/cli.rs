@@ -50,7 +50,7 @@ pub enum Command {
     Auth(AuthCommand),
     /// The hosted mode: a multi-user HTTP service with a web page (SQLite, or PostgreSQL
     /// for more than one replica).
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
 }
 
 #[derive(Debug, Args)]

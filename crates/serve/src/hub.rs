@@ -510,6 +510,7 @@ async fn route(hub: &Hub, link: &Link, event: Event) {
         turn_id: Some(turn.id.clone()),
         kind,
         body: body.to_string(),
+        at_ms: 0,
     };
     let conversation = turn.conversation.clone();
     match hub.db.append_event(&conversation, &stored).await {

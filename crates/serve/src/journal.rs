@@ -24,6 +24,8 @@ pub struct StoredEvent {
     pub turn_id: Option<String>,
     pub kind: String,
     pub body: String,
+    /// When it was written (set by the database layer; ignored when appending).
+    pub at_ms: i64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -277,7 +279,7 @@ impl Db {
         limit: i64,
     ) -> Result<Vec<StoredEvent>, DbError> {
         let rows = sqlx::query(
-            "SELECT seq, turn_id, kind, body FROM events WHERE conversation_id = $1 AND seq > $2
+            "SELECT seq, turn_id, kind, body, at_ms FROM events WHERE conversation_id = $1 AND seq > $2
              ORDER BY seq LIMIT $3",
         )
         .bind(conversation)
@@ -292,6 +294,7 @@ impl Db {
                     turn_id: r.try_get("turn_id")?,
                     kind: r.try_get("kind")?,
                     body: r.try_get("body")?,
+                    at_ms: r.try_get("at_ms")?,
                 })
             })
             .collect()
@@ -324,6 +327,28 @@ impl Db {
     /// Ends `turn` as interrupted if it is running with a lease before `expired_before`,
     /// and appends the event that says so, in one transaction; its conversation if it did.
     async fn mark_interrupted(
+        &self,
+        turn: &str,
+        expired_before: i64,
+    ) -> Result<Option<String>, DbError> {
+        // The turn's own replica, late, may write the next event number between this
+        // transaction's read of the last one and its insert. SQLite serializes writers, so
+        // only PostgreSQL sees it, as a unique violation that rolls the transaction back
+        // whole (the turn still running): then it is tried again, after that event.
+        let mut attempts = 0;
+        loop {
+            match self.try_mark_interrupted(turn, expired_before).await {
+                Err(DbError::Query(sqlx::Error::Database(e)))
+                    if e.is_unique_violation() && attempts < 5 =>
+                {
+                    attempts += 1;
+                }
+                done => return done,
+            }
+        }
+    }
+
+    async fn try_mark_interrupted(
         &self,
         turn: &str,
         expired_before: i64,

@@ -414,8 +414,8 @@ mod tests {
     fn pkce_uses_s256_of_the_verifier() {
         // RFC 7636, appendix B.
         assert_eq!(
-            pkce_challenge("dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gXFjcq3HY"),
-            "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGKSsw6yZo"
+            pkce_challenge("dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"),
+            "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
         );
     }
 }

@@ -3,6 +3,7 @@
 //! any replica resumes exactly after the last event the client saw, each event once. New
 //! events are announced by this replica's doorbell, and found by a short poll when another
 //! replica writes them. When this replica drains, the stream says `reconnect` and closes.
+//! Each event's data is the session's event as JSON with `at_ms`, when it was written.
 
 use crate::AppState;
 use crate::access::{Caller, refuse};
@@ -103,7 +104,7 @@ async fn next(f: &mut Follow) -> Option<SseEvent> {
                 SseEvent::default()
                     .id(e.seq.to_string())
                     .event(e.kind)
-                    .data(e.body),
+                    .data(with_time(&e.body, e.at_ms)),
             );
         }
         let hub = &f.state.hub;
@@ -132,6 +133,16 @@ async fn next(f: &mut Follow) -> Option<SseEvent> {
                 return Some(reconnect("this replica is shutting down"));
             }
         }
+    }
+}
+
+/// The event's JSON with `at_ms` (when the service wrote it) added, so a client can tell
+/// how long delivery took. Bodies are objects written by the service itself.
+fn with_time(body: &str, at_ms: i64) -> String {
+    match body.strip_prefix('{') {
+        Some(rest) if rest.trim_start().starts_with('}') => format!("{{\"at_ms\":{at_ms}}}"),
+        Some(rest) => format!("{{\"at_ms\":{at_ms},{rest}"),
+        None => body.to_string(),
     }
 }
 

@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     // The service handles its own signals: it drains for longer than a command may take.
     if let Some(Command::Serve(args)) = cli.command {
-        return serve::run(&cli.config, args).await;
+        return serve::run(&cli.config, *args).await;
     }
     let host = Host::load(&cli.config)?;
     if makes_calls(cli.command.as_ref()) {
