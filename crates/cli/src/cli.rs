@@ -123,6 +123,11 @@ pub struct ServeArgs {
     /// Members of this group (the ID token's `groups` claim) are admins.
     #[arg(long, value_name = "GROUP")]
     pub oidc_admin_group: Option<String>,
+    /// The key users' OAuth credentials are sealed with: a file holding 32 bytes as base64
+    /// (or MCP_HOST_CREDENTIAL_KEY). Every replica needs the same one. Without either, a
+    /// key is made once in the data folder (`credential.key`, 0600).
+    #[arg(long, value_name = "FILE")]
+    pub credential_key_file: Option<PathBuf>,
     /// How often a stream looks for events another replica wrote, in milliseconds.
     #[arg(long, default_value_t = 200, value_name = "MS")]
     pub poll_ms: u64,

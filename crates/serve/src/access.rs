@@ -112,16 +112,9 @@ impl RateLimit {
     }
 }
 
-/// The cookie's value, if the request carries one.
+/// The session cookie's value, if the request carries one.
 pub fn session_cookie(headers: &HeaderMap) -> Option<String> {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|kv| kv.trim().split_once('='))
-        .find(|(k, _)| *k == SESSION_COOKIE)
-        .map(|(_, v)| v.to_string())
+    crate::signin::cookie(headers, SESSION_COOKIE)
 }
 
 fn bearer(headers: &HeaderMap) -> Option<&str> {

@@ -8,7 +8,7 @@ use crate::hub::{Answer, HubError};
 use crate::journal::ConversationRow;
 use crate::metrics::Gauges;
 use crate::users::{NarrowList, User};
-use crate::{AppState, page, signin, sse};
+use crate::{AppState, page, remote, signin, sse};
 use axum::extract::{DefaultBodyLimit, Extension, OriginalUri, Path, Query, State};
 use axum::http::{Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -43,6 +43,8 @@ pub fn router(state: AppState, max_body: usize) -> Router {
         .route("/api/conversations/{id}/events", get(sse::events))
         .route("/api/servers", get(servers))
         .route("/api/servers/{name}", put(set_server))
+        .route("/api/servers/{name}/signin", post(remote::start))
+        .route("/oauth/callback", get(remote::callback))
         .route("/api/tools", get(tools))
         .route("/api/rules", get(rules).post(add_rule))
         .route("/api/results/{handle}", get(result))

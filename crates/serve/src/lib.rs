@@ -9,8 +9,8 @@
 //! `journal` (conversations, turns with leases, events, inboxes), `access` (Host, Origin,
 //! CSRF, credentials, rate limits), `hub` (live sessions, turns, answers, the event pump),
 //! `start` (building one user's session), `workers` (the threads sessions run on), `api`
-//! and `sse` (the routes), `signin` and `oidc` (browser sign-in), `page` (the embedded
-//! web page), `metrics`, `streams`.
+//! and `sse` (the routes), `signin` and `oidc` (browser sign-in), `remote` (signing a user
+//! in to a remote MCP server), `page` (the embedded web page), `metrics`, `streams`.
 
 pub mod access;
 mod api;
@@ -20,6 +20,7 @@ pub mod journal;
 pub mod metrics;
 pub mod oidc;
 mod page;
+mod remote;
 mod signin;
 mod sse;
 mod start;
@@ -63,12 +64,24 @@ pub struct Service {
     pub max_servers_per_user: usize,
     /// How often a stream looks for events written by another replica.
     pub poll: Duration,
+    /// What users' OAuth credentials for remote servers are sealed with.
+    pub sealing: Arc<mcp_host_auth::SealingKey>,
 }
 
 impl Service {
     /// Everything of `user`'s under the data folder (its name is a host-made hex id).
     pub fn user_dir(&self, user: &users::User) -> PathBuf {
         self.data_dir.join("users").join(&user.id)
+    }
+
+    /// `user`'s own credential vault: files under their folder, sealed with the service
+    /// key and bound to them, so no other user's vault (or a copy elsewhere) opens them.
+    pub fn vault(&self, user: &users::User) -> mcp_host_auth::CredentialVault {
+        mcp_host_auth::CredentialVault::sealed(
+            self.user_dir(user).join("credentials"),
+            self.sealing.clone(),
+            format!("user {}", user.id),
+        )
     }
 }
 
@@ -116,6 +129,8 @@ pub struct AppState {
     /// The single-user mode's sign-in secret (in memory only).
     pub signin: Option<Arc<String>>,
     pub oidc: Option<Arc<oidc::Oidc>>,
+    /// Remote-server sign-ins waiting for their redirect.
+    pub signins: Arc<remote::RemoteSignins>,
     /// Where people reach the service (the OpenID Connect callback is under it).
     pub public_url: String,
     pub secure_cookies: bool,
@@ -182,6 +197,7 @@ pub async fn serve(
         signin: signin.clone(),
         oidc: (listen.oidc.clone()).map(|o| Arc::new(oidc::Oidc::new(o, http_client()))),
         public_url: public_url.clone(),
+        signins: Arc::default(),
         secure_cookies: public_url.starts_with("https://") || addr.ip().is_loopback(),
     };
     announce(&format!("mcp-host serve: listening on http://{addr}"));

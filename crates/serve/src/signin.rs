@@ -105,7 +105,8 @@ pub struct CallbackQuery {
     error: Option<String>,
 }
 
-fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
+/// The value of cookie `name`, if the request carries it.
+pub fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
     headers
         .get_all(header::COOKIE)
         .iter()

@@ -1,13 +1,13 @@
 //! Starting one user's engine session on this replica: the admin's catalogue cut down to the
 //! servers this user enabled, the admin's rules with the user's own narrowing rules added,
 //! the user's private store, pins, audit log, credentials and run records (all under
-//! `users/<id>/`, so no path is shared with another user), and the conversation the first
+//! `users/<id>/`, so no path is shared with another user; credentials sealed with the
+//! service key), and the conversation the first
 //! turn is for. Runs on the user's worker thread; hands the session's channels back.
 
 use crate::Service;
 use crate::journal::ConversationRow;
 use crate::users::{NarrowList, User};
-use mcp_host_auth::{CredentialVault, VaultChoice};
 use mcp_host_engine::host::{Guards, HostSetup};
 use mcp_host_engine::session::{Op, Session, SessionHandle, SessionSetup, Settings};
 use mcp_host_engine::{Audit, Conversation, Event, Hooks, ToolSource};
@@ -103,7 +103,7 @@ async fn build(
         env: service.env.clone(),
         supervisor: service.supervisor.clone(),
         record_dir: dir.join("run"),
-        credentials: CredentialVault::choosing(dir.join("credentials"), VaultChoice::Files),
+        credentials: service.vault(&start.user),
         only: None,
         ask_person: Some(ask_tx),
         protected: vec![service.data_dir.clone()],

@@ -1,8 +1,9 @@
 //! A local OAuth authorization server and the MCP servers it protects, on one 127.0.0.1
 //! port, for tests of token refresh and audience: protected-resource metadata (RFC 9728) for
 //! each resource path, authorization-server metadata (RFC 8414), a token endpoint that does
-//! `refresh_token` only (slowly, so concurrent refreshes overlap, and rotating the refresh
-//! token each time), a registration endpoint that counts registrations, and at each resource path a minimal stateless Streamable HTTP MCP
+//! `refresh_token` (slowly, so concurrent refreshes overlap, and rotating the refresh
+//! token each time) and the authorization code its `/authorize` gives out at once (with
+//! PKCE checked), a registration endpoint that counts registrations, and at each resource path a minimal stateless Streamable HTTP MCP
 //! server with one tool, which accepts only an access token issued for *its* resource.
 //!
 //! Everything it saw is recorded, so a test can assert what went over the wire: how many
@@ -37,6 +38,11 @@ pub struct AuthServerState {
     pub revoke_at_first_call: bool,
     /// Dynamic client registrations asked for.
     pub registrations: usize,
+    /// Authorization codes given out at `/authorize` (approved at once, as a person
+    /// clicking "allow"): code → (PKCE challenge, resource).
+    pub codes: HashMap<String, (String, String)>,
+    /// Authorization-code grants the token endpoint honoured.
+    pub code_grants: usize,
     /// Hold every refresh answer until this is set back to false (at most 30 s).
     pub hold_refreshes: bool,
 }
@@ -203,6 +209,7 @@ fn serve(
             }),
         ),
         ("POST", "/token") => token(stream, &request.body, state, token_delay),
+        ("GET", p) if p.starts_with("/authorize?") => authorize(stream, base, p, state),
         ("POST", "/register") => {
             locked(state).registrations += 1;
             let client =
@@ -213,9 +220,62 @@ fn serve(
     }
 }
 
+/// Approves at once and sends the browser back with a code, `state` and `iss` (RFC 9207).
+fn authorize(stream: TcpStream, base: &str, target: &str, state: &Mutex<AuthServerState>) {
+    let query = target.split_once('?').map(|(_, q)| q).unwrap_or_default();
+    let q: HashMap<String, String> = url::form_urlencoded::parse(query.as_bytes()).into_owned().collect();
+    let get = |k: &str| q.get(k).cloned().unwrap_or_default();
+    let Ok(mut back) = url::Url::parse(&get("redirect_uri")) else {
+        return respond(stream, "400 Bad Request", "", &json!({"error": "invalid_request"}));
+    };
+    let mut s = locked(state);
+    let code = format!("code-{}", s.codes.len() + s.code_grants);
+    s.codes.insert(code.clone(), (get("code_challenge"), get("resource")));
+    drop(s);
+    back.query_pairs_mut()
+        .append_pair("code", &code)
+        .append_pair("state", &get("state"))
+        .append_pair("iss", base);
+    respond(stream, "302 Found", &format!("location: {back}\r\n"), &Value::Null);
+}
+
+/// Trades a code for tokens: once, and only with the verifier of its PKCE challenge.
+fn code_grant(stream: TcpStream, form: &HashMap<String, String>, state: &Mutex<AuthServerState>) {
+    use base64::Engine as _;
+    use sha2::Digest as _;
+    let field = |k: &str| form.get(k).cloned().unwrap_or_default();
+    let mut s = locked(state);
+    let Some((challenge, resource)) = s.codes.remove(&field("code")) else {
+        drop(s);
+        return respond(stream, "400 Bad Request", "", &json!({"error": "invalid_grant"}));
+    };
+    let verifier = sha2::Sha256::digest(field("code_verifier").as_bytes());
+    if base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(verifier) != challenge {
+        drop(s);
+        return respond(stream, "400 Bad Request", "", &json!({"error": "invalid_grant"}));
+    }
+    s.code_grants += 1;
+    s.generation += 1;
+    s.current_refresh = format!("refresh-{}", s.generation);
+    let access = format!("access-{}", s.generation);
+    let resource = if field("resource").is_empty() { resource } else { field("resource") };
+    s.issued.insert(access.clone(), resource);
+    let answer = json!({
+        "access_token": access,
+        "token_type": "Bearer",
+        "expires_in": 3600,
+        "refresh_token": s.current_refresh,
+    });
+    drop(s);
+    respond(stream, "200 OK", "", &answer);
+}
+
 fn token(stream: TcpStream, body: &[u8], state: &Mutex<AuthServerState>, delay: Duration) {
     let form: HashMap<String, String> = url::form_urlencoded::parse(body).into_owned().collect();
     let field = |k: &str| form.get(k).cloned().unwrap_or_default();
+    if field("grant_type") == "authorization_code" {
+        return code_grant(stream, &form, state);
+    }
     if field("grant_type") != "refresh_token" {
         let error = json!({"error": "unsupported_grant_type"});
         return respond(stream, "400 Bad Request", "", &error);

@@ -7,6 +7,7 @@ use crate::cli::{ConfigArgs, ServeAdmin, ServeArgs};
 use anyhow::Context as _;
 use mcp_host_config::{ConfigPaths, LoadOptions, TrustLedger};
 use mcp_host_engine::session::ModelChoice;
+use mcp_host_auth::SealingKey;
 use mcp_host_serve::{Listen, Service, db::Db};
 use std::collections::BTreeMap;
 use std::process::ExitCode;
@@ -77,6 +78,7 @@ pub async fn run(config: &ConfigArgs, args: ServeArgs) -> anyhow::Result<ExitCod
         .replica
         .clone()
         .unwrap_or_else(|| format!("{}-{}", host_name(), std::process::id()));
+    let sealing = Arc::new(sealing_key(&args, &env, &data_dir)?);
     let service = Service {
         catalogue,
         policy,
@@ -91,6 +93,7 @@ pub async fn run(config: &ConfigArgs, args: ServeArgs) -> anyhow::Result<ExitCod
         replica,
         max_servers_per_user: args.max_servers_per_user,
         poll: Duration::from_millis(args.poll_ms.max(10)),
+        sealing,
     };
     let oidc = match (&args.oidc_issuer, &args.oidc_client_id) {
         (Some(issuer), Some(client_id)) => Some(mcp_host_serve::oidc::OidcSettings {
@@ -129,6 +132,43 @@ pub async fn run(config: &ConfigArgs, args: ServeArgs) -> anyhow::Result<ExitCod
     })
     .await?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The sealing key: from `--credential-key-file`, else `MCP_HOST_CREDENTIAL_KEY`, else the
+/// data folder's own (made once, readable by this user alone).
+fn sealing_key(
+    args: &ServeArgs,
+    env: &BTreeMap<String, String>,
+    data_dir: &std::path::Path,
+) -> anyhow::Result<SealingKey> {
+    if let Some(file) = &args.credential_key_file {
+        let text = std::fs::read_to_string(file)
+            .with_context(|| format!("cannot read the credential key {}", file.display()))?;
+        return SealingKey::from_base64(&text).with_context(|| format!("{}", file.display()));
+    }
+    if let Some(text) = env.get("MCP_HOST_CREDENTIAL_KEY").filter(|k| !k.is_empty()) {
+        return SealingKey::from_base64(text).context("MCP_HOST_CREDENTIAL_KEY");
+    }
+    let file = data_dir.join("credential.key");
+    if !file.exists() {
+        use std::io::Write as _;
+        use std::os::unix::fs::OpenOptionsExt as _;
+        std::fs::create_dir_all(data_dir)?;
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&file)
+            .with_context(|| format!("cannot make {}", file.display()))?;
+        f.write_all(SealingKey::generate()?.as_bytes())?;
+        crate::output::errln!(
+            "made the credential key {} (give every replica the same one)",
+            file.display()
+        );
+    }
+    let text = std::fs::read_to_string(&file)
+        .with_context(|| format!("cannot read the credential key {}", file.display()))?;
+    SealingKey::from_base64(&text).with_context(|| format!("{}", file.display()))
 }
 
 async fn administer(

@@ -6,6 +6,7 @@ mod drain;
 mod guard;
 mod isolation;
 mod metrics;
+mod remote;
 mod replicas;
 mod signin;
 mod stream;
@@ -156,8 +157,14 @@ impl<'a> Setup<'a> {
         let mut child = c.spawn().unwrap();
         let (tx, rx) = mpsc::channel();
         let stderr = child.stderr.take().unwrap();
+        // MCP_HOST_TEST_SERVE_LOG=1 shows the service's own log, for debugging a test.
+        let show = std::env::var_os("MCP_HOST_TEST_SERVE_LOG").is_some();
         std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                #[allow(clippy::print_stderr)]
+                if show {
+                    eprintln!("serve: {line}");
+                }
                 if tx.send(line).is_err() {
                     break;
                 }
@@ -418,15 +425,17 @@ impl Events {
         Self { reader }
     }
 
-    /// The next event (keep-alive comments skipped); `None` when the stream ended.
+    /// The next event (keep-alive comments skipped); `None` when the stream ended, or when
+    /// no event came for [`DEADLINE`] (keep-alive comments alone do not count).
     pub fn next(&mut self) -> Option<Sse> {
+        let quiet_until = Instant::now() + DEADLINE;
         let mut id = None;
         let mut event = String::from("message");
         let mut data = String::new();
         loop {
             let mut line = String::new();
             // The body is chunked; chunk-size lines are not SSE fields and are skipped.
-            if self.reader.read_line(&mut line).ok()? == 0 {
+            if self.reader.read_line(&mut line).ok()? == 0 || Instant::now() > quiet_until {
                 return None;
             }
             let line = line.trim_end_matches(['\r', '\n']);
