@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: installs the real MCP servers and the conformance suite (cached),
-# then runs the Rust tests, the interop test against real servers, the terminal UI driven
-# through tmux, the credential tests against a real OS keyring (gnome-keyring in a private
+# then runs the Rust tests (the hosted mode's on SQLite and on a private PostgreSQL), the
+# interop test against real servers, the terminal UI driven through tmux, the web page in
+# headless Chromium, the credential tests against a real OS keyring (gnome-keyring in a private
 # D-Bus session), and the conformance scenarios. Works on a fresh machine with the Rust
 # toolchain, Node 20, Python 3 and git.
 set -euo pipefail
@@ -19,5 +20,6 @@ fi
 cargo test --workspace --locked
 scripts/interop.sh
 scripts/tui-e2e.sh
+scripts/web-e2e.sh    # the hosted mode's web page in headless Chromium
 scripts/keyring-test.sh
 scripts/conformance.sh

@@ -308,6 +308,13 @@ function showSignedOut() {
   byTest('conversation-title').textContent = '';
   for (const d of [ui.approval, ui.elicitation]) if (d.open) d.close();
   setConn('signed-out', 'Signed out');
+  // Offer the identity provider's sign-in only where there is one.
+  fetch('/auth/methods', { credentials: 'same-origin' })
+    .then((r) => (r.ok ? r.json() : null))
+    .then((m) => {
+      if (m) byTest('oidc-signin').hidden = !m.oidc;
+    })
+    .catch(() => {});
 }
 
 async function signOut() {
@@ -419,7 +426,7 @@ function setTitle(title) {
 
 const EVENT_TYPES = [
   'turn_started', 'text_delta', 'decided', 'call_begun', 'call_ended', 'call_refused',
-  'progress', 'approval_requested', 'elicitation_requested', 'notice', 'turn_ended',
+  'progress', 'approval_requested', 'elicitation_requested', 'elicitation_answered', 'notice', 'turn_ended',
   'turn_failed', 'turn_interrupted', 'conversation_started', 'model_changed', 'servers',
   'tools', 'ended', 'message',
 ];
@@ -861,6 +868,13 @@ function apply(v, type, d, seq) {
       if (!answeredElicitations().has(key)) v.elicitations.set(String(seq), { seq, key, req: d, calls, tied: calls.size > 0 });
       addNotice(v, seq, `${server || 'A server'} asked you: ${d.message || ''}`, 'ask');
       v.dialogsHidden = false;
+      break;
+    }
+    case 'elicitation_answered': {
+      // The log says the question is settled (answered here, in another tab or by another replica).
+      for (const [key, e] of v.elicitations) if (e.req && e.req.id === d.id) v.elicitations.delete(key);
+      const said = { accept: 'answered', decline: 'declined', cancel: 'cancelled' }[d.action] || 'answered';
+      addNotice(v, seq, `You ${said} the server's question.`);
       break;
     }
     case 'notice':

@@ -26,6 +26,7 @@ pub fn router(state: AppState, max_body: usize) -> Router {
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
         .route("/signin", get(signin::single_user))
+        .route("/auth/methods", get(signin::methods))
         .route("/auth/login", get(signin::login))
         .route("/auth/callback", get(signin::callback))
         .route("/api/me", get(me))
@@ -367,7 +368,26 @@ async fn visible_servers(state: &AppState, user: &User) -> Result<Vec<String>, A
     Ok(out)
 }
 
+/// How a catalogue server is reached, known before any session starts.
+fn transport_of(state: &AppState, name: &str) -> &'static str {
+    let entry = state
+        .hub
+        .service
+        .catalogue
+        .entries
+        .iter()
+        .find(|e| e.name == name);
+    match entry.map(|e| &e.readiness) {
+        Some(mcp_host_config::ServerReadiness::Start(spec)) => match spec.transport {
+            mcp_host_config::Transport::Stdio { .. } => "stdio",
+            mcp_host_config::Transport::Http { .. } => "http",
+        },
+        _ => "unusable (see the service log)",
+    }
+}
+
 async fn servers(State(state): State<AppState>, Extension(caller): Extension<Caller>) -> ApiResult {
+    let state_ref = state.clone();
     let visible = visible_servers(&state, &caller.user).await?;
     let enabled = state.hub.db.enabled_servers(&caller.user).await?;
     let live = state.hub.live_servers(&caller.user).await;
@@ -383,7 +403,7 @@ async fn servers(State(state): State<AppState>, Extension(caller): Extension<Cal
                 (true, Some(v)) => v.state.clone(),
                 (true, None) => "stopped (starts at your next turn)".to_string(),
             };
-            json!({ "name": name, "enabled": on, "state": state, "view": view })
+            json!({ "name": name, "enabled": on, "state": state, "transport": transport_of(&state_ref, name), "view": view })
         })
         .collect();
     Ok(Json(json!({ "servers": rows, "session": live.is_some() })).into_response())

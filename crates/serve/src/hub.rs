@@ -281,7 +281,7 @@ impl Hub {
             return Ok(());
         }
         let link = self.link_of(user).await.ok_or(HubError::NotWaiting)?;
-        if deliver(&link, &turn.id, answer).await {
+        if deliver(self, &link, &turn.id, answer).await {
             Ok(())
         } else {
             Err(HubError::NotWaiting)
@@ -296,7 +296,7 @@ impl Hub {
             };
             let links: Vec<Arc<Link>> = self.links.lock().await.values().cloned().collect();
             for link in links {
-                if deliver(&link, &turn, answer.clone()).await {
+                if deliver(self, &link, &turn, answer.clone()).await {
                     break;
                 }
             }
@@ -381,8 +381,10 @@ impl Hub {
     }
 }
 
-/// Gives `answer` to `link`'s session if its running turn is `turn` and waits for it.
-async fn deliver(link: &Link, turn: &str, answer: Answer) -> bool {
+/// Gives `answer` to `link`'s session if its running turn is `turn` and waits for it. An
+/// answer to a server's question is recorded in the log (an approval's is: `decided`), so a
+/// page replaying the turn knows the question is settled.
+async fn deliver(hub: &Hub, link: &Link, turn: &str, answer: Answer) -> bool {
     let mut state = link.state.lock().await;
     if state.turn.as_ref().map(|t| t.id.as_str()) != Some(turn) {
         return false;
@@ -413,10 +415,52 @@ async fn deliver(link: &Link, turn: &str, answer: Answer) -> bool {
             if !state.waiting.remove(&id) {
                 return false;
             }
+            // The page opens a URL itself: the host must never open one on the service's
+            // own machine, which is what the engine does for a person at a terminal.
+            let answer = match answer {
+                ElicitationAnswer::OpenUrl => ElicitationAnswer::Accept(serde_json::json!({})),
+                other => other,
+            };
+            let action = match &answer {
+                ElicitationAnswer::Accept(_) | ElicitationAnswer::OpenUrl => "accept",
+                ElicitationAnswer::Decline => "decline",
+                ElicitationAnswer::Cancel => "cancel",
+            };
+            if let Some(turn) = state.turn.as_mut() {
+                let body =
+                    serde_json::json!({"type": "elicitation_answered", "id": id, "action": action});
+                record(hub, link, turn, body).await;
+            }
             Op::AnswerElicitation { id, answer }
         }
     };
     link.handle.submit(op)
+}
+
+/// Appends `body` (an event's JSON, with its `type`) to the turn's conversation log as its
+/// next event and rings the conversation's doorbell; `false` when another replica took the
+/// conversation over (the turn is then interrupted: it may not write on).
+async fn record(hub: &Hub, link: &Link, turn: &mut ActiveTurn, body: serde_json::Value) -> bool {
+    let stored = StoredEvent {
+        seq: turn.next_seq,
+        turn_id: Some(turn.id.clone()),
+        kind: body["type"].as_str().unwrap_or("event").to_string(),
+        body: body.to_string(),
+        at_ms: 0,
+    };
+    let written = match hub.db.append_event(&turn.conversation, &stored).await {
+        Ok(()) => {
+            turn.next_seq += 1;
+            true
+        }
+        Err(e) => {
+            tracing::warn!(turn = %turn.id, "stopping a turn that cannot record its events: {e}");
+            link.handle.submit(Op::Interrupt);
+            false
+        }
+    };
+    hub.streams.notify(&turn.conversation);
+    written
 }
 
 /// Moves a session's events into the database and its state, until the session ends.
@@ -500,29 +544,10 @@ async fn route(hub: &Hub, link: &Link, event: Event) {
         }
         _ => {}
     }
-    let body = match serde_json::to_value(&event) {
-        Ok(v) => v,
-        Err(_) => return,
+    let Ok(body) = serde_json::to_value(&event) else {
+        return;
     };
-    let kind = body["type"].as_str().unwrap_or("event").to_string();
-    let stored = StoredEvent {
-        seq: turn.next_seq,
-        turn_id: Some(turn.id.clone()),
-        kind,
-        body: body.to_string(),
-        at_ms: 0,
-    };
-    let conversation = turn.conversation.clone();
-    match hub.db.append_event(&conversation, &stored).await {
-        Ok(()) => turn.next_seq += 1,
-        Err(e) => {
-            // Another replica took the conversation over (this one's lease ran out): this
-            // turn may not write on, so it stops.
-            tracing::warn!(turn = %turn.id, "stopping a turn that cannot record its events: {e}");
-            link.handle.submit(Op::Interrupt);
-        }
-    }
-    hub.streams.notify(&conversation);
+    record(hub, link, turn, body).await;
     let end = match &event {
         Event::TurnEnded { report } => Some(match report.end {
             TurnEnd::Cancelled => TurnState::Cancelled,

@@ -65,76 +65,11 @@ impl Metrics {
 
     pub fn render(&self, gauges: &Gauges) -> String {
         let mut out = String::new();
-        let servers = self.servers.lock().unwrap_or_else(|e| e.into_inner());
-        out.push_str("# HELP mcp_host_tool_call_latency_ms Tool-call latency by MCP server (HDR histogram).\n");
-        out.push_str("# TYPE mcp_host_tool_call_latency_ms summary\n");
-        for (name, s) in servers.iter() {
-            let label = escape(name);
-            for q in [0.5, 0.9, 0.99] {
-                let _ = writeln!(
-                    out,
-                    "mcp_host_tool_call_latency_ms{{server=\"{label}\",quantile=\"{q}\"}} {}",
-                    s.latency.value_at_quantile(q)
-                );
-            }
-            let _ = writeln!(
-                out,
-                "mcp_host_tool_call_latency_ms{{server=\"{label}\",quantile=\"1\"}} {}",
-                s.latency.max()
-            );
-            let _ = writeln!(
-                out,
-                "mcp_host_tool_call_latency_ms_count{{server=\"{label}\"}} {}",
-                s.calls
-            );
+        {
+            let servers = self.servers.lock().unwrap_or_else(|e| e.into_inner());
+            render_calls(&mut out, &servers);
         }
-        out.push_str(
-            "# HELP mcp_host_tool_call_latency_max_ms The slowest tool call by MCP server.\n",
-        );
-        out.push_str("# TYPE mcp_host_tool_call_latency_max_ms gauge\n");
-        for (name, s) in servers.iter() {
-            let _ = writeln!(
-                out,
-                "mcp_host_tool_call_latency_max_ms{{server=\"{}\"}} {}",
-                escape(name),
-                s.latency.max()
-            );
-        }
-        out.push_str("# TYPE mcp_host_tool_calls_total counter\n");
-        for (name, s) in servers.iter() {
-            let _ = writeln!(
-                out,
-                "mcp_host_tool_calls_total{{server=\"{}\"}} {}",
-                escape(name),
-                s.calls
-            );
-        }
-        out.push_str("# TYPE mcp_host_tool_call_errors_total counter\n");
-        for (name, s) in servers.iter() {
-            let _ = writeln!(
-                out,
-                "mcp_host_tool_call_errors_total{{server=\"{}\"}} {}",
-                escape(name),
-                s.errors
-            );
-        }
-        drop(servers);
-        let mut states: BTreeMap<(&str, &str), u64> = BTreeMap::new();
-        for (server, state) in &gauges.connections {
-            *states.entry((server, state)).or_default() += 1;
-        }
-        out.push_str(
-            "# HELP mcp_host_server_connections Live per-user connections by server and state.\n",
-        );
-        out.push_str("# TYPE mcp_host_server_connections gauge\n");
-        for ((server, state), n) in states {
-            let _ = writeln!(
-                out,
-                "mcp_host_server_connections{{server=\"{}\",state=\"{}\"}} {n}",
-                escape(server),
-                escape(state)
-            );
-        }
+        render_connections(&mut out, &gauges.connections);
         let gauge = |out: &mut String, name: &str, help: &str, v: u64| {
             let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {v}");
         };
@@ -175,6 +110,70 @@ impl Metrics {
             self.refused.load(Ordering::Relaxed),
         );
         out
+    }
+}
+
+/// One per-server series: its name, its type, and its value for a server.
+type Series = (&'static str, &'static str, fn(&ServerCalls) -> u64);
+
+/// Per server: latency quantiles with their count, the maximum, calls and errors.
+fn render_calls(out: &mut String, servers: &BTreeMap<String, ServerCalls>) {
+    out.push_str(
+        "# HELP mcp_host_tool_call_latency_ms Tool-call latency by MCP server (HDR histogram).\n",
+    );
+    out.push_str("# TYPE mcp_host_tool_call_latency_ms summary\n");
+    for (name, s) in servers {
+        let label = escape(name);
+        for q in [0.5, 0.9, 0.99] {
+            let _ = writeln!(
+                out,
+                "mcp_host_tool_call_latency_ms{{server=\"{label}\",quantile=\"{q}\"}} {}",
+                s.latency.value_at_quantile(q)
+            );
+        }
+        let _ = writeln!(
+            out,
+            "mcp_host_tool_call_latency_ms{{server=\"{label}\",quantile=\"1\"}} {}",
+            s.latency.max()
+        );
+        let _ = writeln!(
+            out,
+            "mcp_host_tool_call_latency_ms_count{{server=\"{label}\"}} {}",
+            s.calls
+        );
+    }
+    let series: [Series; 3] = [
+        ("mcp_host_tool_call_latency_max_ms", "gauge", |s| {
+            s.latency.max()
+        }),
+        ("mcp_host_tool_calls_total", "counter", |s| s.calls),
+        ("mcp_host_tool_call_errors_total", "counter", |s| s.errors),
+    ];
+    for (metric, kind, value) in series {
+        let _ = writeln!(out, "# TYPE {metric} {kind}");
+        for (name, s) in servers {
+            let _ = writeln!(out, "{metric}{{server=\"{}\"}} {}", escape(name), value(s));
+        }
+    }
+}
+
+/// Live connections by server and state, across users.
+fn render_connections(out: &mut String, connections: &[(String, String)]) {
+    let mut states: BTreeMap<(&str, &str), u64> = BTreeMap::new();
+    for (server, state) in connections {
+        *states.entry((server, state)).or_default() += 1;
+    }
+    out.push_str(
+        "# HELP mcp_host_server_connections Live per-user connections by server and state.\n",
+    );
+    out.push_str("# TYPE mcp_host_server_connections gauge\n");
+    for ((server, state), n) in states {
+        let _ = writeln!(
+            out,
+            "mcp_host_server_connections{{server=\"{}\",state=\"{}\"}} {n}",
+            escape(server),
+            escape(state)
+        );
     }
 }
 

@@ -14,8 +14,7 @@ use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures::future::BoxFuture;
 use mcp_host_auth::{
-    AuthSettings, AuthorizationResponse, Authorizer, Grant, OAuth, OAuthError,
-    VaultCredentialStore,
+    AuthSettings, AuthorizationResponse, Authorizer, Grant, OAuth, OAuthError, VaultCredentialStore,
 };
 use mcp_host_config::{ServerReadiness, Transport};
 use serde_json::json;
@@ -94,11 +93,22 @@ pub async fn start(
     let spec = match entry.map(|e| &e.readiness) {
         Some(ServerReadiness::Start(spec)) if visible => spec.clone(),
         _ => {
-            return Ok(refuse(&state, Some(&user), &method, uri.path(), StatusCode::NOT_FOUND, "no such server for this user").await);
+            return Ok(refuse(
+                &state,
+                Some(&user),
+                &method,
+                uri.path(),
+                StatusCode::NOT_FOUND,
+                "no such server for this user",
+            )
+            .await);
         }
     };
     let Transport::Http { url, headers, .. } = &spec.transport else {
-        return Err(ApiError(StatusCode::BAD_REQUEST, format!("`{name}` is a local server; OAuth is for remote servers")));
+        return Err(ApiError(
+            StatusCode::BAD_REQUEST,
+            format!("`{name}` is a local server; OAuth is for remote servers"),
+        ));
     };
     let (url_tx, url_rx) = oneshot::channel();
     let authorizer = Arc::new(WebAuthorizer {
@@ -114,7 +124,9 @@ pub async fn start(
     let store = VaultCredentialStore::new(state.hub.service.vault(&user), url).map_err(bad)?;
     let settings = settings.with_stored_secret(&store).map_err(bad)?;
     let store = store.with_client_secret(settings.client_secret.clone());
-    let oauth = OAuth::with_store(url, settings, Arc::new(store)).await.map_err(bad)?;
+    let oauth = OAuth::with_store(url, settings, Arc::new(store))
+        .await
+        .map_err(bad)?;
     let (url, headers, hub) = (url.clone(), headers.clone(), state.hub.clone());
     let flow = tokio::spawn(async move {
         let limit = WAIT_FOR_PERSON + Duration::from_secs(60);
@@ -159,14 +171,28 @@ pub async fn callback(
         }
     });
     let Some((_, reply)) = waiting else {
-        return refuse(&state, None, &method, uri.path(), StatusCode::FORBIDDEN, "a remote sign-in callback nobody in this browser started").await;
+        return refuse(
+            &state,
+            None,
+            &method,
+            uri.path(),
+            StatusCode::FORBIDDEN,
+            "a remote sign-in callback nobody in this browser started",
+        )
+        .await;
     };
     let query = uri.query().unwrap_or_default();
-    let location = format!("{}/oauth/callback?{query}", state.public_url.trim_end_matches('/'));
+    let location = format!(
+        "{}/oauth/callback?{query}",
+        state.public_url.trim_end_matches('/')
+    );
     let _ = reply.send(location);
     let clear = format!("{BINDING_COOKIE}=; HttpOnly; SameSite=Lax; Path=/oauth; Max-Age=0");
     (
-        [(header::SET_COOKIE, clear), (header::CONTENT_TYPE, "text/plain; charset=utf-8".into())],
+        [
+            (header::SET_COOKIE, clear),
+            (header::CONTENT_TYPE, "text/plain; charset=utf-8".into()),
+        ],
         "Signed in. You can close this tab and go back to mcp-host.",
     )
         .into_response()

@@ -79,6 +79,15 @@ fn login_cookie(value: &str, max_age: u32, secure: bool) -> String {
     format!("{LOGIN_COOKIE}={value}; HttpOnly; SameSite=Lax; Path=/auth; Max-Age={max_age}{secure}")
 }
 
+/// How people sign in here, for the signed-out page.
+pub async fn methods(State(state): State<AppState>) -> Response {
+    axum::Json(serde_json::json!({
+        "single_user": state.signin.is_some(),
+        "oidc": state.oidc.is_some(),
+    }))
+    .into_response()
+}
+
 /// Starts an OpenID Connect sign-in.
 pub async fn login(State(state): State<AppState>) -> Answer {
     let Some(oidc) = &state.oidc else {

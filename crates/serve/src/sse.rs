@@ -3,7 +3,8 @@
 //! any replica resumes exactly after the last event the client saw, each event once. New
 //! events are announced by this replica's doorbell, and found by a short poll when another
 //! replica writes them. When this replica drains, the stream says `reconnect` and closes.
-//! Each event's data is the session's event as JSON with `at_ms`, when it was written.
+//! Each event's data is the session's event as JSON with `at_ms` (when it was written) and
+//! `turn_id`.
 
 use crate::AppState;
 use crate::access::{Caller, refuse};
@@ -62,11 +63,10 @@ pub async fn events(
         .await);
     }
     if state.hub.draining.is_cancelled() {
-        return Ok((
+        return Err(ApiError(
             StatusCode::SERVICE_UNAVAILABLE,
-            "draining; reconnect to another replica",
-        )
-            .into_response());
+            "this replica is shutting down; reconnect to another".into(),
+        ));
     }
     let from_header = headers
         .get("last-event-id")
@@ -103,8 +103,8 @@ async fn next(f: &mut Follow) -> Option<SseEvent> {
             return Some(
                 SseEvent::default()
                     .id(e.seq.to_string())
-                    .event(e.kind)
-                    .data(with_time(&e.body, e.at_ms)),
+                    .data(with_meta(&e))
+                    .event(e.kind),
             );
         }
         let hub = &f.state.hub;
@@ -136,13 +136,20 @@ async fn next(f: &mut Follow) -> Option<SseEvent> {
     }
 }
 
-/// The event's JSON with `at_ms` (when the service wrote it) added, so a client can tell
-/// how long delivery took. Bodies are objects written by the service itself.
-fn with_time(body: &str, at_ms: i64) -> String {
-    match body.strip_prefix('{') {
-        Some(rest) if rest.trim_start().starts_with('}') => format!("{{\"at_ms\":{at_ms}}}"),
-        Some(rest) => format!("{{\"at_ms\":{at_ms},{rest}"),
-        None => body.to_string(),
+/// The event's JSON with `at_ms` (when the service wrote it, so a client can tell how long
+/// delivery took) and `turn_id` added. Bodies are JSON objects the service wrote itself.
+fn with_meta(e: &StoredEvent) -> String {
+    let turn = e
+        .turn_id
+        .as_deref()
+        .map(|t| format!(",\"turn_id\":\"{t}\""))
+        .unwrap_or_default();
+    match e.body.strip_prefix('{') {
+        Some(rest) if rest.trim_start().starts_with('}') => {
+            format!("{{\"at_ms\":{}{turn}}}", e.at_ms)
+        }
+        Some(rest) => format!("{{\"at_ms\":{}{turn},{rest}", e.at_ms),
+        None => e.body.clone(),
     }
 }
 

@@ -81,22 +81,7 @@ async fn build(
     let pins = mcp_host_store::pins::PinStore::open(&dir.join("pins.sqlite")).await?;
     let mut config = service.catalogue.clone();
     config.entries.retain(|e| start.enabled.contains(&e.name));
-    let mut policy = service.policy.clone();
-    for (i, (list, pattern)) in start.rules.iter().enumerate() {
-        let rule = Rule {
-            pattern: pattern.clone(),
-            when: None,
-            source: RuleSource {
-                scope: "user".into(),
-                file: "service database".into(),
-                key: format!("user_rules[{i}]"),
-            },
-        };
-        match list {
-            NarrowList::Deny => policy.deny.push(rule),
-            NarrowList::Ask => policy.ask.push(rule),
-        }
-    }
+    let policy = narrowed(&service.policy, &start.rules);
     let (ask_tx, ask_rx) = mpsc::unbounded_channel();
     let setup = HostSetup {
         config: &config,
@@ -116,33 +101,8 @@ async fn build(
     let connected = mcp_host_engine::host::connect(setup, guards)?;
     connected.servers.wait_settled(SETTLE).await;
     let (tools, _, _) = ToolSource::start(pins, &connected.servers).await?;
-    let answers = Answers::with_persisted(store.remembered().await?);
     let workdir = dir.display().to_string();
-    // Its history may be in another replica's store: then it goes on from a fresh start here.
-    let stored = match start
-        .conversation
-        .engine_id
-        .as_deref()
-        .map(ConversationId::new)
-    {
-        Some(Ok(id)) => Conversation::resume(&store, &id, model.context_window, answers.clone())
-            .await
-            .ok(),
-        _ => None,
-    };
-    let conversation = match stored {
-        Some(c) => c,
-        None => {
-            Conversation::create(
-                &store,
-                &model.model,
-                &workdir,
-                model.context_window,
-                answers,
-            )
-            .await?
-        }
-    };
+    let conversation = open_conversation(&store, &start.conversation, &model, &workdir).await?;
     let engine_conversation = conversation
         .id()
         .map(ToString::to_string)
@@ -176,4 +136,46 @@ async fn build(
             engine_conversation,
         },
     ))
+}
+
+/// The admin's policy with the user's own rules added: deny and ask rules only, so a user
+/// narrows what the admin allows and never widens it.
+fn narrowed(
+    policy: &mcp_host_policy::Policy,
+    rules: &[(NarrowList, String)],
+) -> mcp_host_policy::Policy {
+    let mut policy = policy.clone();
+    for (i, (list, pattern)) in rules.iter().enumerate() {
+        let rule = Rule {
+            pattern: pattern.clone(),
+            when: None,
+            source: RuleSource {
+                scope: "user".into(),
+                file: "service database".into(),
+                key: format!("user_rules[{i}]"),
+            },
+        };
+        match list {
+            NarrowList::Deny => policy.deny.push(rule),
+            NarrowList::Ask => policy.ask.push(rule),
+        }
+    }
+    policy
+}
+
+/// The conversation's engine history from the user's store, or a fresh one when it has none
+/// here (its history may be in another replica's store: then it goes on from a fresh start).
+async fn open_conversation(
+    store: &Store,
+    row: &ConversationRow,
+    model: &mcp_host_engine::session::ModelChoice,
+    workdir: &str,
+) -> Result<Conversation, StartError> {
+    let answers = Answers::with_persisted(store.remembered().await?);
+    if let Some(Ok(id)) = row.engine_id.as_deref().map(ConversationId::new)
+        && let Ok(c) = Conversation::resume(store, &id, model.context_window, answers.clone()).await
+    {
+        return Ok(c);
+    }
+    Ok(Conversation::create(store, &model.model, workdir, model.context_window, answers).await?)
 }

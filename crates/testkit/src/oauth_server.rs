@@ -223,20 +223,33 @@ fn serve(
 /// Approves at once and sends the browser back with a code, `state` and `iss` (RFC 9207).
 fn authorize(stream: TcpStream, base: &str, target: &str, state: &Mutex<AuthServerState>) {
     let query = target.split_once('?').map(|(_, q)| q).unwrap_or_default();
-    let q: HashMap<String, String> = url::form_urlencoded::parse(query.as_bytes()).into_owned().collect();
+    let q: HashMap<String, String> = url::form_urlencoded::parse(query.as_bytes())
+        .into_owned()
+        .collect();
     let get = |k: &str| q.get(k).cloned().unwrap_or_default();
     let Ok(mut back) = url::Url::parse(&get("redirect_uri")) else {
-        return respond(stream, "400 Bad Request", "", &json!({"error": "invalid_request"}));
+        return respond(
+            stream,
+            "400 Bad Request",
+            "",
+            &json!({"error": "invalid_request"}),
+        );
     };
     let mut s = locked(state);
     let code = format!("code-{}", s.codes.len() + s.code_grants);
-    s.codes.insert(code.clone(), (get("code_challenge"), get("resource")));
+    s.codes
+        .insert(code.clone(), (get("code_challenge"), get("resource")));
     drop(s);
     back.query_pairs_mut()
         .append_pair("code", &code)
         .append_pair("state", &get("state"))
         .append_pair("iss", base);
-    respond(stream, "302 Found", &format!("location: {back}\r\n"), &Value::Null);
+    respond(
+        stream,
+        "302 Found",
+        &format!("location: {back}\r\n"),
+        &Value::Null,
+    );
 }
 
 /// Trades a code for tokens: once, and only with the verifier of its PKCE challenge.
@@ -247,18 +260,32 @@ fn code_grant(stream: TcpStream, form: &HashMap<String, String>, state: &Mutex<A
     let mut s = locked(state);
     let Some((challenge, resource)) = s.codes.remove(&field("code")) else {
         drop(s);
-        return respond(stream, "400 Bad Request", "", &json!({"error": "invalid_grant"}));
+        return respond(
+            stream,
+            "400 Bad Request",
+            "",
+            &json!({"error": "invalid_grant"}),
+        );
     };
     let verifier = sha2::Sha256::digest(field("code_verifier").as_bytes());
     if base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(verifier) != challenge {
         drop(s);
-        return respond(stream, "400 Bad Request", "", &json!({"error": "invalid_grant"}));
+        return respond(
+            stream,
+            "400 Bad Request",
+            "",
+            &json!({"error": "invalid_grant"}),
+        );
     }
     s.code_grants += 1;
     s.generation += 1;
     s.current_refresh = format!("refresh-{}", s.generation);
     let access = format!("access-{}", s.generation);
-    let resource = if field("resource").is_empty() { resource } else { field("resource") };
+    let resource = if field("resource").is_empty() {
+        resource
+    } else {
+        field("resource")
+    };
     s.issued.insert(access.clone(), resource);
     let answer = json!({
         "access_token": access,

@@ -5,9 +5,9 @@
 
 use crate::cli::{ConfigArgs, ServeAdmin, ServeArgs};
 use anyhow::Context as _;
+use mcp_host_auth::SealingKey;
 use mcp_host_config::{ConfigPaths, LoadOptions, TrustLedger};
 use mcp_host_engine::session::ModelChoice;
-use mcp_host_auth::SealingKey;
 use mcp_host_serve::{Listen, Service, db::Db};
 use std::collections::BTreeMap;
 use std::process::ExitCode;

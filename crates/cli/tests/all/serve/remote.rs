@@ -43,13 +43,19 @@ fn a_remote_sign_in_from_the_page_is_the_users_own_and_sealed() {
     let auth = LocalAuthServer::start(&["/mcp"], Duration::ZERO);
     let sb = Sandbox::new();
     let model = Model::start(0);
-    let cat = catalogue(&sb, json!({"remote": {"type": "http", "url": auth.url("/mcp")}}));
+    let cat = catalogue(
+        &sb,
+        json!({"remote": {"type": "http", "url": auth.url("/mcp")}}),
+    );
     let setup = Setup::new(&sb, &cat, &model);
     let alice_token = setup.add_user("alice", false);
     let bob_token = setup.add_user("bob", false);
     setup.grant("remote", "*");
     let service = setup.start();
-    let (alice, bob) = (Api::new(&service, &alice_token), Api::new(&service, &bob_token));
+    let (alice, bob) = (
+        Api::new(&service, &alice_token),
+        Api::new(&service, &bob_token),
+    );
     alice.enable("remote");
     bob.enable("remote");
 
@@ -58,7 +64,11 @@ fn a_remote_sign_in_from_the_page_is_the_users_own_and_sealed() {
     assert_eq!(first.status, 200, "{first:?}");
     let at_server = visit(first.json()["url"].as_str().unwrap(), None);
     let callback = at_server.header("location").unwrap().to_string();
-    assert_eq!(visit(&callback, None).status, 403, "a callback from another browser");
+    assert_eq!(
+        visit(&callback, None).status,
+        403,
+        "a callback from another browser"
+    );
 
     // Started again, and finished in her browser.
     let start = alice.send("POST", "/api/servers/remote/signin", json!({}));
@@ -67,7 +77,9 @@ fn a_remote_sign_in_from_the_page_is_the_users_own_and_sealed() {
     assert_eq!(at_server.status, 302, "{at_server:?}");
     let done = visit(at_server.header("location").unwrap(), Some(&binding));
     assert_eq!(done.status, 200, "{done:?}");
-    wait_for("the code to be traded for tokens", || auth.state().code_grants == 1);
+    wait_for("the code to be traded for tokens", || {
+        auth.state().code_grants == 1
+    });
 
     // Her next turn calls the remote server with her credential.
     let conv = alice.conversation();
@@ -86,18 +98,25 @@ fn a_remote_sign_in_from_the_page_is_the_users_own_and_sealed() {
                 break;
             }
         }
-        seen.iter().any(|e| e.event == "call_ended" && e.data["preview"] == auth.url("/mcp"))
+        seen.iter()
+            .any(|e| e.event == "call_ended" && e.data["preview"] == auth.url("/mcp"))
     });
     // Bob's session has no credential: the server is not his to call.
     let bobs = bob.conversation();
     let mut bob_events = bob.events(&bobs, None);
     assert_eq!(bob.turn(&bobs, "call remote__whoami {}").status, 202);
     let bob_turn = bob_events.until("turn_ended");
-    assert!(!bob_turn.iter().any(|e| e.event == "call_begun"), "{bob_turn:#?}");
+    assert!(
+        !bob_turn.iter().any(|e| e.event == "call_begun"),
+        "{bob_turn:#?}"
+    );
     // On disk the tokens are sealed: no file of the service holds one in plain.
     let issued: Vec<String> = auth.state().issued.keys().cloned().collect();
     let stored = files_under(&sb.path().join("serve"));
     for token in issued.iter().chain([&auth.state().current_refresh]) {
-        assert!(!stored.iter().any(|f| f.contains(token.as_str())), "{token} is in a file in plain");
+        assert!(
+            !stored.iter().any(|f| f.contains(token.as_str())),
+            "{token} is in a file in plain"
+        );
     }
 }
