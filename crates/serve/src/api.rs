@@ -5,8 +5,8 @@
 
 use crate::access::{self, Caller, refuse};
 use crate::hub::{Answer, HubError};
-use crate::journal::ConversationRow;
 use crate::metrics::Gauges;
+use crate::owned::Owned;
 use crate::users::{NarrowList, User};
 use crate::{AppState, page, remote, signin, sse};
 use axum::extract::{DefaultBodyLimit, Extension, OriginalUri, Path, Query, State};
@@ -112,14 +112,6 @@ async fn not_yours(
         what,
     )
     .await
-}
-
-async fn owned(
-    state: &AppState,
-    caller: &Caller,
-    id: &str,
-) -> Result<Option<ConversationRow>, ApiError> {
-    Ok(state.hub.db.conversation(&caller.user, id).await?)
 }
 
 fn require_admin(caller: &Caller) -> Result<(), ApiError> {
@@ -242,23 +234,7 @@ async fn create_conversation(
     Ok((StatusCode::CREATED, Json(row)).into_response())
 }
 
-async fn conversation(
-    State(state): State<AppState>,
-    Extension(caller): Extension<Caller>,
-    method: Method,
-    uri: OriginalUri,
-    Path(id): Path<String>,
-) -> ApiResult {
-    let Some(row) = owned(&state, &caller, &id).await? else {
-        return Ok(not_yours(
-            &state,
-            &caller,
-            &method,
-            &uri,
-            "no such conversation of this user",
-        )
-        .await);
-    };
+async fn conversation(State(state): State<AppState>, Owned { row, .. }: Owned) -> ApiResult {
     let turns: Vec<Value> = (state.hub.db.turns(&row.id).await?)
         .into_iter()
         .map(|(id, state)| json!({ "id": id, "state": state }))
@@ -277,22 +253,9 @@ const MAX_MESSAGE: usize = 100_000;
 
 async fn turn(
     State(state): State<AppState>,
-    Extension(caller): Extension<Caller>,
-    method: Method,
-    uri: OriginalUri,
-    Path(id): Path<String>,
+    Owned { caller, row, .. }: Owned,
     Json(body): Json<TurnBody>,
 ) -> ApiResult {
-    let Some(row) = owned(&state, &caller, &id).await? else {
-        return Ok(not_yours(
-            &state,
-            &caller,
-            &method,
-            &uri,
-            "no such conversation of this user",
-        )
-        .await);
-    };
     if body.text.trim().is_empty() || body.text.chars().count() > MAX_MESSAGE {
         return Err(bad(format!("a message is 1 to {MAX_MESSAGE} characters")));
     }
@@ -306,53 +269,26 @@ async fn turn(
 
 async fn answer(
     State(state): State<AppState>,
-    Extension(caller): Extension<Caller>,
-    method: Method,
-    uri: OriginalUri,
-    Path(id): Path<String>,
+    owned: Owned,
     Json(body): Json<Answer>,
 ) -> ApiResult {
-    deliver(&state, &caller, &method, &uri, &id, body).await
+    deliver(&state, &owned, body).await
 }
 
-async fn interrupt(
-    State(state): State<AppState>,
-    Extension(caller): Extension<Caller>,
-    method: Method,
-    uri: OriginalUri,
-    Path(id): Path<String>,
-) -> ApiResult {
-    deliver(&state, &caller, &method, &uri, &id, Answer::Interrupt).await
+async fn interrupt(State(state): State<AppState>, owned: Owned) -> ApiResult {
+    deliver(&state, &owned, Answer::Interrupt).await
 }
 
-async fn deliver(
-    state: &AppState,
-    caller: &Caller,
-    method: &Method,
-    uri: &OriginalUri,
-    id: &str,
-    answer: Answer,
-) -> ApiResult {
-    if owned(state, caller, id).await?.is_none() {
-        return Ok(not_yours(
-            state,
-            caller,
-            method,
-            uri,
-            "no such conversation of this user",
-        )
-        .await);
-    }
-    match state.hub.answer(&caller.user, id, answer).await {
+async fn deliver(state: &AppState, owned: &Owned, answer: Answer) -> ApiResult {
+    match state
+        .hub
+        .answer(&owned.caller.user, &owned.row.id, answer)
+        .await
+    {
         Ok(()) => Ok(StatusCode::ACCEPTED.into_response()),
-        Err(HubError::NotWaiting) => Ok(not_yours(
-            state,
-            caller,
-            method,
-            uri,
-            "nothing of this user waits for that answer",
-        )
-        .await),
+        Err(HubError::NotWaiting) => Ok(owned
+            .refuse(state, "nothing of this user waits for that answer")
+            .await),
         Err(e) => Err(e.into()),
     }
 }

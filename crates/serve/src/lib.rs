@@ -7,7 +7,7 @@
 //!
 //! Files: `db` (the pool, SQLite or PostgreSQL), `users` (people, tokens, sign-ins, access),
 //! `journal` (conversations, turns with leases, events, inboxes), `access` (Host, Origin,
-//! CSRF, credentials, rate limits), `hub` (live sessions, turns, answers, the event pump),
+//! CSRF, credentials, rate limits), `owned` (a conversation looked up with its owner), `hub` (live sessions, turns, answers, the event pump),
 //! `start` (building one user's session), `workers` (the threads sessions run on), `api`
 //! and `sse` (the routes), `signin` and `oidc` (browser sign-in), `remote` (signing a user
 //! in to a remote MCP server), `page` (the embedded web page), `metrics`, `streams`.
@@ -19,6 +19,7 @@ pub mod hub;
 pub mod journal;
 pub mod metrics;
 pub mod oidc;
+mod owned;
 mod page;
 mod remote;
 mod signin;

@@ -7,11 +7,11 @@
 //! `turn_id`.
 
 use crate::AppState;
-use crate::access::{Caller, refuse};
 use crate::api::ApiError;
 use crate::journal::StoredEvent;
-use axum::extract::{Extension, OriginalUri, Path, Query, State};
-use axum::http::{HeaderMap, Method, StatusCode};
+use crate::owned::Owned;
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::stream::{self, Stream};
@@ -38,30 +38,10 @@ struct Follow {
 
 pub async fn events(
     State(state): State<AppState>,
-    Extension(caller): Extension<Caller>,
-    method: Method,
-    uri: OriginalUri,
+    Owned { row, .. }: Owned,
     headers: HeaderMap,
-    Path(id): Path<String>,
     Query(q): Query<After>,
 ) -> Result<Response, ApiError> {
-    if state
-        .hub
-        .db
-        .conversation(&caller.user, &id)
-        .await?
-        .is_none()
-    {
-        return Ok(refuse(
-            &state,
-            Some(&caller.user),
-            &method,
-            uri.path(),
-            StatusCode::NOT_FOUND,
-            "no such conversation of this user",
-        )
-        .await);
-    }
     if state.hub.draining.is_cancelled() {
         return Err(ApiError(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -75,7 +55,7 @@ pub async fn events(
     let last = from_header.or(q.after).unwrap_or(0).max(0);
     let follow = Follow {
         state,
-        conversation: id,
+        conversation: row.id,
         last,
         ready: VecDeque::new(),
         done: false,

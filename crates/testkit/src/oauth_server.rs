@@ -278,23 +278,29 @@ fn code_grant(stream: TcpStream, form: &HashMap<String, String>, state: &Mutex<A
         );
     }
     s.code_grants += 1;
-    s.generation += 1;
-    s.current_refresh = format!("refresh-{}", s.generation);
-    let access = format!("access-{}", s.generation);
     let resource = if field("resource").is_empty() {
         resource
     } else {
         field("resource")
     };
+    let answer = issue(&mut s, resource);
+    drop(s);
+    respond(stream, "200 OK", "", &answer);
+}
+
+/// New tokens for `resource`: the access token it will accept there, and a rotated refresh
+/// token (the only one it accepts from now on).
+fn issue(s: &mut AuthServerState, resource: String) -> Value {
+    s.generation += 1;
+    s.current_refresh = format!("refresh-{}", s.generation);
+    let access = format!("access-{}", s.generation);
     s.issued.insert(access.clone(), resource);
-    let answer = json!({
+    json!({
         "access_token": access,
         "token_type": "Bearer",
         "expires_in": 3600,
         "refresh_token": s.current_refresh,
-    });
-    drop(s);
-    respond(stream, "200 OK", "", &answer);
+    })
 }
 
 fn token(stream: TcpStream, body: &[u8], state: &Mutex<AuthServerState>, delay: Duration) {
@@ -320,16 +326,7 @@ fn token(stream: TcpStream, body: &[u8], state: &Mutex<AuthServerState>, delay: 
         let error = json!({"error": "invalid_grant"});
         return respond(stream, "400 Bad Request", "", &error);
     }
-    s.generation += 1;
-    s.current_refresh = format!("refresh-{}", s.generation);
-    let access = format!("access-{}", s.generation);
-    s.issued.insert(access.clone(), field("resource"));
-    let answer = json!({
-        "access_token": access,
-        "token_type": "Bearer",
-        "expires_in": 3600,
-        "refresh_token": s.current_refresh,
-    });
+    let answer = issue(&mut s, field("resource"));
     drop(s);
     respond(stream, "200 OK", "", &answer);
 }

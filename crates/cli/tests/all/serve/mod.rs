@@ -475,6 +475,24 @@ impl Events {
     }
 }
 
+/// GET an absolute `http://` URL (the service's or another loopback server's), with `cookie`.
+pub fn get_url(url: &str, cookie: Option<&str>) -> Reply {
+    let rest = url.strip_prefix("http://").unwrap();
+    let (addr, path) = rest.split_once('/').unwrap_or((rest, ""));
+    let headers: Vec<(&str, &str)> = cookie.map(|c| ("Cookie", c)).into_iter().collect();
+    request(addr, "GET", &format!("/{path}"), &headers, None)
+}
+
+/// The `name=value` of the cookie `name` that `reply` sets (and does not clear).
+pub fn cookie_of(reply: &Reply, name: &str) -> Option<String> {
+    reply
+        .headers
+        .iter()
+        .filter(|(k, _)| k.eq_ignore_ascii_case("set-cookie"))
+        .map(|(_, v)| v.split(';').next().unwrap().to_string())
+        .find(|c| c.starts_with(&format!("{name}=")) && c.len() > name.len() + 1)
+}
+
 /// Waits for `cond` with a deadline, checking every few milliseconds.
 pub fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
     let until = Instant::now() + DEADLINE;

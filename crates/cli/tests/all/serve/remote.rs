@@ -8,23 +8,6 @@ use crate::common::Sandbox;
 use mcp_host_testkit::oauth_server::LocalAuthServer;
 use serde_json::json;
 
-fn cookie_of(reply: &Reply, name: &str) -> Option<String> {
-    reply
-        .headers
-        .iter()
-        .filter(|(k, _)| k.eq_ignore_ascii_case("set-cookie"))
-        .map(|(_, v)| v.split(';').next().unwrap().to_string())
-        .find(|c| c.starts_with(&format!("{name}=")))
-}
-
-/// Follows an absolute http URL with `cookie`.
-fn visit(url: &str, cookie: Option<&str>) -> Reply {
-    let rest = url.strip_prefix("http://").unwrap();
-    let (addr, path) = rest.split_once('/').unwrap();
-    let headers: Vec<(&str, &str)> = cookie.map(|c| ("Cookie", c)).into_iter().collect();
-    request(addr, "GET", &format!("/{path}"), &headers, None)
-}
-
 /// Every file under `dir`, as text.
 fn files_under(dir: &Path) -> Vec<String> {
     let mut out = Vec::new();
@@ -62,10 +45,10 @@ fn a_remote_sign_in_from_the_page_is_the_users_own_and_sealed() {
     // A sign-in started by Alice, its callback arriving without her browser's binding: refused.
     let first = alice.send("POST", "/api/servers/remote/signin", json!({}));
     assert_eq!(first.status, 200, "{first:?}");
-    let at_server = visit(first.json()["url"].as_str().unwrap(), None);
+    let at_server = get_url(first.json()["url"].as_str().unwrap(), None);
     let callback = at_server.header("location").unwrap().to_string();
     assert_eq!(
-        visit(&callback, None).status,
+        get_url(&callback, None).status,
         403,
         "a callback from another browser"
     );
@@ -73,9 +56,9 @@ fn a_remote_sign_in_from_the_page_is_the_users_own_and_sealed() {
     // Started again, and finished in her browser.
     let start = alice.send("POST", "/api/servers/remote/signin", json!({}));
     let binding = cookie_of(&start, "mh_remote").expect("the sign-in is bound to her browser");
-    let at_server = visit(start.json()["url"].as_str().unwrap(), None);
+    let at_server = get_url(start.json()["url"].as_str().unwrap(), None);
     assert_eq!(at_server.status, 302, "{at_server:?}");
-    let done = visit(at_server.header("location").unwrap(), Some(&binding));
+    let done = get_url(at_server.header("location").unwrap(), Some(&binding));
     assert_eq!(done.status, 200, "{done:?}");
     wait_for("the code to be traded for tokens", || {
         auth.state().code_grants == 1

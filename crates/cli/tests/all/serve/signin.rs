@@ -9,38 +9,16 @@ use crate::common::Sandbox;
 use mcp_host_testkit::oidc_provider::{IdTokenFault, LocalOidcProvider};
 use serde_json::json;
 
-/// (host:port, path and query) of an absolute http URL.
-fn split(url: &str) -> (String, String) {
-    let rest = url.strip_prefix("http://").unwrap();
-    let (addr, path) = rest.split_once('/').unwrap_or((rest, ""));
-    (addr.to_string(), format!("/{path}"))
-}
-
-fn get(url: &str, cookie: Option<&str>) -> Reply {
-    let (addr, path) = split(url);
-    let headers: Vec<(&str, &str)> = cookie.map(|c| ("Cookie", c)).into_iter().collect();
-    request(&addr, "GET", &path, &headers, None)
-}
-
-fn cookie_of(reply: &Reply, name: &str) -> Option<String> {
-    reply
-        .headers
-        .iter()
-        .filter(|(k, _)| k.eq_ignore_ascii_case("set-cookie"))
-        .map(|(_, v)| v.split(';').next().unwrap().to_string())
-        .find(|c| c.starts_with(&format!("{name}=")) && c.len() > name.len() + 1)
-}
-
 /// A browser's sign-in: login → provider → callback. The callback's reply, and the
 /// callback URL (to replay it).
 fn browser_sign_in(service: &Service, binding: bool) -> (Reply, String) {
     let start = request(&service.addr, "GET", "/auth/login", &[], None);
     assert_eq!(start.status, 303, "{start:?}");
     let login = cookie_of(&start, "mh_login").expect("the sign-in is bound to the browser");
-    let at_provider = get(start.header("location").unwrap(), None);
+    let at_provider = get_url(start.header("location").unwrap(), None);
     assert_eq!(at_provider.status, 302, "{at_provider:?}");
     let callback = at_provider.header("location").unwrap().to_string();
-    let reply = get(&callback, binding.then_some(login.as_str()));
+    let reply = get_url(&callback, binding.then_some(login.as_str()));
     (reply, callback)
 }
 
@@ -81,7 +59,7 @@ fn the_code_flow_with_pkce_signs_the_providers_person_in() {
     assert_eq!(me["admin"], true, "a member of the admin group");
     assert_eq!(me["groups"], json!(["staff", "admins"]));
     // The code is single-use: replaying the callback signs nobody in.
-    let replay = get(&callback, None);
+    let replay = get_url(&callback, None);
     assert_eq!(replay.status, 403);
     assert!(cookie_of(&replay, "mh_session").is_none());
     // The same person again is the same user.
