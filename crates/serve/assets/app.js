@@ -1479,6 +1479,8 @@ async function refreshTools() {
   let tools;
   try {
     tools = (await api.get(`/api/tools?q=${encodeURIComponent(q)}`)) || [];
+    // A search answers ranked hits ({tool, score}); the plain list answers tools.
+    tools = tools.map((x) => (x && x.tool ? x.tool : x));
   } catch {
     return;
   }

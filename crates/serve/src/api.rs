@@ -14,6 +14,7 @@ use axum::http::{Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post, put};
 use axum::{Json, Router, middleware};
+use mcp_host_registry::search::{DocText, Index};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -392,25 +393,34 @@ struct ToolQuery {
     q: String,
 }
 
+/// Tools a search returns at most.
+const TOOL_HITS: usize = 20;
+
+/// The caller's tools (of their live session), all of them or ranked for `q` by the
+/// catalogue's own BM25 search (names weigh more than descriptions, identifiers split).
 async fn tools(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
     Query(q): Query<ToolQuery>,
 ) -> ApiResult {
-    let needle = q.q.to_lowercase();
-    let tools = state
-        .hub
-        .live_servers(&caller.user)
-        .await
+    let tools = (state.hub.live_servers(&caller.user).await)
         .map(|(_, t)| t)
         .unwrap_or_default();
-    let found: Vec<_> = tools
-        .into_iter()
-        .filter(|t| {
-            needle.is_empty()
-                || t.name.to_lowercase().contains(&needle)
-                || t.description.to_lowercase().contains(&needle)
+    if q.q.trim().is_empty() {
+        return Ok(Json(tools).into_response());
+    }
+    let docs: Vec<DocText> = tools
+        .iter()
+        .map(|t| DocText {
+            server: t.server.clone(),
+            name: t.name.clone(),
+            description: t.description.clone(),
+            ..DocText::default()
         })
+        .collect();
+    let index = Index::build(&docs);
+    let found: Vec<Value> = (index.search(&q.q, TOOL_HITS).into_iter())
+        .filter_map(|(i, score)| Some(json!({ "tool": tools.get(i)?, "score": score })))
         .collect();
     Ok(Json(found).into_response())
 }

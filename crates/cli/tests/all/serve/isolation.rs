@@ -109,6 +109,28 @@ fn another_users_objects_are_not_found_and_each_refusal_is_logged() {
         "{bob_turn:#?}"
     );
 
+    // Searching his tools finds his only; hers finds her server's too, ranked by name.
+    let hits = |api: &Api| -> Vec<String> {
+        let found = api.get("/api/tools?q=echo").json();
+        found
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["tool"]["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let his = hits(&bob);
+    assert_eq!(
+        his.first().map(String::as_str),
+        Some("shared__echo"),
+        "{his:?}"
+    );
+    assert!(his.iter().all(|n| n.starts_with("shared__")), "{his:?}");
+    let hers = hits(&alice);
+    assert!(
+        hers.contains(&"private__echo".to_string()) && hers.contains(&"shared__echo".to_string()),
+        "{hers:?}"
+    );
     // Nothing of hers changed: her approval is still hers to give, her token still works.
     assert_eq!(alice.approve(&conv, &call_id, true).status, 202);
     let done = events.until("turn_ended");
