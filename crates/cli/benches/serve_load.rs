@@ -130,14 +130,17 @@ async fn turn(addr: &str, token: &str, conversation: &str, after: i64) -> (Vec<i
     assert_eq!(status, 202);
     let mut delays = Vec::new();
     let mut last = after;
-    let mut kind = String::new();
+    let (mut kind, mut data) = (String::new(), String::new());
+    // An event ends at its blank line, whatever order its fields came in.
     while let Ok(Some(line)) = lines.next_line().await {
         if let Some(id) = line.strip_prefix("id: ") {
             last = id.trim().parse().unwrap_or(last);
         } else if let Some(k) = line.strip_prefix("event: ") {
             kind = k.to_string();
-        } else if let Some(data) = line.strip_prefix("data: ") {
-            let v: Value = serde_json::from_str(data).unwrap_or(Value::Null);
+        } else if let Some(d) = line.strip_prefix("data: ") {
+            data = d.to_string();
+        } else if line.is_empty() && !data.is_empty() {
+            let v: Value = serde_json::from_str(&data).unwrap_or(Value::Null);
             if let Some(at) = v["at_ms"].as_i64() {
                 delays.push(now_ms() - at);
             }
@@ -145,6 +148,7 @@ async fn turn(addr: &str, token: &str, conversation: &str, after: i64) -> (Vec<i
                 assert_eq!(kind, "turn_ended", "{data}");
                 break;
             }
+            data.clear();
         }
     }
     (delays, last)

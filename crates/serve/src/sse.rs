@@ -83,8 +83,8 @@ async fn next(f: &mut Follow) -> Option<SseEvent> {
             return Some(
                 SseEvent::default()
                     .id(e.seq.to_string())
-                    .data(with_meta(&e))
-                    .event(e.kind),
+                    .event(e.kind.clone())
+                    .data(with_meta(&e)),
             );
         }
         let hub = &f.state.hub;
