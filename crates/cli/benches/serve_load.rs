@@ -224,6 +224,9 @@ async fn measure(n: usize) -> Row {
         .strip_prefix("listening on ")
         .unwrap()
         .to_string();
+    // Long enough that no user's session stops between its two turns (a round of 1,000 first
+    // turns takes about a minute here), short enough to wait for at the end.
+    let idle_stop = 20 + n * 3 / 20;
     let fake = mcp_host_testkit::fake_server();
     let catalogue = dir.path().join("catalogue.json");
     std::fs::write(
@@ -256,7 +259,7 @@ async fn measure(n: usize) -> Row {
             "--rate",
             "100000",
             "--idle-stop",
-            "20",
+            &idle_stop.to_string(),
         ])
         .stderr(Stdio::piped())
         .spawn()
@@ -328,8 +331,8 @@ async fn measure(n: usize) -> Row {
     delays.extend(warm_delays);
     let (processes_active, _, server_kib) = processes_with(&marker);
     let active_kib = rss_kib(pid).saturating_sub(base_kib) as f64 / n as f64;
-    // The idle stop (20 s without a turn) ends every session and its server.
-    let until = Instant::now() + Duration::from_secs(120);
+    // The idle stop ends every session and its server.
+    let until = Instant::now() + Duration::from_secs(idle_stop as u64 + 120);
     while processes_with(&marker).0 > 0 && Instant::now() < until {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }

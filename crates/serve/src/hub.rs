@@ -115,6 +115,8 @@ pub struct Hub {
     pub service: Arc<Service>,
     workers: std::sync::Mutex<Option<Workers>>,
     links: Mutex<HashMap<String, Arc<Link>>>,
+    /// Held while a user's session starts (so a user's two first requests start one).
+    starting: Mutex<HashMap<String, Arc<Mutex<()>>>>,
     pub streams: Streams,
     pub metrics: Arc<Metrics>,
     /// Set on SIGTERM: no new turn starts here.
@@ -128,6 +130,7 @@ impl Hub {
             service,
             workers: std::sync::Mutex::new(Some(workers)),
             links: Mutex::default(),
+            starting: Mutex::default(),
             streams: Streams::default(),
             metrics: Arc::default(),
             draining: CancellationToken::new(),
@@ -149,11 +152,19 @@ impl Hub {
         user: &User,
         conversation: &ConversationRow,
     ) -> Result<Arc<Link>, HubError> {
-        let mut links = self.links.lock().await;
-        if let Some(link) = links.get(&user.id)
-            && !link.ended.is_cancelled()
-        {
-            return Ok(link.clone());
+        if let Some(link) = self.live_link(&user.id).await {
+            return Ok(link);
+        }
+        // One start per user at a time, and none holding the map: other users' starts, turns,
+        // metrics and the drain go on while this user's servers come up.
+        let gate = {
+            let mut starting = self.starting.lock().await;
+            starting.retain(|_, g| Arc::strong_count(g) > 1);
+            starting.entry(user.id.clone()).or_default().clone()
+        };
+        let _one_at_a_time = gate.lock().await;
+        if let Some(link) = self.live_link(&user.id).await {
+            return Ok(link);
         }
         let start = UserStart {
             service: self.service.clone(),
@@ -191,9 +202,18 @@ impl Hub {
                 .set_engine_id(&conversation.id, &started.engine_conversation)
                 .await?;
         }
-        links.insert(user.id.clone(), link.clone());
+        self.links
+            .lock()
+            .await
+            .insert(user.id.clone(), link.clone());
         tokio::spawn(pump(self.clone(), link.clone(), started.events));
         Ok(link)
+    }
+
+    /// `user`'s session if it is running.
+    async fn live_link(&self, user: &str) -> Option<Arc<Link>> {
+        let links = self.links.lock().await;
+        links.get(user).filter(|l| !l.ended.is_cancelled()).cloned()
     }
 
     /// The servers `user` enabled and may still enable (an admin may have withdrawn one).

@@ -8,6 +8,7 @@ mod isolation;
 mod metrics;
 mod remote;
 mod replicas;
+mod sessions;
 mod signin;
 mod stream;
 
