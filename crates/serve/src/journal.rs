@@ -311,8 +311,14 @@ impl Db {
         let mut swept = Vec::new();
         for r in rows {
             let turn: String = r.try_get("id")?;
-            if let Some(conversation) = self.mark_interrupted(&turn, now).await? {
-                swept.push(conversation);
+            // One turn that cannot be marked now is tried again at the next sweep; the
+            // others are not held up by it.
+            match self.mark_interrupted(&turn, now).await {
+                Ok(Some(conversation)) => swept.push(conversation),
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::warn!(%turn, "cannot mark a dead replica's turn interrupted yet: {e}")
+                }
             }
         }
         Ok(swept)

@@ -89,6 +89,8 @@ impl Db {
 
     /// The user an identity provider's `(iss, sub)` belongs to, made on first sign-in. The
     /// name is the provider's `preferred_username` (or `sub`), made unique if it is taken.
+    /// Two first sign-ins of one person at once (two tabs, two replicas) make one user: the
+    /// one that loses the insert finds the other's.
     pub async fn user_for_subject(
         &self,
         issuer: &str,
@@ -96,22 +98,51 @@ impl Db {
         name: &str,
         groups: &[String],
     ) -> Result<User, DbError> {
+        for _ in 0..3 {
+            if let Some(user) = self.user_of_subject(issuer, subject, groups).await? {
+                return Ok(user);
+            }
+            match self.insert_subject(issuer, subject, name, groups).await {
+                Ok(user) => return Ok(user),
+                // The subject (or the name picked) was taken meanwhile: look again.
+                Err(DbError::Query(sqlx::Error::Database(e))) if e.is_unique_violation() => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Err(DbError::Conflict(format!(
+            "could not make a user for {subject} at {issuer}"
+        )))
+    }
+
+    /// The user of `(iss, sub)`, with the groups the provider gives now.
+    async fn user_of_subject(
+        &self,
+        issuer: &str,
+        subject: &str,
+        groups: &[String],
+    ) -> Result<Option<User>, DbError> {
         let found = sqlx::query("SELECT * FROM users WHERE issuer = $1 AND subject = $2")
             .bind(issuer)
             .bind(subject)
             .fetch_optional(&self.pool)
             .await?;
-        if let Some(row) = found {
-            let user = user_from(&row)?;
-            sqlx::query("UPDATE users SET groups_list = $1 WHERE id = $2")
-                .bind(groups.join(","))
-                .bind(&user.id)
-                .execute(&self.pool)
-                .await?;
-            return self.user(&user.id).await?.ok_or_else(|| {
-                DbError::Corrupt(format!("user {} vanished after being written", user.id))
-            });
-        }
+        let Some(row) = found else { return Ok(None) };
+        let user = user_from(&row)?;
+        sqlx::query("UPDATE users SET groups_list = $1 WHERE id = $2")
+            .bind(groups.join(","))
+            .bind(&user.id)
+            .execute(&self.pool)
+            .await?;
+        self.user(&user.id).await
+    }
+
+    async fn insert_subject(
+        &self,
+        issuer: &str,
+        subject: &str,
+        name: &str,
+        groups: &[String],
+    ) -> Result<User, DbError> {
         let mut unique = name.to_string();
         let mut n = 2;
         while self.user_by_name(&unique).await?.is_some() {

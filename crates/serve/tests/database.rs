@@ -53,6 +53,7 @@ on_both_backends!(
     an_interrupt_racing_the_turns_late_writer_still_lands,
     events_are_numbered_ordered_and_unique,
     the_inbox_is_taken_once_per_replica,
+    concurrent_first_sign_ins_make_one_user,
 );
 
 async fn open_sqlite(dir: &std::path::Path) -> Db {
@@ -815,4 +816,26 @@ async fn the_inbox_is_taken_once_per_replica(db: Db) {
     let mut expected: Vec<String> = (0..20).map(|i| format!("t{i}")).collect();
     expected.sort();
     assert_eq!(taken, expected);
+}
+
+async fn concurrent_first_sign_ins_make_one_user(db: Db) {
+    // Eight first sign-ins of one person at once (tabs, replicas): one user, the same for all.
+    let signing_in: Vec<_> = (0..8)
+        .map(|_| {
+            let db = db.clone();
+            tokio::spawn(async move {
+                db.user_for_subject("https://idp", "sub-1", "ada", &["staff".to_string()])
+                    .await
+            })
+        })
+        .collect();
+    let mut ids = Vec::new();
+    for s in signing_in {
+        ids.push(s.await.unwrap().expect("every sign-in gets the user").id);
+    }
+    ids.dedup();
+    assert_eq!(ids.len(), 1, "{ids:?}");
+    let users = db.users().await.unwrap();
+    assert_eq!(users.len(), 1, "{users:?}");
+    assert_eq!(users[0].name, "ada");
 }
