@@ -96,7 +96,7 @@ missing=()
 # chromium runs the web page's end-to-end test; postgresql gives the hosted mode's tests a
 # real PostgreSQL server (a private cluster each run, see scripts/postgres.sh).
 for pair in tmux:tmux dbus-run-session:dbus gnome-keyring-daemon:gnome-keyring secret-tool:libsecret-tools \
-    chromium:chromium; do
+    chromium:chromium openssl:openssl; do
   command -v "${pair%%:*}" >/dev/null || missing+=("${pair#*:}")
 done
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # A private, throwaway PostgreSQL cluster for the tests of the hosted mode (crates/serve):
 # trust authentication for local and loopback connections only, listening on 127.0.0.1 at a
-# free port, its socket in the cluster folder, fsync off. Works as root (the server then runs
-# as the `postgres` user, which the Debian package creates).
+# free port, its socket in the cluster folder, fsync off, TLS offered (self-signed). Works as
+# root (the server then runs as the `postgres` user, which the Debian package creates).
 #
 #   scripts/postgres.sh start DIR   # prints one line: postgres://mcp_host@127.0.0.1:PORT/mcp_host
 #   scripts/postgres.sh stop DIR
@@ -92,7 +92,16 @@ fsync = off
 synchronous_commit = off
 full_page_writes = off
 max_connections = 200
+# TLS on offer (a self-signed certificate): clients may ask for sslmode=require.
+ssl = on
+ssl_cert_file = 'server.crt'
+ssl_key_file = 'server.key'
 EOF
+    openssl req -x509 -newkey rsa:2048 -nodes -days 30 -subj "/CN=127.0.0.1" \
+      -keyout "$data/server.key" -out "$data/server.crt" >/dev/null 2>&1 ||
+      die "openssl could not make the test server's certificate"
+    chmod 600 "$data/server.key"
+    [ "$(id -u)" -ne 0 ] || chown postgres: "$data/server.key" "$data/server.crt"
   fi
 
   local tries=0

@@ -97,6 +97,30 @@ impl Db {
     }
 }
 
+impl Db {
+    /// What the pool talks to, for the start-up line: the backend and, for PostgreSQL,
+    /// whether this connection is encrypted.
+    pub async fn describe(&self) -> Result<String, DbError> {
+        match self.backend {
+            Backend::Sqlite => Ok("SQLite".into()),
+            Backend::Postgres => {
+                let row = sqlx::query(
+                    "SELECT CASE WHEN ssl THEN 1 ELSE 0 END AS tls FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+                )
+                .fetch_one(&self.pool)
+                .await?;
+                let tls: i32 = sqlx::Row::try_get(&row, "tls")?;
+                Ok(if tls == 1 {
+                    "PostgreSQL over TLS"
+                } else {
+                    "PostgreSQL (no TLS)"
+                }
+                .into())
+            }
+        }
+    }
+}
+
 /// A URL as it may be shown: without its password.
 pub fn redact(url: &str) -> String {
     match (url.find("://"), url.rfind('@')) {

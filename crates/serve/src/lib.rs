@@ -202,6 +202,7 @@ pub async fn serve(
         secure_cookies: public_url.starts_with("https://") || addr.ip().is_loopback(),
     };
     announce(&format!("mcp-host serve: listening on http://{addr}"));
+    announce(&format!("database: {}", hub.db.describe().await?));
     if let Some(secret) = &signin {
         announce(&format!("sign in: {public_url}/signin?token={secret}"));
     }

@@ -839,3 +839,23 @@ async fn concurrent_first_sign_ins_make_one_user(db: Db) {
     assert_eq!(users.len(), 1, "{users:?}");
     assert_eq!(users[0].name, "ada");
 }
+
+/// `sslmode=require` is honoured: the connection is encrypted (the test cluster offers TLS
+/// with a self-signed certificate, which `require` does not verify).
+#[tokio::test]
+async fn postgres_over_tls_when_the_url_asks() {
+    let Some(url) = mcp_host_testkit::postgres::fresh_database("serve_tls") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let plain_url = format!("{url}?sslmode=disable");
+    let plain = Db::open(Some(&plain_url), &dir.path().join("unused.sqlite"))
+        .await
+        .unwrap();
+    assert_eq!(plain.describe().await.unwrap(), "PostgreSQL (no TLS)");
+    let tls_url = format!("{url}?sslmode=require");
+    let tls = Db::open(Some(&tls_url), &dir.path().join("unused.sqlite"))
+        .await
+        .unwrap();
+    assert_eq!(tls.describe().await.unwrap(), "PostgreSQL over TLS");
+}
