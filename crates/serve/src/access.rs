@@ -139,6 +139,13 @@ fn is_probe(path: &str) -> bool {
     matches!(path, "/healthz" | "/readyz")
 }
 
+/// Characters of a refused request's path that are logged.
+const MAX_LOGGED_PATH: usize = 200;
+
+/// Requests a second, across everyone, to the pages that write before anyone has signed in
+/// (starting a sign-in, a callback), in bursts of five times as many.
+pub const ANONYMOUS_PER_SECOND: f64 = 20.0;
+
 /// Refuses, logs, and counts a request.
 pub async fn refuse(
     state: &AppState,
@@ -149,13 +156,20 @@ pub async fn refuse(
     why: &str,
 ) -> Response {
     state.hub.metrics.refused();
+    // A path is the caller's text: only its start is kept.
+    let path: String = path.chars().take(MAX_LOGGED_PATH).collect();
     tracing::warn!(user = user.map(|u| u.name.as_str()), %method, path, status = status.as_u16(), "refused: {why}");
-    // The refusal is answered even if it cannot be recorded; the warning above has it.
-    let _ = state
-        .hub
-        .db
-        .log_refusal(user, method.as_str(), path, status.as_u16(), why)
-        .await;
+    // A signed-in caller's refusal goes into the refusal log (an account probing another's
+    // objects is what an admin must see). A caller without a credential costs the database
+    // nothing: anyone can send those, as fast as they like; the warning and the count have them.
+    if user.is_some() {
+        // The refusal is answered even if it cannot be recorded; the warning above has it.
+        let _ = state
+            .hub
+            .db
+            .log_refusal(user, method.as_str(), &path, status.as_u16(), why)
+            .await;
+    }
     let body = serde_json::json!({ "error": status.canonical_reason().unwrap_or("refused") });
     (status, axum::Json(body)).into_response()
 }
@@ -188,6 +202,23 @@ pub async fn guard(State(state): State<AppState>, mut request: Request, next: Ne
         .await;
     }
     if !path.starts_with("/api/") {
+        // The sign-in pages write (a sign-in under way, a session) for callers nobody knows
+        // yet: they share one budget, so a flood of them cannot flood the database.
+        let writes = matches!(
+            path.as_str(),
+            "/signin" | "/auth/login" | "/auth/callback" | "/oauth/callback"
+        );
+        if writes && !state.anonymous.take("anonymous") {
+            return refuse(
+                &state,
+                None,
+                &method,
+                &path,
+                StatusCode::TOO_MANY_REQUESTS,
+                "the sign-in budget is spent",
+            )
+            .await;
+        }
         return next.run(request).await;
     }
     let caller = match caller(&state, headers).await {

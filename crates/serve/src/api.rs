@@ -69,6 +69,9 @@ impl IntoResponse for ApiError {
 
 impl From<crate::db::DbError> for ApiError {
     fn from(e: crate::db::DbError) -> Self {
+        if let crate::db::DbError::Conflict(why) = e {
+            return Self(StatusCode::CONFLICT, why);
+        }
         tracing::error!("database: {e}");
         Self(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -369,19 +372,17 @@ async fn set_server(
         )
         .await);
     }
-    let enabled = state.hub.db.enabled_servers(&caller.user).await?;
     let cap = state.hub.service.max_servers_per_user;
-    if body.enabled && !enabled.contains(&name) && enabled.len() >= cap {
-        return Err(ApiError(
-            StatusCode::CONFLICT,
-            format!("at most {cap} servers may be enabled at once; disable one first"),
-        ));
+    if body.enabled {
+        if !state.hub.db.enable_capped(&caller.user, &name, cap).await? {
+            return Err(ApiError(
+                StatusCode::CONFLICT,
+                format!("at most {cap} servers may be enabled at once; disable one first"),
+            ));
+        }
+    } else {
+        state.hub.db.set_enabled(&caller.user, &name, false).await?;
     }
-    state
-        .hub
-        .db
-        .set_enabled(&caller.user, &name, body.enabled)
-        .await?;
     // The session is made from the enabled set: the next turn starts one with the new set.
     state.hub.restart_user(&caller.user).await;
     Ok(StatusCode::NO_CONTENT.into_response())

@@ -260,7 +260,14 @@ impl Hub {
             Err(DbError::Conflict(why)) => return Err(HubError::Busy(why)),
             Err(e) => return Err(e.into()),
         };
-        let next_seq = self.db.last_seq(&conversation.id).await? + 1;
+        let next_seq = match self.db.last_seq(&conversation.id).await {
+            Ok(last) => last + 1,
+            Err(e) => {
+                // No turn is left holding the conversation for a session that never got it.
+                let _ = self.db.end_turn(&turn, TurnState::Failed).await;
+                return Err(e.into());
+            }
+        };
         // The session may have another conversation open (or this one's history may be in
         // another replica's store): it opens this one, or a fresh one whose id is recorded.
         let records_engine_id = state.engine_conversation != conversation.engine_id;

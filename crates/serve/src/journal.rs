@@ -304,10 +304,23 @@ impl Db {
     /// event saying so at the end of its conversation. Only one replica wins each turn (the
     /// conditional update); returns the conversations that got an event.
     pub async fn sweep_expired(&self, now: i64) -> Result<Vec<String>, DbError> {
-        let rows = sqlx::query("SELECT id FROM turns WHERE state = 'running' AND lease_ms < $1")
-            .bind(now)
-            .fetch_all(&self.pool)
-            .await?;
+        self.sweep(now, "").await
+    }
+
+    /// [`Db::sweep_expired`] for every replica but `me`: this replica's own turns are alive
+    /// while it runs (it renews them), however late a renewal came through a slow database.
+    pub async fn sweep_others(&self, now: i64, me: &str) -> Result<Vec<String>, DbError> {
+        self.sweep(now, me).await
+    }
+
+    async fn sweep(&self, now: i64, except: &str) -> Result<Vec<String>, DbError> {
+        let rows = sqlx::query(
+            "SELECT id FROM turns WHERE state = 'running' AND lease_ms < $1 AND replica <> $2",
+        )
+        .bind(now)
+        .bind(except)
+        .fetch_all(&self.pool)
+        .await?;
         let mut swept = Vec::new();
         for r in rows {
             let turn: String = r.try_get("id")?;
@@ -322,6 +335,24 @@ impl Db {
             }
         }
         Ok(swept)
+    }
+
+    /// Marks every turn still `running` under `replica` interrupted, whatever its lease: for a
+    /// replica starting up, whose name a previous process (the same host and pid after a
+    /// container restart) may have left turns under. Their conversations.
+    pub async fn interrupt_replica_turns(&self, replica: &str) -> Result<Vec<String>, DbError> {
+        let rows = sqlx::query("SELECT id FROM turns WHERE state = 'running' AND replica = $1")
+            .bind(replica)
+            .fetch_all(&self.pool)
+            .await?;
+        let mut out = Vec::new();
+        for r in rows {
+            let turn: String = r.try_get("id")?;
+            if let Some(c) = self.mark_interrupted(&turn, i64::MAX).await? {
+                out.push(c);
+            }
+        }
+        Ok(out)
     }
 
     /// Marks a running turn interrupted now, whatever its lease (its session ended, or the

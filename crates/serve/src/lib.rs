@@ -127,6 +127,8 @@ pub struct AppState {
     pub hub: Arc<Hub>,
     pub origins: Arc<Origins>,
     pub limits: Arc<RateLimit>,
+    /// The budget of requests to the sign-in pages, shared by everyone not signed in.
+    pub anonymous: Arc<RateLimit>,
     /// The single-user mode's sign-in secret (in memory only).
     pub signin: Option<Arc<String>>,
     pub oidc: Option<Arc<oidc::Oidc>>,
@@ -171,8 +173,10 @@ pub async fn serve(
     let workers = workers::Workers::start(listen.workers).map_err(ServeError::Threads)?;
     let service = Arc::new(service);
     let hub = Arc::new(Hub::new(db, service.clone(), workers));
-    // Turns this replica (or any) left running when it died last are interrupted now.
-    let swept = hub.db.sweep_expired(db::now_ms()).await?;
+    // Turns a previous process of this replica's name left running cannot be this one's:
+    // they are interrupted now, as are other replicas' whose leases ran out.
+    let mut swept = hub.db.interrupt_replica_turns(&hub.service.replica).await?;
+    swept.extend(hub.db.sweep_expired(db::now_ms()).await?);
     if !swept.is_empty() {
         tracing::info!(
             count = swept.len(),
@@ -195,6 +199,10 @@ pub async fn serve(
         hub: hub.clone(),
         origins: Arc::new(Origins::for_service(&public_url, addr)),
         limits: Arc::new(RateLimit::new(listen.requests_per_second, listen.burst)),
+        anonymous: Arc::new(RateLimit::new(
+            access::ANONYMOUS_PER_SECOND,
+            access::ANONYMOUS_PER_SECOND * 5.0,
+        )),
         signin: signin.clone(),
         oidc: (listen.oidc.clone()).map(|o| Arc::new(oidc::Oidc::new(o, http_client()))),
         public_url: public_url.clone(),
@@ -244,7 +252,7 @@ async fn housekeeping(hub: Arc<Hub>) {
     loop {
         let result = tokio::select! {
             _ = renew.tick() => hub.db.renew_leases(&hub.service.replica, db::now_ms() + hub.service.lease_ms).await.map(drop),
-            _ = sweep.tick() => match hub.db.sweep_expired(db::now_ms()).await {
+            _ = sweep.tick() => match hub.db.sweep_others(db::now_ms(), &hub.service.replica).await {
                 Ok(swept) => {
                     for c in swept {
                         hub.streams.notify(&c);

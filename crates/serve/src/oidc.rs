@@ -223,11 +223,15 @@ impl Oidc {
             .filter(|c| c.is_ascii_alphanumeric() || "-_.@".contains(*c))
             .take(64)
             .collect();
+        // Group names are stored joined by commas: one with a comma (or a control character, or
+        // absurdly long) could forge another group, so it is dropped.
         let groups = claims["groups"]
             .as_array()
             .map(|g| {
                 g.iter()
                     .filter_map(Value::as_str)
+                    .filter(|g| !g.is_empty() && g.len() <= 128)
+                    .filter(|g| !g.chars().any(|c| c == ',' || c.is_control()))
                     .map(str::to_string)
                     .collect()
             })
@@ -288,14 +292,26 @@ impl Oidc {
     }
 }
 
-async fn read_json(answer: reqwest::Response) -> Result<Value, OidcError> {
+async fn read_json(mut answer: reqwest::Response) -> Result<Value, OidcError> {
     let status = answer.status();
-    let bytes = answer
-        .bytes()
+    let too_large = || OidcError::Provider("the answer is too large".into());
+    if answer
+        .content_length()
+        .is_some_and(|n| n > MAX_ANSWER as u64)
+    {
+        return Err(too_large());
+    }
+    // Read piece by piece, so a provider that streams without end is cut at the cap.
+    let mut bytes = Vec::new();
+    while let Some(chunk) = answer
+        .chunk()
         .await
-        .map_err(|e| OidcError::Unreachable(e.without_url().to_string()))?;
-    if bytes.len() > MAX_ANSWER {
-        return Err(OidcError::Provider("the answer is too large".into()));
+        .map_err(|e| OidcError::Unreachable(e.without_url().to_string()))?
+    {
+        if bytes.len() + chunk.len() > MAX_ANSWER {
+            return Err(too_large());
+        }
+        bytes.extend_from_slice(&chunk);
     }
     if !status.is_success() {
         return Err(OidcError::Refused(format!(

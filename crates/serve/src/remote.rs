@@ -33,6 +33,27 @@ const BINDING_COOKIE: &str = "mh_remote";
 #[derive(Default)]
 pub struct RemoteSignins {
     waiting: Mutex<HashMap<String, (String, oneshot::Sender<String>)>>,
+    /// The flow under way per (user, server): one each, so a user cannot pile them up; a
+    /// new one replaces (ends) the old, which a closed tab may have left waiting.
+    flows: Mutex<HashMap<(String, String), (u64, tokio::task::AbortHandle)>>,
+    started: std::sync::atomic::AtomicU64,
+}
+
+/// Frees a flow's place when the flow ends, however it ends, unless a newer flow took it.
+struct FlowPlace {
+    signins: Arc<RemoteSignins>,
+    key: (String, String),
+    number: u64,
+}
+
+impl Drop for FlowPlace {
+    fn drop(&mut self) {
+        if let Ok(mut f) = self.signins.flows.lock()
+            && f.get(&self.key).is_some_and(|(n, _)| *n == self.number)
+        {
+            f.remove(&self.key);
+        }
+    }
 }
 
 struct WebAuthorizer {
@@ -60,6 +81,8 @@ impl Authorizer for WebAuthorizer {
             })?;
             let (tx, rx) = oneshot::channel();
             if let Ok(mut w) = self.signins.waiting.lock() {
+                // Flows that ended (replaced, timed out) leave nothing waiting behind.
+                w.retain(|_, (_, waiting)| !waiting.is_closed());
                 w.insert(state.clone(), (self.user.clone(), tx));
             }
             if let Some(page) = self.url.lock().ok().and_then(|mut u| u.take()) {
@@ -110,6 +133,13 @@ pub async fn start(
             format!("`{name}` is a local server; OAuth is for remote servers"),
         ));
     };
+    let key = (user.id.clone(), name.clone());
+    let number = (state.signins.started).fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let place = FlowPlace {
+        signins: state.signins.clone(),
+        key: key.clone(),
+        number,
+    };
     let (url_tx, url_rx) = oneshot::channel();
     let authorizer = Arc::new(WebAuthorizer {
         signins: state.signins.clone(),
@@ -129,6 +159,7 @@ pub async fn start(
         .map_err(bad)?;
     let (url, headers, hub) = (url.clone(), headers.clone(), state.hub.clone());
     let flow = tokio::spawn(async move {
+        let _place = place;
         let limit = WAIT_FOR_PERSON + Duration::from_secs(60);
         let done = mcp_host_engine::host::sign_in(&url, &headers, &oauth, limit).await;
         if let Err(e) = &done {
@@ -138,6 +169,11 @@ pub async fn start(
         hub.restart_user(&user).await;
         done.map(|()| oauth.rounds())
     });
+    if let Ok(mut flows) = state.signins.flows.lock()
+        && let Some((_, older)) = flows.insert(key, (number, flow.abort_handle()))
+    {
+        older.abort();
+    }
     tokio::select! {
         Ok(location) = url_rx => {
             let binding = state_of(&location).unwrap_or_default();
@@ -186,7 +222,13 @@ pub async fn callback(
         "{}/oauth/callback?{query}",
         state.public_url.trim_end_matches('/')
     );
-    let _ = reply.send(location);
+    if reply.send(location).is_err() {
+        return (
+            StatusCode::GONE,
+            "This sign-in was replaced by a newer one or timed out. Start it again from mcp-host.",
+        )
+            .into_response();
+    }
     let clear = format!("{BINDING_COOKIE}=; HttpOnly; SameSite=Lax; Path=/oauth; Max-Age=0");
     (
         [

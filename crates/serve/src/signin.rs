@@ -184,12 +184,13 @@ pub async fn callback(
             &person.groups,
         )
         .await?;
-    let admin = oidc
-        .admin_group()
-        .is_some_and(|g| person.groups.iter().any(|x| x == g));
-    let user = db
-        .upsert_user(&user.name, admin || user.admin, &person.groups)
-        .await?;
+    // With an admin group, the role follows the provider's membership now (taken away when
+    // the provider takes it away); without one, the role is the service's own.
+    let admin = match oidc.admin_group() {
+        Some(g) => person.groups.iter().any(|x| x == g),
+        None => user.admin,
+    };
+    let user = db.set_role(&user, admin, &person.groups).await?;
     signed_in(
         &state,
         &user,

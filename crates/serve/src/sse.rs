@@ -30,6 +30,8 @@ pub struct After {
 
 struct Follow {
     state: AppState,
+    /// Held while the stream is open.
+    _slot: crate::streams::Slot,
     conversation: String,
     last: i64,
     ready: VecDeque<StoredEvent>,
@@ -38,7 +40,7 @@ struct Follow {
 
 pub async fn events(
     State(state): State<AppState>,
-    Owned { row, .. }: Owned,
+    Owned { row, caller, .. }: Owned,
     headers: HeaderMap,
     Query(q): Query<After>,
 ) -> Result<Response, ApiError> {
@@ -48,6 +50,15 @@ pub async fn events(
             "this replica is shutting down; reconnect to another".into(),
         ));
     }
+    let Some(slot) = state.hub.streams.open(&caller.user.id) else {
+        return Err(ApiError(
+            StatusCode::TOO_MANY_REQUESTS,
+            format!(
+                "at most {} streams may be open at once",
+                crate::streams::STREAMS_PER_USER
+            ),
+        ));
+    };
     let from_header = headers
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())
@@ -55,6 +66,7 @@ pub async fn events(
     let last = from_header.or(q.after).unwrap_or(0).max(0);
     let follow = Follow {
         state,
+        _slot: slot,
         conversation: row.id,
         last,
         ready: VecDeque::new(),

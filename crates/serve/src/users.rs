@@ -62,6 +62,19 @@ impl Db {
         groups: &[String],
     ) -> Result<User, DbError> {
         let groups = groups.join(",");
+        // A person who signs in through the identity provider owns their name: an admin's
+        // `add-user` must not take their account over (or hand its token out).
+        let owner = sqlx::query("SELECT issuer FROM users WHERE name = $1")
+            .bind(name)
+            .fetch_optional(&self.pool)
+            .await?;
+        if let Some(row) = owner
+            && row.try_get::<Option<String>, _>("issuer")?.is_some()
+        {
+            return Err(DbError::Conflict(format!(
+                "the name {name:?} belongs to a person who signs in through the identity provider"
+            )));
+        }
         if let Some(user) = self.user_by_name(name).await? {
             sqlx::query("UPDATE users SET admin = $1, groups_list = $2 WHERE id = $3")
                 .bind(i64::from(admin))
@@ -165,6 +178,24 @@ impl Db {
         self.user(&id)
             .await?
             .ok_or_else(|| DbError::Corrupt(format!("user {id} vanished after being written")))
+    }
+
+    /// Sets a user's role and groups (an identity provider's sign-in: its groups now).
+    pub async fn set_role(
+        &self,
+        user: &User,
+        admin: bool,
+        groups: &[String],
+    ) -> Result<User, DbError> {
+        sqlx::query("UPDATE users SET admin = $1, groups_list = $2 WHERE id = $3")
+            .bind(i64::from(admin))
+            .bind(groups.join(","))
+            .bind(&user.id)
+            .execute(&self.pool)
+            .await?;
+        self.user(&user.id).await?.ok_or_else(|| {
+            DbError::Corrupt(format!("user {} vanished after being written", user.id))
+        })
     }
 
     pub async fn user(&self, id: &str) -> Result<Option<User>, DbError> {
@@ -299,25 +330,51 @@ impl Db {
     }
 
     /// Lets `principal` (`*`, `user:<name>`, `group:<name>`) enable `server`.
+    /// A principal as it is stored: `*`, `group:<name>`, or `user:<id>` for `user:<name>`
+    /// (resolved now, so a grant stays with the person it was made for whatever names are
+    /// taken later).
+    async fn resolve_principal(&self, principal: &str) -> Result<String, DbError> {
+        if principal == "*" || principal.starts_with("group:") {
+            return Ok(principal.to_string());
+        }
+        let Some(name) = principal.strip_prefix("user:") else {
+            return Err(DbError::Conflict(format!(
+                "{principal:?} is not `*`, `user:<name>` or `group:<name>`"
+            )));
+        };
+        match self.user_by_name(name).await? {
+            Some(user) => Ok(format!("user:{}", user.id)),
+            None => Err(DbError::Conflict(format!(
+                "there is no user named {name:?}"
+            ))),
+        }
+    }
+
     pub async fn grant(&self, server: &str, principal: &str) -> Result<(), DbError> {
+        let principal = self.resolve_principal(principal).await?;
         sqlx::query(
             "INSERT INTO server_access (server, principal) VALUES ($1, $2) ON CONFLICT DO NOTHING",
         )
         .bind(server)
-        .bind(principal)
+        .bind(&principal)
         .execute(&self.pool)
         .await?;
         Ok(())
     }
 
     pub async fn set_access(&self, server: &str, principals: &[String]) -> Result<(), DbError> {
+        let mut resolved = Vec::new();
+        for p in principals {
+            resolved.push(self.resolve_principal(p).await?);
+        }
+        let principals = resolved;
         let mut tx = self.pool.begin().await?;
         sqlx::query("DELETE FROM server_access WHERE server = $1")
             .bind(server)
             .execute(&mut *tx)
             .await?;
-        for p in principals {
-            sqlx::query("INSERT INTO server_access (server, principal) VALUES ($1, $2)")
+        for p in &principals {
+            sqlx::query("INSERT INTO server_access (server, principal) VALUES ($1, $2) ON CONFLICT DO NOTHING")
                 .bind(server)
                 .bind(p)
                 .execute(&mut *tx)
@@ -344,7 +401,7 @@ impl Db {
         let granted = self.access(server).await?;
         Ok(granted.iter().any(|p| {
             p == "*"
-                || p.strip_prefix("user:") == Some(user.name.as_str())
+                || p.strip_prefix("user:") == Some(user.id.as_str())
                 || (p.strip_prefix("group:")).is_some_and(|g| user.groups.iter().any(|x| x == g))
         }))
     }
@@ -358,6 +415,44 @@ impl Db {
         rows.iter()
             .map(|r| r.try_get("server").map_err(DbError::from))
             .collect()
+    }
+
+    /// Enables `server` for `user` unless they have `cap` enabled already; `false` when the
+    /// cap stopped it. Counting and adding happen under the user's row lock (an update of
+    /// it), so concurrent requests cannot each see room for one more.
+    pub async fn enable_capped(
+        &self,
+        user: &User,
+        server: &str,
+        cap: usize,
+    ) -> Result<bool, DbError> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("UPDATE users SET admin = admin WHERE id = $1")
+            .bind(&user.id)
+            .execute(&mut *tx)
+            .await?;
+        let row = sqlx::query(
+            "SELECT COUNT(*) AS n, COALESCE(SUM(CASE WHEN server = $2 THEN 1 ELSE 0 END), 0) AS mine
+             FROM enabled_servers WHERE user_id = $1",
+        )
+        .bind(&user.id)
+        .bind(server)
+        .fetch_one(&mut *tx)
+        .await?;
+        let (n, mine): (i64, i64) = (row.try_get("n")?, row.try_get("mine")?);
+        if mine > 0 {
+            return Ok(true);
+        }
+        if usize::try_from(n).unwrap_or(usize::MAX) >= cap {
+            return Ok(false);
+        }
+        sqlx::query("INSERT INTO enabled_servers (user_id, server) VALUES ($1, $2)")
+            .bind(&user.id)
+            .bind(server)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(true)
     }
 
     pub async fn set_enabled(&self, user: &User, server: &str, on: bool) -> Result<(), DbError> {

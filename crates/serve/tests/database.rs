@@ -313,18 +313,30 @@ async fn grants_decide_who_may_enable_a_server(db: Db) {
     db.grant("git", "user:alice").await.unwrap();
     // Granting twice is no error (ON CONFLICT DO NOTHING) and keeps one row.
     db.grant("git", "user:alice").await.unwrap();
-    assert_eq!(db.access("git").await.unwrap(), ["user:alice"]);
+    // Stored by id: the grant stays with alice whoever takes a name later.
+    assert_eq!(
+        db.access("git").await.unwrap(),
+        [format!("user:{}", alice.id)]
+    );
     assert!(db.may_enable(&alice, "git").await.unwrap());
     assert!(!db.may_enable(&bob, "git").await.unwrap());
 
     db.grant("docs", "group:sales").await.unwrap();
     assert!(db.may_enable(&bob, "docs").await.unwrap());
     assert!(!db.may_enable(&alice, "docs").await.unwrap());
-    // A user's id is not their name, and a group is not a user.
-    db.grant("wiki", &format!("user:{}", alice.id))
-        .await
-        .unwrap();
-    db.grant("wiki", "user:eng").await.unwrap();
+    // A grant names a user who exists (an id is not a name), and a group is not a user.
+    assert!(matches!(
+        db.grant("wiki", &format!("user:{}", alice.id)).await,
+        Err(DbError::Conflict(_))
+    ));
+    assert!(matches!(
+        db.grant("wiki", "user:eng").await,
+        Err(DbError::Conflict(_))
+    ));
+    assert!(matches!(
+        db.grant("wiki", "alice").await,
+        Err(DbError::Conflict(_))
+    ));
     assert!(!db.may_enable(&alice, "wiki").await.unwrap());
 
     db.grant("time", "*").await.unwrap();
@@ -339,8 +351,8 @@ async fn grants_decide_who_may_enable_a_server(db: Db) {
     db.set_access("git", &[]).await.unwrap();
     assert!(db.access("git").await.unwrap().is_empty());
     assert!(!db.may_enable(&alice, "git").await.unwrap());
-    // A duplicate in the list fails the transaction and leaves the old list.
-    db.set_access("docs", &["*".to_string(), "*".to_string()])
+    // A list naming a user who does not exist is refused whole and leaves the old list.
+    db.set_access("docs", &["*".to_string(), "user:nobody".to_string()])
         .await
         .unwrap_err();
     assert_eq!(db.access("docs").await.unwrap(), ["group:sales"]);

@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::common::Sandbox;
-use serde_json::json;
+use serde_json::{Value, json};
 
 /// Signs in through the single-user link; the cookie and CSRF token.
 fn sign_in(service: &Service) -> (String, String) {
@@ -189,4 +189,94 @@ fn single_user_mode_refuses_a_non_loopback_address() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+#[test]
+fn per_user_caps_hold_when_requests_race() {
+    let sb = Sandbox::new();
+    let model = Model::start(0);
+    let names = ["a", "b", "c", "d", "e", "f"];
+    let servers: serde_json::Map<String, Value> = names
+        .iter()
+        .map(|n| (n.to_string(), fake_entry(&[], false)))
+        .collect();
+    let cat = catalogue(&sb, Value::Object(servers));
+    let mut setup = Setup::new(&sb, &cat, &model);
+    let token = setup.add_user("u", false);
+    for n in names {
+        setup.grant(n, "*");
+    }
+    setup.extra = vec!["--max-servers-per-user".into(), "2".into()];
+    let service = setup.start();
+    let api = Api::new(&service, &token);
+    // Six enables at once against a cap of two: two succeed, whatever the interleaving.
+    let statuses: Vec<u16> = std::thread::scope(|s| {
+        let all: Vec<_> = names
+            .iter()
+            .map(|n| {
+                let api = api.clone();
+                s.spawn(move || {
+                    api.send(
+                        "PUT",
+                        &format!("/api/servers/{n}"),
+                        json!({"enabled": true}),
+                    )
+                    .status
+                })
+            })
+            .collect();
+        all.into_iter().map(|t| t.join().unwrap()).collect()
+    });
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 204).count(),
+        2,
+        "{statuses:?}"
+    );
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 409).count(),
+        4,
+        "{statuses:?}"
+    );
+    let listed = api.get("/api/servers").json();
+    let on = listed["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["enabled"] == true)
+        .count();
+    assert_eq!(on, 2);
+    // Streams: sixteen at once per user, the next one refused until one closes.
+    let conv = api.conversation();
+    let mut open: Vec<Events> = (0..16).map(|_| api.events(&conv, None)).collect();
+    let path = format!("/api/conversations/{conv}/events");
+    let auth = format!("Bearer {token}");
+    assert_eq!(
+        request(
+            &service.addr,
+            "GET",
+            &path,
+            &[("Authorization", &auth)],
+            None
+        )
+        .status,
+        429
+    );
+    drop(open.pop());
+    wait_for("a closed stream to free its place", || {
+        // A refused attempt answers at once; an accepted one is a stream, kept open here.
+        let mut s = std::net::TcpStream::connect(&service.addr).unwrap();
+        use std::io::{Read as _, Write as _};
+        let req = format!(
+            "GET {path} HTTP/1.1\r\nHost: {}\r\nAuthorization: {auth}\r\n\r\n",
+            service.addr
+        );
+        s.write_all(req.as_bytes()).unwrap();
+        let mut head = [0u8; 12];
+        s.read_exact(&mut head).unwrap();
+        let accepted = head.ends_with(b"200");
+        if accepted {
+            open.push(Events::from_accepted(s));
+        }
+        accepted
+    });
 }

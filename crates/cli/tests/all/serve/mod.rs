@@ -426,6 +426,13 @@ impl Events {
         Self { reader }
     }
 
+    /// A stream whose status line was already read (and was 200): kept open, unread.
+    pub fn from_accepted(stream: TcpStream) -> Self {
+        Self {
+            reader: BufReader::new(stream),
+        }
+    }
+
     /// The next event (keep-alive comments skipped); `None` when the stream ended, or when
     /// no event came for [`DEADLINE`] (keep-alive comments alone do not count).
     pub fn next(&mut self) -> Option<Sse> {

@@ -74,6 +74,34 @@ fn the_code_flow_with_pkce_signs_the_providers_person_in() {
     )
     .json();
     assert_eq!(users.as_array().unwrap().len(), 1, "{users}");
+    // Her name is hers: an admin's add-user cannot take the account over or mint its token.
+    let taken = sb
+        .command(sb.path())
+        .args(["serve", "--data-dir"])
+        .arg(sb.path().join("serve"))
+        .args(["add-user", "alice", "--admin"])
+        .output()
+        .unwrap();
+    assert!(
+        !taken.status.success(),
+        "add-user took over a provider's person"
+    );
+    assert!(String::from_utf8_lossy(&taken.stderr).contains("identity provider"));
+    // Out of the admin group at the provider, out of the admin role at her next sign-in; a
+    // group name that would forge another group (a comma) is dropped.
+    provider.state().groups = vec!["staff".into(), "x,admins".into()];
+    let (demoted, _) = browser_sign_in(&service, true);
+    let session3 = cookie_of(&demoted, "mh_session").unwrap();
+    let me = request(
+        &service.addr,
+        "GET",
+        "/api/me",
+        &[("Cookie", &session3)],
+        None,
+    )
+    .json();
+    assert_eq!(me["admin"], false, "{me}");
+    assert_eq!(me["groups"], json!(["staff"]));
     assert!(
         provider.state().refused.is_empty(),
         "{:?}",
