@@ -123,6 +123,9 @@ pub struct ServeArgs {
     /// Members of this group (the ID token's `groups` claim) are admins.
     #[arg(long, value_name = "GROUP")]
     pub oidc_admin_group: Option<String>,
+    /// Only members of this group may sign in (default: anyone the issuer vouches for).
+    #[arg(long, value_name = "GROUP")]
+    pub oidc_allowed_group: Option<String>,
     /// The key users' OAuth credentials are sealed with: a file holding 32 bytes as base64
     /// (or MCP_HOST_CREDENTIAL_KEY). Every replica needs the same one. Without either, a
     /// key is made once in the data folder (`credential.key`, 0600).

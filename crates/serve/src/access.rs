@@ -174,8 +174,18 @@ pub async fn refuse(
     (status, axum::Json(body)).into_response()
 }
 
-/// Runs before every route.
-pub async fn guard(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
+/// Runs before every route; every answer says its content type is not to be sniffed (a
+/// stored result served as text must never be run as a page).
+pub async fn guard(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let mut response = checked(state, request, next).await;
+    response.headers_mut().insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        axum::http::HeaderValue::from_static("nosniff"),
+    );
+    response
+}
+
+async fn checked(state: AppState, mut request: Request, next: Next) -> Response {
     let method = request.method().clone();
     let path = request.uri().path().to_string();
     let headers = request.headers();

@@ -123,6 +123,8 @@ impl Db {
 
 /// A URL as it may be shown: without its password.
 pub fn redact(url: &str) -> String {
+    // The query may carry it too (`?password=…`, libpq's form): everything after `?` goes.
+    let url = url.split_once('?').map_or(url, |(base, _)| base);
     match (url.find("://"), url.rfind('@')) {
         (Some(scheme), Some(at)) if at > scheme => {
             let creds = &url[scheme + 3..at];
@@ -175,5 +177,9 @@ mod tests {
             "postgres://mcp:***@127.0.0.1:5432/db"
         );
         assert_eq!(redact("sqlite:///tmp/x.db"), "sqlite:///tmp/x.db");
+        assert_eq!(
+            redact("postgres://mcp@127.0.0.1/db?password=s3cret&sslmode=require"),
+            "postgres://mcp@127.0.0.1/db"
+        );
     }
 }

@@ -289,5 +289,15 @@ async fn drain(hub: &Hub, deadline: Duration) {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
-    hub.stop_all().await;
+    // Servers stop in the spec's order (stdin closed, SIGTERM, SIGKILL), each bounded; this
+    // bounds the whole, so the drain ends even if a session is stuck.
+    if tokio::time::timeout(STOP_SESSIONS, hub.stop_all())
+        .await
+        .is_err()
+    {
+        tracing::warn!("some sessions did not stop in time; their servers end with the host");
+    }
 }
+
+/// How long stopping every session may take at the end of a drain.
+const STOP_SESSIONS: Duration = Duration::from_secs(20);

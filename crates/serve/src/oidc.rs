@@ -23,6 +23,9 @@ pub struct OidcSettings {
     pub client_secret: Option<String>,
     /// Members of this group (the `groups` claim) get the admin role.
     pub admin_group: Option<String>,
+    /// Only members of this group may sign in (and get an account); anyone the provider
+    /// vouches for when unset.
+    pub allowed_group: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -93,6 +96,12 @@ impl Oidc {
 
     pub fn admin_group(&self) -> Option<&str> {
         self.settings.admin_group.as_deref()
+    }
+
+    /// Whether `person` may have an account here.
+    pub fn admits(&self, person: &Person) -> bool {
+        (self.settings.allowed_group.as_deref())
+            .is_none_or(|g| person.groups.iter().any(|x| x == g))
     }
 
     async fn get_json(&self, url: &str) -> Result<Value, OidcError> {

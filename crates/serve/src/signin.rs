@@ -175,6 +175,10 @@ pub async fn callback(
         Ok(p) => p,
         Err(e) => return refused(e.to_string()).await,
     };
+    if !oidc.admits(&person) {
+        return refused("the identity provider's person is not in the group allowed here".into())
+            .await;
+    }
     let db = &state.hub.db;
     let user = db
         .user_for_subject(

@@ -109,6 +109,7 @@ pub async fn run(config: &ConfigArgs, args: ServeArgs) -> anyhow::Result<ExitCod
                 None => None,
             },
             admin_group: args.oidc_admin_group.clone(),
+            allowed_group: args.oidc_allowed_group.clone(),
         }),
         _ => None,
     };

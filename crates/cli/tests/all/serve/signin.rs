@@ -23,6 +23,14 @@ fn browser_sign_in(service: &Service, binding: bool) -> (Reply, String) {
 }
 
 fn start_service(sb: &Sandbox, provider: &LocalOidcProvider) -> (Service, Model) {
+    start_service_with(sb, provider, &[])
+}
+
+fn start_service_with(
+    sb: &Sandbox,
+    provider: &LocalOidcProvider,
+    more: &[&str],
+) -> (Service, Model) {
     let model = Model::start(0);
     let cat = catalogue(sb, json!({}));
     let mut setup = Setup::new(sb, &cat, &model);
@@ -36,6 +44,7 @@ fn start_service(sb: &Sandbox, provider: &LocalOidcProvider) -> (Service, Model)
     ]
     .map(String::from)
     .to_vec();
+    setup.extra.extend(more.iter().map(|m| m.to_string()));
     (setup.start(), model)
 }
 
@@ -145,4 +154,26 @@ fn a_lying_id_token_or_a_foreign_callback_gets_no_session() {
     .json();
     assert_eq!(me["name"], "mallory");
     assert_eq!(me["admin"], false);
+}
+
+#[test]
+fn only_the_allowed_group_gets_in_when_one_is_set() {
+    let sb = Sandbox::new();
+    let provider = LocalOidcProvider::start("eve", &["visitors"]);
+    let (service, _model) = start_service_with(&sb, &provider, &["--oidc-allowed-group", "staff"]);
+    let (outside, _) = browser_sign_in(&service, true);
+    assert_eq!(outside.status, 403, "{outside:?}");
+    assert!(cookie_of(&outside, "mh_session").is_none());
+    provider.state().groups = vec!["staff".into()];
+    let (inside, _) = browser_sign_in(&service, true);
+    let session = cookie_of(&inside, "mh_session").expect("a member signs in");
+    let me = request(
+        &service.addr,
+        "GET",
+        "/api/me",
+        &[("Cookie", &session)],
+        None,
+    )
+    .json();
+    assert_eq!(me["name"], "eve");
 }
