@@ -17,15 +17,8 @@ fn sign_in(service: &Service) -> (String, String) {
         assert!(cookie_header.contains(attr), "{cookie_header}");
     }
     let cookie = cookie_header.split(';').next().unwrap().to_string();
-    let me = request(
-        &service.addr,
-        "GET",
-        "/api/me",
-        &[("Cookie", &cookie)],
-        None,
-    )
-    .json();
-    (cookie, me["csrf"].as_str().unwrap().to_string())
+    let who = me(&service.addr, &cookie);
+    (cookie, who["csrf"].as_str().unwrap().to_string())
 }
 
 #[test]

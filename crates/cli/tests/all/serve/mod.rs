@@ -501,6 +501,11 @@ pub fn cookie_of(reply: &Reply, name: &str) -> Option<String> {
         .find(|c| c.starts_with(&format!("{name}=")) && c.len() > name.len() + 1)
 }
 
+/// `GET /api/me` with a browser session's `cookie` (`name=value`): who it signs in.
+pub fn me(addr: &str, cookie: &str) -> Value {
+    request(addr, "GET", "/api/me", &[("Cookie", cookie)], None).json()
+}
+
 /// Waits for `cond` with a deadline, checking every few milliseconds.
 pub fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
     let until = Instant::now() + DEADLINE;

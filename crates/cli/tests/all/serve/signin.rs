@@ -56,17 +56,10 @@ fn the_code_flow_with_pkce_signs_the_providers_person_in() {
     let (reply, callback) = browser_sign_in(&service, true);
     assert_eq!(reply.status, 303, "{reply:?}");
     let session = cookie_of(&reply, "mh_session").expect("a session cookie");
-    let me = request(
-        &service.addr,
-        "GET",
-        "/api/me",
-        &[("Cookie", &session)],
-        None,
-    )
-    .json();
-    assert_eq!(me["name"], "alice");
-    assert_eq!(me["admin"], true, "a member of the admin group");
-    assert_eq!(me["groups"], json!(["staff", "admins"]));
+    let who = me(&service.addr, &session);
+    assert_eq!(who["name"], "alice");
+    assert_eq!(who["admin"], true, "a member of the admin group");
+    assert_eq!(who["groups"], json!(["staff", "admins"]));
     // The code is single-use: replaying the callback signs nobody in.
     let replay = get_url(&callback, None);
     assert_eq!(replay.status, 403);
@@ -101,16 +94,9 @@ fn the_code_flow_with_pkce_signs_the_providers_person_in() {
     provider.state().groups = vec!["staff".into(), "x,admins".into()];
     let (demoted, _) = browser_sign_in(&service, true);
     let session3 = cookie_of(&demoted, "mh_session").unwrap();
-    let me = request(
-        &service.addr,
-        "GET",
-        "/api/me",
-        &[("Cookie", &session3)],
-        None,
-    )
-    .json();
-    assert_eq!(me["admin"], false, "{me}");
-    assert_eq!(me["groups"], json!(["staff"]));
+    let who = me(&service.addr, &session3);
+    assert_eq!(who["admin"], false, "{who}");
+    assert_eq!(who["groups"], json!(["staff"]));
     assert!(
         provider.state().refused.is_empty(),
         "{:?}",
@@ -144,16 +130,9 @@ fn a_lying_id_token_or_a_foreign_callback_gets_no_session() {
     provider.state().fault = None;
     let (ok, _) = browser_sign_in(&service, true);
     let session = cookie_of(&ok, "mh_session").unwrap();
-    let me = request(
-        &service.addr,
-        "GET",
-        "/api/me",
-        &[("Cookie", &session)],
-        None,
-    )
-    .json();
-    assert_eq!(me["name"], "mallory");
-    assert_eq!(me["admin"], false);
+    let who = me(&service.addr, &session);
+    assert_eq!(who["name"], "mallory");
+    assert_eq!(who["admin"], false);
 }
 
 #[test]
@@ -167,13 +146,6 @@ fn only_the_allowed_group_gets_in_when_one_is_set() {
     provider.state().groups = vec!["staff".into()];
     let (inside, _) = browser_sign_in(&service, true);
     let session = cookie_of(&inside, "mh_session").expect("a member signs in");
-    let me = request(
-        &service.addr,
-        "GET",
-        "/api/me",
-        &[("Cookie", &session)],
-        None,
-    )
-    .json();
-    assert_eq!(me["name"], "eve");
+    let who = me(&service.addr, &session);
+    assert_eq!(who["name"], "eve");
 }
