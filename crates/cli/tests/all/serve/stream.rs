@@ -51,3 +51,28 @@ fn a_client_that_drops_mid_turn_resumes_after_its_last_event_exactly_once() {
         rest.iter().map(|e| e.id).collect::<Vec<_>>()
     );
 }
+
+#[test]
+fn a_server_flooding_progress_costs_the_log_a_few_rows() {
+    let sb = Sandbox::new();
+    let model = Model::start(0);
+    let cat = catalogue(&sb, json!({"f": fake_entry(&[], false)}));
+    let setup = Setup::new(&sb, &cat, &model);
+    let token = setup.add_user("u", false);
+    setup.grant("f", "*");
+    let service = setup.start();
+    let api = Api::new(&service, &token);
+    api.enable("f");
+    let conv = api.conversation();
+    let mut events = api.events(&conv, None);
+    // About 400 progress notifications in 800 ms.
+    let call = "call f__slow {\"ms\": 800, \"progressEvery\": 2}";
+    assert_eq!(api.turn(&conv, call).status, 202);
+    let turn = events.until("turn_ended");
+    let progress = turn.iter().filter(|e| e.event == "progress").count();
+    assert!(
+        (1..=8).contains(&progress),
+        "{progress} progress rows for one 800 ms call"
+    );
+    consecutive(&turn, 1);
+}
