@@ -39,17 +39,7 @@ impl Host {
             strict: args.strict_mcp_config,
         };
         let config = mcp_host_config::load(&paths, &opts, &ledger, &lookup);
-        let mut problems: Vec<_> = config.problems.iter().collect();
-        // The fatal ones first: they are why a command stops.
-        problems.sort_by_key(|p| p.severity);
-        for p in problems {
-            crate::output::errln!("{}: {p}", p.severity.label());
-        }
-        for e in &config.entries {
-            if let ServerReadiness::Invalid(p) = &e.readiness {
-                crate::output::errln!("error: server `{}`: {p}", mcp_host_config::visible(&e.name));
-            }
-        }
+        report_problems(&config);
         let choice: VaultChoice = env
             .get("MCP_HOST_CREDENTIAL_STORE")
             .map(|v| v.parse())
@@ -179,6 +169,21 @@ impl Host {
             .unwrap_or_default();
         // The first connection may be retried (see RetryPolicy::initial_retries).
         longest * 2 + Duration::from_secs(20)
+    }
+}
+
+/// Prints every problem of a loaded configuration on stderr, the fatal ones first (they are
+/// why a command stops), then each server that cannot be used and why.
+pub fn report_problems(config: &LoadedConfig) {
+    let mut problems: Vec<_> = config.problems.iter().collect();
+    problems.sort_by_key(|p| p.severity);
+    for p in problems {
+        crate::output::errln!("{}: {p}", p.severity.label());
+    }
+    for e in &config.entries {
+        if let ServerReadiness::Invalid(p) = &e.readiness {
+            crate::output::errln!("error: server `{}`: {p}", mcp_host_config::visible(&e.name));
+        }
     }
 }
 

@@ -221,13 +221,10 @@ impl Hub {
 
     /// The servers `user` enabled and may still enable (an admin may have withdrawn one).
     async fn startable_servers(&self, user: &User) -> Result<Vec<String>, DbError> {
-        let mut out = Vec::new();
-        for name in self.db.enabled_servers(user).await? {
-            if self.db.may_enable(user, &name).await? {
-                out.push(name);
-            }
-        }
-        Ok(out)
+        let granted = self.db.enableable(user).await?;
+        let mut enabled = self.db.enabled_servers(user).await?;
+        enabled.retain(|name| granted.contains(name));
+        Ok(enabled)
     }
 
     /// Starts a turn of `user` in `conversation`; its events follow in the conversation's log.

@@ -35,6 +35,13 @@ fn user_from(row: &sqlx::any::AnyRow) -> Result<User, DbError> {
     })
 }
 
+/// Whether a stored principal (`*`, `user:<id>`, `group:<name>`) covers `user`.
+fn grants(principal: &str, user: &User) -> bool {
+    principal == "*"
+        || principal.strip_prefix("user:") == Some(user.id.as_str())
+        || (principal.strip_prefix("group:")).is_some_and(|g| user.groups.iter().any(|x| x == g))
+}
+
 /// What a user may write in a rule of their own: a deny or an ask, never an allow.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -399,11 +406,25 @@ impl Db {
     /// Whether `user` may enable `server`: granted to everyone, to the user, or a group of theirs.
     pub async fn may_enable(&self, user: &User, server: &str) -> Result<bool, DbError> {
         let granted = self.access(server).await?;
-        Ok(granted.iter().any(|p| {
-            p == "*"
-                || p.strip_prefix("user:") == Some(user.id.as_str())
-                || (p.strip_prefix("group:")).is_some_and(|g| user.groups.iter().any(|x| x == g))
-        }))
+        Ok(granted.iter().any(|p| grants(p, user)))
+    }
+
+    /// Every server `user` may enable, from one read of the grants (a listing would
+    /// otherwise ask once per catalogue server).
+    pub async fn enableable(
+        &self,
+        user: &User,
+    ) -> Result<std::collections::BTreeSet<String>, DbError> {
+        let rows = sqlx::query("SELECT server, principal FROM server_access")
+            .fetch_all(&self.pool)
+            .await?;
+        let mut out = std::collections::BTreeSet::new();
+        for r in rows {
+            if grants(&r.try_get::<String, _>("principal")?, user) {
+                out.insert(r.try_get("server")?);
+            }
+        }
+        Ok(out)
     }
 
     pub async fn enabled_servers(&self, user: &User) -> Result<Vec<String>, DbError> {

@@ -342,6 +342,20 @@ async fn grants_decide_who_may_enable_a_server(db: Db) {
     db.grant("time", "*").await.unwrap();
     assert!(db.may_enable(&alice, "time").await.unwrap());
     assert!(db.may_enable(&bob, "time").await.unwrap());
+    // The listing agrees with the one-by-one answer.
+    let listed = |u: &User| {
+        let db = db.clone();
+        let u = u.clone();
+        async move {
+            db.enableable(&u)
+                .await
+                .unwrap()
+                .into_iter()
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(listed(&alice).await, ["git", "time"]);
+    assert_eq!(listed(&bob).await, ["docs", "time"]);
 
     // set_access replaces the whole list, in one transaction.
     db.set_access("git", &["group:sales".to_string(), "*".to_string()])

@@ -45,9 +45,8 @@ pub async fn run(config: &ConfigArgs, args: ServeArgs) -> anyhow::Result<ExitCod
         strict: false,
     };
     let catalogue = mcp_host_config::load(&catalogue_paths, &opts, &ledger, &lookup);
-    for p in &catalogue.problems {
-        crate::output::errln!("{}: {p}", p.severity.label());
-    }
+    // A server that cannot be used is said here, at start, not found missing by a user.
+    crate::host::report_problems(&catalogue);
     let fatal = catalogue.fatal_problems().count();
     if fatal > 0 {
         anyhow::bail!(
