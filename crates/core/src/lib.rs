@@ -14,6 +14,7 @@ pub mod facts;
 pub mod pins;
 pub mod sanitize;
 pub mod state;
+pub mod time;
 pub mod types;
 
 pub use definition::ToolDefinition;

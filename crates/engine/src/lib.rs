@@ -41,7 +41,7 @@ mod step;
 pub mod tools;
 mod turn;
 
-pub use audit::{Audit, args_hash, rfc3339};
+pub use audit::{Audit, args_hash};
 pub use budget::{Budget, CAP_TOKENS, DEFAULT_RESULT_CHARS, Fit, WARN_TOKENS, estimate_tokens};
 pub use compact::{COMPACT_AT, history_tokens};
 pub use conversation::Conversation;
@@ -50,6 +50,7 @@ pub use gate::Gate;
 pub use history::HistoryError;
 pub use hooks::Hooks;
 pub use mcp_host_core::event::{CallRecord, Event, TurnEnd, TurnReport};
+pub use mcp_host_core::time::rfc3339;
 pub use render::{PREVIEW_CHARS, cap, preview_text, render};
 pub use results::{MAX_READ, ReadError, ResultStore, preview, read_result_definition};
 pub use tools::ToolSource;

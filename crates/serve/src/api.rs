@@ -465,18 +465,17 @@ async fn result(
     uri: OriginalUri,
     Path(handle): Path<String>,
 ) -> ApiResult {
-    let path = state
+    let found = match state
         .hub
-        .service
-        .user_dir(&caller.user)
-        .join("store.sqlite");
-    let found = if path.exists() {
-        let store = mcp_host_store::Store::open(&path)
-            .await
-            .map_err(|e| ApiError(StatusCode::SERVICE_UNAVAILABLE, e.to_string()))?;
-        store.get_result(&handle).await.ok().flatten()
-    } else {
-        None
+        .db
+        .store_of(&caller.user.id)
+        .get_result(&handle)
+        .await
+    {
+        Ok(found) => found,
+        // A malformed handle is simply not one of this user's.
+        Err(mcp_host_store::StoreError::BadHandle(_)) => None,
+        Err(e) => return Err(ApiError(StatusCode::SERVICE_UNAVAILABLE, e.to_string())),
     };
     match found {
         Some(text) => {

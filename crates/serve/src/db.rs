@@ -1,13 +1,18 @@
 //! The service database: one pool over SQLite (one file, WAL: the default) or PostgreSQL (for
 //! more than one replica), the same migrations for both, and the small helpers every table
 //! module shares (ids, clock, hashing). Queries are written once in portable SQL with `$n`
-//! placeholders, which both drivers bind by number.
+//! placeholders, which both drivers bind by number (the pool is opened by
+//! `mcp_host_store::db`). The engine's store of every user (histories, remembered answers,
+//! large results, tool calls, pins) lives here too, in tables of its own, one scope per
+//! user ([`Db::store_of`]), so a user's conversation goes on with its context on any replica.
 
+pub use mcp_host_store::db::Backend;
+
+use mcp_host_store::pins::PinStore;
+use mcp_host_store::{Store, StoreError};
 use sha2::{Digest, Sha256};
-use sqlx::any::{AnyPoolOptions, install_default_drivers};
-use sqlx::{AnyPool, Executor};
+use sqlx::AnyPool;
 use std::path::Path;
-use std::time::Duration;
 
 #[derive(Debug, thiserror::Error)]
 pub enum DbError {
@@ -15,6 +20,8 @@ pub enum DbError {
     Open { url: String, source: sqlx::Error },
     #[error("cannot migrate the service database: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
+    #[error("cannot migrate the users' stores in the service database: {0}")]
+    Store(#[from] StoreError),
     #[error("service database query failed: {0}")]
     Query(#[from] sqlx::Error),
     #[error("the service database holds an unreadable value: {0}")]
@@ -23,16 +30,14 @@ pub enum DbError {
     Conflict(String),
 }
 
-/// Which server the pool talks to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Backend {
-    Sqlite,
-    Postgres,
-}
-
 #[derive(Clone, Debug)]
 pub struct Db {
     pub(crate) pool: AnyPool,
+    /// The same database for the sessions' stores, which run on the worker threads' own
+    /// runtimes. A PostgreSQL connection's socket belongs to the runtime that opened it;
+    /// keeping the workers' connections in a pool of their own means the service's runtime
+    /// never depends on a worker's, which stops first at drain.
+    sessions: AnyPool,
     pub backend: Backend,
 }
 
@@ -40,7 +45,6 @@ impl Db {
     /// Opens `url` (`postgres://…`) or, with none, the SQLite file `default_file`, and
     /// brings its schema up to date.
     pub async fn open(url: Option<&str>, default_file: &Path) -> Result<Self, DbError> {
-        install_default_drivers();
         let (url, backend) = match url {
             Some(u) if u.starts_with("postgres://") || u.starts_with("postgresql://") => {
                 (u.to_string(), Backend::Postgres)
@@ -55,45 +59,43 @@ impl Db {
                 });
             }
             None => {
-                if let Some(dir) = default_file.parent() {
-                    std::fs::create_dir_all(dir).map_err(|e| DbError::Open {
+                let url =
+                    mcp_host_store::db::sqlite_url(default_file).map_err(|e| DbError::Open {
                         url: default_file.display().to_string(),
                         source: sqlx::Error::Io(e),
                     })?;
-                }
-                (
-                    format!("sqlite://{}?mode=rwc", default_file.display()),
-                    Backend::Sqlite,
-                )
+                (url, Backend::Sqlite)
             }
         };
-        let pool = AnyPoolOptions::new()
-            .max_connections(if backend == Backend::Sqlite { 4 } else { 16 })
-            .acquire_timeout(Duration::from_secs(10))
-            .after_connect(move |conn, _| {
-                Box::pin(async move {
-                    if backend == Backend::Sqlite {
-                        // Writers from several tasks wait for each other instead of failing.
-                        conn.execute("PRAGMA busy_timeout = 5000").await?;
-                        conn.execute("PRAGMA foreign_keys = ON").await?;
-                    }
-                    Ok(())
-                })
-            })
-            .connect(&url)
-            .await
-            .map_err(|source| DbError::Open {
-                url: redact(&url),
-                source,
-            })?;
-        if backend == Backend::Sqlite {
-            // WAL is a property of the file: set once, it holds for every connection.
-            sqlx::query("PRAGMA journal_mode = WAL")
-                .execute(&pool)
-                .await?;
-        }
+        let max = if backend == Backend::Sqlite { 4 } else { 16 };
+        let open_err = |source| DbError::Open {
+            url: redact(&url),
+            source,
+        };
+        let pool = (mcp_host_store::db::connect(&url, backend, max).await).map_err(open_err)?;
+        let sessions =
+            (mcp_host_store::db::connect(&url, backend, max / 2).await).map_err(open_err)?;
         sqlx::migrate!("./migrations").run(&pool).await?;
-        Ok(Self { pool, backend })
+        Store::migrate_shared(&pool).await?;
+        Ok(Self {
+            pool,
+            sessions,
+            backend,
+        })
+    }
+
+    /// The engine's store of `user` (their rows of the shared tables, no one else's), for
+    /// the service's own runtime.
+    pub fn store_of(&self, user: &str) -> Store {
+        Store::scoped(self.pool.clone(), user)
+    }
+
+    /// The store and tool-definition pins of `user`, for a session on a worker thread.
+    pub fn session_store_of(&self, user: &str) -> (Store, PinStore) {
+        (
+            Store::scoped(self.sessions.clone(), user),
+            PinStore::scoped(self.sessions.clone(), user),
+        )
     }
 }
 

@@ -169,9 +169,12 @@ impl Hub {
         if let Some(link) = self.live_link(&user.id).await {
             return Ok(link);
         }
+        let (store, pins) = self.db.session_store_of(&user.id);
         let start = UserStart {
             service: self.service.clone(),
             user: user.clone(),
+            store,
+            pins,
             enabled: self.startable_servers(user).await?,
             rules: self.db.user_rules(user).await?,
             conversation: conversation.clone(),
@@ -268,8 +271,8 @@ impl Hub {
                 return Err(e.into());
             }
         };
-        // The session may have another conversation open (or this one's history may be in
-        // another replica's store): it opens this one, or a fresh one whose id is recorded.
+        // The session may have another conversation open: it opens this one (or a fresh one,
+        // whose id is recorded, when it has no history yet).
         let records_engine_id = state.engine_conversation != conversation.engine_id;
         if records_engine_id {
             link.handle.submit(Op::Open(conversation.engine_id.clone()));

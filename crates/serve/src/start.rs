@@ -12,6 +12,7 @@ use mcp_host_engine::host::{Guards, HostSetup};
 use mcp_host_engine::session::{Op, Session, SessionHandle, SessionSetup, Settings};
 use mcp_host_engine::{Audit, Conversation, Event, Hooks, ToolSource};
 use mcp_host_policy::{Answers, Rule, RuleSource};
+use mcp_host_store::pins::PinStore;
 use mcp_host_store::{ConversationId, Store};
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,6 +22,9 @@ use tokio::sync::mpsc;
 pub struct UserStart {
     pub service: Arc<Service>,
     pub user: User,
+    /// The user's engine store and pins, in the service database.
+    pub store: Store,
+    pub pins: PinStore,
     pub enabled: Vec<String>,
     pub rules: Vec<(NarrowList, String)>,
     pub conversation: ConversationRow,
@@ -77,8 +81,7 @@ async fn build(
     let service = &start.service;
     let model = service.model.clone().ok_or(StartError::NoModel)?;
     let dir = service.user_dir(&start.user);
-    let store = Store::open(&dir.join("store.sqlite")).await?;
-    let pins = mcp_host_store::pins::PinStore::open(&dir.join("pins.sqlite")).await?;
+    let (store, pins) = (start.store.clone(), start.pins.clone());
     let mut config = service.catalogue.clone();
     config.entries.retain(|e| start.enabled.contains(&e.name));
     let policy = narrowed(&service.policy, &start.rules);
@@ -163,8 +166,8 @@ fn narrowed(
     policy
 }
 
-/// The conversation's engine history from the user's store, or a fresh one when it has none
-/// here (its history may be in another replica's store: then it goes on from a fresh start).
+/// The conversation's engine history from the user's store (in the service database, so
+/// whichever replica ran its last turn), or a fresh one when it has none yet.
 async fn open_conversation(
     store: &Store,
     row: &ConversationRow,

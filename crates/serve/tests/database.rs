@@ -5,9 +5,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a panic is the failure report.
 
+use mcp_host_core::pins::{PinRecord, PinRecords};
+use mcp_host_policy::{MemoryKey, Verdict};
 use mcp_host_serve::db::{Backend, Db, DbError, now_ms};
 use mcp_host_serve::journal::{INTERRUPTED_KIND, StoredEvent, TurnState};
 use mcp_host_serve::users::{NarrowList, User};
+use mcp_host_store::{ConversationId, StoreError, ToolCallRow};
 use std::time::Duration;
 
 /// Runs each named body on both backends: `sqlite::<name>` and `postgres::<name>`.
@@ -54,6 +57,8 @@ on_both_backends!(
     events_are_numbered_ordered_and_unique,
     the_inbox_is_taken_once_per_replica,
     concurrent_first_sign_ins_make_one_user,
+    each_users_engine_store_is_their_own,
+    a_history_appended_from_two_replicas_keeps_every_message_once,
 );
 
 async fn open_sqlite(dir: &std::path::Path) -> Db {
@@ -884,4 +889,152 @@ async fn postgres_over_tls_when_the_url_asks() {
         .await
         .unwrap();
     assert_eq!(tls.describe().await.unwrap(), "PostgreSQL over TLS");
+}
+
+fn tool_call(conversation: &ConversationId, call_id: &str) -> ToolCallRow {
+    ToolCallRow {
+        conversation_id: conversation.clone(),
+        turn: 0,
+        call_id: call_id.into(),
+        name: "f__echo".into(),
+        server: "f".into(),
+        tool: "echo".into(),
+        arguments: serde_json::json!({"message": "hi"}),
+        verdict: "allow".into(),
+        decided_by: None,
+        is_error: false,
+        refused: None,
+        result_handle: None,
+        started_at: std::time::SystemTime::now(),
+        took_ms: Some(3),
+        background: false,
+    }
+}
+
+/// Users' engine stores share the tables and nothing else: histories, messages, tool calls,
+/// remembered answers, large results and pins are each seen in their own scope only, and
+/// naming another user's history or result by id finds nothing.
+async fn each_users_engine_store_is_their_own(db: Db) {
+    let (alice, bob) = (db.store_of("alice"), db.store_of("bob"));
+    let history = alice.create_conversation("m", "/w").await.unwrap();
+    alice
+        .append_messages(
+            &history,
+            0,
+            &[serde_json::json!({"role": "user", "text": "secret"})],
+        )
+        .await
+        .unwrap();
+    alice
+        .record_tool_call(&tool_call(&history, "c1"))
+        .await
+        .unwrap();
+    assert_eq!(alice.load_messages(&history).await.unwrap().len(), 1);
+    assert_eq!(alice.load_tool_calls(&history).await.unwrap().len(), 1);
+    assert!(matches!(
+        bob.load_messages(&history).await,
+        Err(StoreError::NoConversation(_))
+    ));
+    assert!(matches!(
+        bob.load_tool_calls(&history).await,
+        Err(StoreError::NoConversation(_))
+    ));
+    assert!(matches!(
+        bob.append_messages(&history, 1, &[serde_json::json!({})])
+            .await,
+        Err(StoreError::NoConversation(_))
+    ));
+    assert!(matches!(
+        bob.record_tool_call(&tool_call(&history, "c2")).await,
+        Err(StoreError::NoConversation(_))
+    ));
+    assert!(matches!(
+        bob.set_title(&history, "mine now").await,
+        Err(StoreError::NoConversation(_))
+    ));
+    assert!(bob.list_conversations(10).await.unwrap().is_empty());
+    assert_eq!(alice.list_conversations(10).await.unwrap().len(), 1);
+    // Nothing Bob tried reached Alice's history.
+    assert_eq!(alice.load_messages(&history).await.unwrap().len(), 1);
+    assert_eq!(alice.load_tool_calls(&history).await.unwrap().len(), 1);
+
+    let key = MemoryKey {
+        server: "f".into(),
+        tool: "echo".into(),
+        definition_hash: "h".into(),
+    };
+    alice.remember(&key, Verdict::Allow).await.unwrap();
+    bob.remember(&key, Verdict::Deny).await.unwrap();
+    assert_eq!(
+        alice.remembered().await.unwrap().answers.get(&key),
+        Some(&Verdict::Allow)
+    );
+    assert_eq!(
+        bob.remembered().await.unwrap().answers.get(&key),
+        Some(&Verdict::Deny)
+    );
+    assert_eq!(bob.forget(None, None).await.unwrap(), 1);
+    assert_eq!(alice.remembered().await.unwrap().answers.len(), 1);
+
+    let handle = alice.put_result("alice's large result").await.unwrap();
+    assert_eq!(bob.get_result(&handle).await.unwrap(), None);
+    // The same content put by both is kept for each (the handle alone reaches nobody's).
+    let shared = "the same text";
+    let (a, b) = (
+        alice.put_result(shared).await.unwrap(),
+        bob.put_result(shared).await.unwrap(),
+    );
+    assert_eq!(a, b);
+    assert_eq!(bob.get_result(&b).await.unwrap().as_deref(), Some(shared));
+    assert_eq!(
+        alice.get_result(&handle).await.unwrap().as_deref(),
+        Some("alice's large result")
+    );
+
+    let (_, alice_pins) = db.session_store_of("alice");
+    let (_, bob_pins) = db.session_store_of("bob");
+    let pin = PinRecord {
+        hash: "h1".into(),
+        definition: "{}".into(),
+    };
+    alice_pins.pin("f", "echo", &pin).await.unwrap();
+    assert_eq!(alice_pins.pinned("f", "echo").await.unwrap(), Some(pin));
+    assert_eq!(bob_pins.pinned("f", "echo").await.unwrap(), None);
+}
+
+/// Two replicas appending to one history at once (a turn's end racing a compaction, say)
+/// neither lose nor duplicate a message: the write lock is taken before the next seq is read.
+async fn a_history_appended_from_two_replicas_keeps_every_message_once(db: Db) {
+    let store = db.store_of("alice");
+    let (other, _) = db.session_store_of("alice");
+    let history = store.create_conversation("m", "/w").await.unwrap();
+    let append = |store: mcp_host_store::Store, from: &'static str| {
+        let history = history.clone();
+        tokio::spawn(async move {
+            for i in 0..20 {
+                let message = serde_json::json!({"from": from, "i": i});
+                store
+                    .append_messages(&history, i, &[message])
+                    .await
+                    .unwrap();
+            }
+        })
+    };
+    let (a, b) = (append(store.clone(), "a"), append(other, "b"));
+    a.await.unwrap();
+    b.await.unwrap();
+    let messages = store.load_messages(&history).await.unwrap();
+    assert_eq!(messages.len(), 40);
+    for from in ["a", "b"] {
+        let mine: Vec<_> = messages
+            .iter()
+            .filter(|(_, m)| m["from"] == from)
+            .map(|(_, m)| m["i"].as_u64().unwrap())
+            .collect();
+        assert_eq!(
+            mine,
+            (0..20).collect::<Vec<_>>(),
+            "{from}'s messages in order, once"
+        );
+    }
 }

@@ -1,11 +1,13 @@
 //! Conversations and their message history: the ids, creating a conversation, appending,
 //! rewriting (after context compaction) and loading its messages, titles, and finding the
 //! latest one for a directory (`--continue`). Messages are opaque JSON here: the engine
-//! serialises its own message type, so the store does not depend on it.
+//! serialises its own message type, so the store does not depend on it. The tables are
+//! `histories` and `history_messages`: in a service database, `conversations` is the
+//! service's, and the engine's side of one of them is a history.
 
-use crate::{Store, StoreError, excerpt, hex};
+use crate::{Store, StoreError, excerpt, hex, now};
 use serde_json::Value;
-use sqlx::SqliteConnection;
+use sqlx::AnyConnection;
 use std::fmt;
 use std::str::FromStr;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -87,8 +89,9 @@ type SummaryRow = (String, String, String, String, String, Option<String>, i64);
 macro_rules! summary_select {
     () => {
         "SELECT c.id, c.model, c.workdir, c.created_at, c.updated_at, c.title,
-            (SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.id)
-        FROM conversations c"
+            (SELECT COUNT(*) FROM history_messages m
+                WHERE m.scope = c.scope AND m.conversation_id = c.id)
+        FROM histories c WHERE c.scope = $1"
     };
 }
 
@@ -120,13 +123,17 @@ pub(crate) fn to_u32(value: i64, what: &str) -> Result<u32, StoreError> {
 
 /// Marks a conversation as just used. Run first in a write transaction: it both takes the
 /// write lock and tells whether the conversation exists.
-async fn touch(conn: &mut SqliteConnection, id: &ConversationId) -> Result<(), StoreError> {
-    let done = sqlx::query(
-        "UPDATE conversations SET updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE id = ?",
-    )
-    .bind(id.as_str())
-    .execute(conn)
-    .await?;
+async fn touch(
+    conn: &mut AnyConnection,
+    scope: &str,
+    id: &ConversationId,
+) -> Result<(), StoreError> {
+    let done = sqlx::query("UPDATE histories SET updated_at = $1 WHERE scope = $2 AND id = $3")
+        .bind(now())
+        .bind(scope)
+        .bind(id.as_str())
+        .execute(conn)
+        .await?;
     if done.rows_affected() == 0 {
         return Err(StoreError::NoConversation(id.to_string()));
     }
@@ -134,13 +141,16 @@ async fn touch(conn: &mut SqliteConnection, id: &ConversationId) -> Result<(), S
 }
 
 pub(crate) async fn ensure_exists(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
+    scope: &str,
     id: &ConversationId,
 ) -> Result<(), StoreError> {
-    let found: Option<i64> = sqlx::query_scalar("SELECT 1 FROM conversations WHERE id = ?")
-        .bind(id.as_str())
-        .fetch_optional(conn)
-        .await?;
+    let found: Option<String> =
+        sqlx::query_scalar("SELECT id FROM histories WHERE scope = $1 AND id = $2")
+            .bind(scope)
+            .bind(id.as_str())
+            .fetch_optional(conn)
+            .await?;
     match found {
         Some(_) => Ok(()),
         None => Err(StoreError::NoConversation(id.to_string())),
@@ -148,19 +158,24 @@ pub(crate) async fn ensure_exists(
 }
 
 async fn insert_message(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
+    scope: &str,
     id: &ConversationId,
     seq: i64,
     turn: u32,
     body: String,
 ) -> Result<(), StoreError> {
-    sqlx::query("INSERT INTO messages (conversation_id, seq, turn, body) VALUES (?, ?, ?, ?)")
-        .bind(id.as_str())
-        .bind(seq)
-        .bind(i64::from(turn))
-        .bind(body)
-        .execute(conn)
-        .await?;
+    sqlx::query(
+        "INSERT INTO history_messages (scope, conversation_id, seq, turn, body)
+         VALUES ($1, $2, $3, $4, $5)",
+    )
+    .bind(scope)
+    .bind(id.as_str())
+    .bind(seq)
+    .bind(i64::from(turn))
+    .bind(body)
+    .execute(conn)
+    .await?;
     Ok(())
 }
 
@@ -172,12 +187,19 @@ impl Store {
         workdir: &str,
     ) -> Result<ConversationId, StoreError> {
         let id = ConversationId::generate();
-        sqlx::query("INSERT INTO conversations (id, model, workdir) VALUES (?, ?, ?)")
-            .bind(id.as_str())
-            .bind(model)
-            .bind(workdir)
-            .execute(&self.pool)
-            .await?;
+        let at = now();
+        sqlx::query(
+            "INSERT INTO histories (scope, id, created_at, updated_at, model, workdir)
+             VALUES ($1, $2, $3, $4, $5, $6)",
+        )
+        .bind(self.scope())
+        .bind(id.as_str())
+        .bind(&at)
+        .bind(&at)
+        .bind(model)
+        .bind(workdir)
+        .execute(self.pool())
+        .await?;
         Ok(id)
     }
 
@@ -193,18 +215,21 @@ impl Store {
             .iter()
             .map(serde_json::to_string)
             .collect::<Result<Vec<_>, _>>()?;
-        // IMMEDIATE: hold the write lock before reading the last seq, so no other writer can
-        // take the same seq, and there is no read-to-write upgrade that SQLite could refuse.
-        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
-        touch(&mut tx, id).await?;
+        // Touching the history first takes the write lock (SQLite's, or the row's in
+        // PostgreSQL) before the last seq is read, so no other writer can take the same seq,
+        // and there is no read-to-write upgrade that SQLite could refuse.
+        let mut tx = self.pool().begin().await?;
+        touch(&mut tx, self.scope(), id).await?;
         let next: i64 = sqlx::query_scalar(
-            "SELECT COALESCE(MAX(seq) + 1, 0) FROM messages WHERE conversation_id = ?",
+            "SELECT COALESCE(MAX(seq) + 1, 0) FROM history_messages
+             WHERE scope = $1 AND conversation_id = $2",
         )
+        .bind(self.scope())
         .bind(id.as_str())
         .fetch_one(&mut *tx)
         .await?;
         for (seq, body) in (next..).zip(bodies) {
-            insert_message(&mut tx, id, seq, turn, body).await?;
+            insert_message(&mut tx, self.scope(), id, seq, turn, body).await?;
         }
         tx.commit().await?;
         Ok(())
@@ -220,14 +245,15 @@ impl Store {
             .iter()
             .map(|(turn, m)| serde_json::to_string(m).map(|body| (*turn, body)))
             .collect::<Result<Vec<_>, _>>()?;
-        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
-        touch(&mut tx, id).await?;
-        sqlx::query("DELETE FROM messages WHERE conversation_id = ?")
+        let mut tx = self.pool().begin().await?;
+        touch(&mut tx, self.scope(), id).await?;
+        sqlx::query("DELETE FROM history_messages WHERE scope = $1 AND conversation_id = $2")
+            .bind(self.scope())
             .bind(id.as_str())
             .execute(&mut *tx)
             .await?;
         for (seq, (turn, body)) in (0..).zip(rows) {
-            insert_message(&mut tx, id, seq, turn, body).await?;
+            insert_message(&mut tx, self.scope(), id, seq, turn, body).await?;
         }
         tx.commit().await?;
         Ok(())
@@ -239,11 +265,13 @@ impl Store {
         id: &ConversationId,
     ) -> Result<Vec<(u32, Value)>, StoreError> {
         // One read transaction, so the existence check and the rows see the same snapshot.
-        let mut tx = self.pool.begin().await?;
-        ensure_exists(&mut tx, id).await?;
+        let mut tx = self.pool().begin().await?;
+        ensure_exists(&mut tx, self.scope(), id).await?;
         let rows: Vec<(i64, String)> = sqlx::query_as(
-            "SELECT turn, body FROM messages WHERE conversation_id = ? ORDER BY seq",
+            "SELECT turn, body FROM history_messages WHERE scope = $1 AND conversation_id = $2
+             ORDER BY seq",
         )
+        .bind(self.scope())
         .bind(id.as_str())
         .fetch_all(&mut *tx)
         .await?;
@@ -258,9 +286,10 @@ impl Store {
         &self,
         id: &ConversationId,
     ) -> Result<ConversationSummary, StoreError> {
-        let row: Option<SummaryRow> = sqlx::query_as(concat!(summary_select!(), " WHERE c.id = ?"))
+        let row: Option<SummaryRow> = sqlx::query_as(concat!(summary_select!(), " AND c.id = $2"))
+            .bind(self.scope())
             .bind(id.as_str())
-            .fetch_optional(&self.pool)
+            .fetch_optional(self.pool())
             .await?;
         match row {
             Some(row) => summary(row),
@@ -275,12 +304,13 @@ impl Store {
     ) -> Result<Option<ConversationSummary>, StoreError> {
         let row: Option<SummaryRow> = sqlx::query_as(concat!(
             summary_select!(),
-            " WHERE c.workdir = ?",
+            " AND c.workdir = $2",
             newest_first!(),
             " LIMIT 1"
         ))
+        .bind(self.scope())
         .bind(workdir)
-        .fetch_optional(&self.pool)
+        .fetch_optional(self.pool())
         .await?;
         row.map(summary).transpose()
     }
@@ -291,19 +321,21 @@ impl Store {
         limit: u32,
     ) -> Result<Vec<ConversationSummary>, StoreError> {
         let rows: Vec<SummaryRow> =
-            sqlx::query_as(concat!(summary_select!(), newest_first!(), " LIMIT ?"))
+            sqlx::query_as(concat!(summary_select!(), newest_first!(), " LIMIT $2"))
+                .bind(self.scope())
                 .bind(i64::from(limit))
-                .fetch_all(&self.pool)
+                .fetch_all(self.pool())
                 .await?;
         rows.into_iter().map(summary).collect()
     }
 
     /// Sets the title shown in listings. Not an activity: `updated_at` stays.
     pub async fn set_title(&self, id: &ConversationId, title: &str) -> Result<(), StoreError> {
-        let done = sqlx::query("UPDATE conversations SET title = ? WHERE id = ?")
+        let done = sqlx::query("UPDATE histories SET title = $1 WHERE scope = $2 AND id = $3")
             .bind(title)
+            .bind(self.scope())
             .bind(id.as_str())
-            .execute(&self.pool)
+            .execute(self.pool())
             .await?;
         if done.rows_affected() == 0 {
             return Err(StoreError::NoConversation(id.to_string()));

@@ -1,18 +1,24 @@
-//! mcp-host persistence in SQLite. This file owns the [`Store`] handle, opening a SQLite file
-//! ([`open_sqlite`]), the [`StoreError`] type, and the approval answers a user chose to
-//! remember "always". (Answers for "once" and "this session" live in the engine's memory.)
-//! Those are keyed by server id, tool and definition hash, so a changed definition is asked
-//! about again.
+//! mcp-host persistence. This file owns the [`Store`] handle (a pool and the scope its rows
+//! belong to), opening a person's own SQLite file ([`Store::open`]) or a scope of a service
+//! database ([`Store::migrate_shared`], [`Store::scoped`]), the [`StoreError`] type, and the
+//! approval answers a user chose to remember "always". (Answers for "once" and "this
+//! session" live in the engine's memory.) Those are keyed by server id, tool and definition
+//! hash, so a changed definition is asked about again.
 //!
-//! The store also keeps conversations and their messages (`conversations.rs`), the audit
-//! trail of tool calls (`tool_calls.rs`) and large tool results spilled out of the prompt
-//! (`results.rs`). All these tables live in one file and one migration sequence
-//! (`migrations/`); tool-definition pins have a file and migrations of their own
-//! (`pins.rs`: `pins.sqlite`, `pin_migrations/`). No secret is kept
-//! here: OAuth credentials live in `mcp-host-auth`'s vault, out of the database, so a copy
-//! of it carries no secret.
+//! The store also keeps conversation histories and their messages (`conversations.rs`), the
+//! audit trail of tool calls (`tool_calls.rs`) and large tool results spilled out of the
+//! prompt (`results.rs`). For one person they live in one file and one migration sequence
+//! (`migrations/`); tool-definition pins have a file and migrations of their own (`pins.rs`:
+//! `pins.sqlite`, `pin_migrations/`). In a service database (the hosted mode: SQLite or
+//! PostgreSQL, shared by its replicas) all of them are tables of that database
+//! (`shared_migrations/`, tracked apart from the service's own), every row in the scope of
+//! one user, and every query names its scope: one user's store never reads another's
+//! rows. The tables and queries are the same in both; `db.rs` opens either. No secret is
+//! kept here: OAuth credentials live in `mcp-host-auth`'s vault, so a copy of the store
+//! carries no secret.
 
 mod conversations;
+pub mod db;
 pub mod pins;
 mod results;
 mod tool_calls;
@@ -21,10 +27,14 @@ pub use conversations::{ConversationId, ConversationSummary};
 pub use results::result_handle;
 pub use tool_calls::ToolCallRow;
 
+pub use db::open_sqlite;
+
+use mcp_host_core::time::rfc3339;
 use mcp_host_policy::{MemoryKey, Remembered, Verdict};
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
+use sqlx::AnyPool;
 use std::path::Path;
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::SystemTime;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -47,9 +57,23 @@ pub enum StoreError {
     Corrupt(String),
 }
 
+/// One user's store: a pool and the scope every row it reads and writes is in.
 #[derive(Clone, Debug)]
 pub struct Store {
-    pool: SqlitePool,
+    pool: AnyPool,
+    scope: Arc<str>,
+}
+
+/// The scope of a person's own files: they hold one user's rows only.
+const OWN_FILE: &str = "";
+
+/// Where the service database records which of the store's migrations it has run: apart
+/// from the service's own, so neither sequence sees the other's as unknown.
+const SHARED_MIGRATIONS_TABLE: &str = "_mcp_host_store_migrations";
+
+/// Now, as stored: UTC, RFC 3339, milliseconds, so text order is time order.
+fn now() -> String {
+    rfc3339(SystemTime::now())
 }
 
 fn verdict_text(v: Verdict) -> Option<&'static str> {
@@ -81,33 +105,39 @@ fn excerpt(text: &str) -> String {
     }
 }
 
-/// Opens (creating it and its directory if needed) a SQLite file the way every mcp-host
-/// store wants it: WAL, a busy timeout, a small pool. The caller runs its own migrations.
-pub async fn open_sqlite(path: &Path) -> Result<SqlitePool, StoreError> {
-    let open_err = |source| StoreError::Open {
-        path: path.display().to_string(),
-        source,
-    };
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| open_err(sqlx::Error::Io(e)))?;
-    }
-    let options = SqliteConnectOptions::new()
-        .filename(path)
-        .create_if_missing(true)
-        .journal_mode(SqliteJournalMode::Wal)
-        .busy_timeout(Duration::from_secs(5));
-    SqlitePoolOptions::new()
-        .max_connections(2)
-        .connect_with(options)
-        .await
-        .map_err(open_err)
-}
-
 impl Store {
+    /// A person's own store file at `path`, created or brought up to date.
     pub async fn open(path: &Path) -> Result<Self, StoreError> {
         let pool = open_sqlite(path).await?;
         sqlx::migrate!("./migrations").run(&pool).await?;
-        Ok(Self { pool })
+        Ok(Self::scoped(pool, OWN_FILE))
+    }
+
+    /// Creates or brings up to date the store's tables (pins included) in a service
+    /// database, beside the service's own.
+    pub async fn migrate_shared(pool: &AnyPool) -> Result<(), StoreError> {
+        let mut migrator = sqlx::migrate!("./shared_migrations");
+        migrator.dangerous_set_table_name(SHARED_MIGRATIONS_TABLE);
+        migrator.run(pool).await?;
+        Ok(())
+    }
+
+    /// The store of `scope` (a user id) in a database whose tables
+    /// [`Store::migrate_shared`] made.
+    pub fn scoped(pool: AnyPool, scope: impl Into<Arc<str>>) -> Self {
+        Self {
+            pool,
+            scope: scope.into(),
+        }
+    }
+
+    /// The scope this store reads and writes.
+    pub fn scope(&self) -> &str {
+        &self.scope
+    }
+
+    pub(crate) fn pool(&self) -> &AnyPool {
+        &self.pool
     }
 
     /// Remembers an answer for this exact definition (replacing an earlier one).
@@ -116,24 +146,30 @@ impl Store {
             return Ok(());
         };
         sqlx::query(
-            "INSERT INTO remembered_answers (server, tool, definition_hash, verdict) VALUES (?, ?, ?, ?)
-             ON CONFLICT (server, tool, definition_hash) DO UPDATE SET verdict = excluded.verdict,
-                 answered_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now')",
+            "INSERT INTO remembered_answers (scope, server, tool, definition_hash, verdict,
+                 answered_at) VALUES ($1, $2, $3, $4, $5, $6)
+             ON CONFLICT (scope, server, tool, definition_hash) DO UPDATE SET
+                 verdict = excluded.verdict, answered_at = excluded.answered_at",
         )
+        .bind(&*self.scope)
         .bind(&key.server)
         .bind(&key.tool)
         .bind(&key.definition_hash)
         .bind(text)
+        .bind(now())
         .execute(&self.pool)
         .await?;
         Ok(())
     }
 
     pub async fn remembered(&self) -> Result<Remembered, StoreError> {
-        let rows: Vec<(String, String, String, String)> =
-            sqlx::query_as("SELECT server, tool, definition_hash, verdict FROM remembered_answers")
-                .fetch_all(&self.pool)
-                .await?;
+        let rows: Vec<(String, String, String, String)> = sqlx::query_as(
+            "SELECT server, tool, definition_hash, verdict FROM remembered_answers
+                 WHERE scope = $1",
+        )
+        .bind(&*self.scope)
+        .fetch_all(&self.pool)
+        .await?;
         let answers = rows
             .into_iter()
             .map(|(server, tool, definition_hash, v)| {
@@ -163,8 +199,11 @@ impl Store {
         tool: Option<&str>,
     ) -> Result<u64, StoreError> {
         let done = sqlx::query(
-            "DELETE FROM remembered_answers WHERE (?1 IS NULL OR server = ?1) AND (?2 IS NULL OR tool = ?2)",
+            "DELETE FROM remembered_answers WHERE scope = $1
+                 AND (CAST($2 AS TEXT) IS NULL OR server = $2)
+                 AND (CAST($3 AS TEXT) IS NULL OR tool = $3)",
         )
+        .bind(&*self.scope)
         .bind(server)
         .bind(tool)
         .execute(&self.pool)

@@ -2,12 +2,15 @@
 //! and canonical definition text, in a small SQLite file of its own (`pins.sqlite` in the
 //! user's data dir) with its own migrations (`pin_migrations/`). It only keeps them: what
 //! a pin is and when a definition drifted from it is the registry's
-//! (`mcp_host_registry::pins`), over the [`PinRecords`] seam this implements.
+//! (`mcp_host_registry::pins`), over the [`PinRecords`] seam this implements. In a service
+//! database the pins are a table beside the store's, one user's in each scope
+//! ([`PinStore::scoped`]).
 
-use crate::StoreError;
+use crate::{OWN_FILE, StoreError, now};
 use mcp_host_core::pins::{PinRecord, PinRecords};
-use sqlx::sqlite::SqlitePool;
+use sqlx::AnyPool;
 use std::path::Path;
+use std::sync::Arc;
 
 #[derive(Debug, thiserror::Error)]
 pub enum PinError {
@@ -21,14 +24,25 @@ pub enum PinError {
 
 #[derive(Clone, Debug)]
 pub struct PinStore {
-    pool: SqlitePool,
+    pool: AnyPool,
+    scope: Arc<str>,
 }
 
 impl PinStore {
+    /// A person's own pin file at `path`, created or brought up to date.
     pub async fn open(path: &Path) -> Result<Self, PinError> {
         let pool = crate::open_sqlite(path).await?;
         sqlx::migrate!("./pin_migrations").run(&pool).await?;
-        Ok(Self { pool })
+        Ok(Self::scoped(pool, OWN_FILE))
+    }
+
+    /// The pins of `scope` (a user id) in a database that [`crate::Store::migrate_shared`]
+    /// made.
+    pub fn scoped(pool: AnyPool, scope: impl Into<Arc<str>>) -> Self {
+        Self {
+            pool,
+            scope: scope.into(),
+        }
     }
 }
 
@@ -36,26 +50,31 @@ impl PinRecords for PinStore {
     type Error = PinError;
 
     async fn pinned(&self, server: &str, tool: &str) -> Result<Option<PinRecord>, PinError> {
-        let row: Option<(String, String)> =
-            sqlx::query_as("SELECT hash, definition FROM tool_pins WHERE server = ? AND tool = ?")
-                .bind(server)
-                .bind(tool)
-                .fetch_optional(&self.pool)
-                .await?;
+        let row: Option<(String, String)> = sqlx::query_as(
+            "SELECT hash, definition FROM tool_pins WHERE scope = $1 AND server = $2
+                 AND tool = $3",
+        )
+        .bind(&*self.scope)
+        .bind(server)
+        .bind(tool)
+        .fetch_optional(&self.pool)
+        .await?;
         Ok(row.map(|(hash, definition)| PinRecord { hash, definition }))
     }
 
     async fn pin(&self, server: &str, tool: &str, record: &PinRecord) -> Result<(), PinError> {
         sqlx::query(
-            "INSERT INTO tool_pins (server, tool, hash, definition) VALUES (?, ?, ?, ?)
-             ON CONFLICT (server, tool) DO UPDATE SET hash = excluded.hash,
-                 definition = excluded.definition,
-                 pinned_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now')",
+            "INSERT INTO tool_pins (scope, server, tool, hash, definition, pinned_at)
+             VALUES ($1, $2, $3, $4, $5, $6)
+             ON CONFLICT (scope, server, tool) DO UPDATE SET hash = excluded.hash,
+                 definition = excluded.definition, pinned_at = excluded.pinned_at",
         )
+        .bind(&*self.scope)
         .bind(server)
         .bind(tool)
         .bind(&record.hash)
         .bind(&record.definition)
+        .bind(now())
         .execute(&self.pool)
         .await?;
         Ok(())

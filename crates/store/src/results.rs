@@ -2,7 +2,7 @@
 //! request. Content-addressed: the handle is derived from the text, so storing the same
 //! result twice keeps one copy, and a handle names exactly one content.
 
-use crate::{Store, StoreError, excerpt, hex, is_lower_hex};
+use crate::{Store, StoreError, excerpt, hex, is_lower_hex, now};
 use sha2::{Digest, Sha256};
 
 /// Hex digits in a handle: 16 bytes of SHA-256 are plenty to never collide by chance, and
@@ -32,23 +32,31 @@ impl Store {
     pub async fn put_result(&self, text: &str) -> Result<String, StoreError> {
         let handle = result_handle(text);
         let bytes = i64::try_from(text.len()).unwrap_or(i64::MAX);
-        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
+        let mut tx = self.pool().begin().await?;
+        // The insert is the write lock too: a second put of the same text waits for this one
+        // and then inserts nothing.
         let inserted = sqlx::query(
-            "INSERT INTO results (handle, bytes) VALUES (?, ?) ON CONFLICT (handle) DO NOTHING",
+            "INSERT INTO results (scope, handle, bytes, created_at) VALUES ($1, $2, $3, $4)
+             ON CONFLICT (scope, handle) DO NOTHING",
         )
+        .bind(self.scope())
         .bind(&handle)
         .bind(bytes)
+        .bind(now())
         .execute(&mut *tx)
         .await?
         .rows_affected();
         if inserted == 1 {
             for (seq, chunk) in (0_i64..).zip(text.as_bytes().chunks(CHUNK)) {
-                sqlx::query("INSERT INTO result_chunks (handle, seq, body) VALUES (?, ?, ?)")
-                    .bind(&handle)
-                    .bind(seq)
-                    .bind(chunk)
-                    .execute(&mut *tx)
-                    .await?;
+                sqlx::query(
+                    "INSERT INTO result_chunks (scope, handle, seq, body) VALUES ($1, $2, $3, $4)",
+                )
+                .bind(self.scope())
+                .bind(&handle)
+                .bind(seq)
+                .bind(chunk)
+                .execute(&mut *tx)
+                .await?;
             }
         }
         tx.commit().await?;
@@ -76,11 +84,13 @@ impl Store {
         length: u64,
     ) -> Result<Option<(Vec<u8>, u64)>, StoreError> {
         check_handle(handle)?;
-        let mut tx = self.pool.begin().await?;
-        let total: Option<i64> = sqlx::query_scalar("SELECT bytes FROM results WHERE handle = ?")
-            .bind(handle)
-            .fetch_optional(&mut *tx)
-            .await?;
+        let mut tx = self.pool().begin().await?;
+        let total: Option<i64> =
+            sqlx::query_scalar("SELECT bytes FROM results WHERE scope = $1 AND handle = $2")
+                .bind(self.scope())
+                .bind(handle)
+                .fetch_optional(&mut *tx)
+                .await?;
         let Some(total) = total else {
             return Ok(None);
         };
@@ -93,8 +103,10 @@ impl Store {
         let chunk = CHUNK as u64;
         let (first, last) = (start / chunk, (end - 1) / chunk);
         let chunks: Vec<Vec<u8>> = sqlx::query_scalar(
-            "SELECT body FROM result_chunks WHERE handle = ? AND seq BETWEEN ? AND ? ORDER BY seq",
+            "SELECT body FROM result_chunks WHERE scope = $1 AND handle = $2
+             AND seq BETWEEN $3 AND $4 ORDER BY seq",
         )
+        .bind(self.scope())
         .bind(handle)
         .bind(i64::try_from(first).unwrap_or(i64::MAX))
         .bind(i64::try_from(last).unwrap_or(i64::MAX))

@@ -6,7 +6,7 @@ use crate::conversations::{ensure_exists, to_u32};
 use crate::{ConversationId, Store, StoreError};
 use serde_json::Value;
 use sqlx::Row;
-use sqlx::sqlite::SqliteRow;
+use sqlx::any::AnyRow;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// One tool call as recorded. Plain data: the engine fills it from its own types.
@@ -45,7 +45,7 @@ fn unix_millis(t: SystemTime) -> i64 {
         .unwrap_or(0)
 }
 
-fn from_row(row: &SqliteRow) -> Result<ToolCallRow, StoreError> {
+fn from_row(row: &AnyRow) -> Result<ToolCallRow, StoreError> {
     let id: String = row.try_get("conversation_id")?;
     let arguments: String = row.try_get("arguments")?;
     let decided_by: Option<String> = row.try_get("decided_by")?;
@@ -65,7 +65,7 @@ fn from_row(row: &SqliteRow) -> Result<ToolCallRow, StoreError> {
             .as_deref()
             .map(serde_json::from_str)
             .transpose()?,
-        is_error: row.try_get("is_error")?,
+        is_error: row.try_get::<i64, _>("is_error")? != 0,
         refused: row.try_get("refused")?,
         result_handle: row.try_get("result_handle")?,
         started_at: UNIX_EPOCH
@@ -74,7 +74,7 @@ fn from_row(row: &SqliteRow) -> Result<ToolCallRow, StoreError> {
                     .map_err(|_| StoreError::Corrupt(format!("tool call start {started_ms} ms")))?,
             ),
         took_ms: took_ms.map(|ms| u64::try_from(ms).unwrap_or(0)),
-        background: row.try_get("background")?,
+        background: row.try_get::<i64, _>("background")? != 0,
     })
 }
 
@@ -92,19 +92,22 @@ impl Store {
             .took_ms
             .map(|ms| i64::try_from(ms).unwrap_or(i64::MAX));
         let done = sqlx::query(
-            "INSERT INTO tool_calls (conversation_id, turn, call_id, name, server, tool, arguments,
-                 verdict, decided_by, is_error, refused, result_handle, started_at, took_ms,
-                 background)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
-                 strftime('%Y-%m-%dT%H:%M:%fZ', ? / 1000.0, 'unixepoch'), ?, ?)
-             ON CONFLICT (conversation_id, turn, call_id) DO UPDATE SET
+            "INSERT INTO tool_calls (scope, conversation_id, turn, call_id, position, name, server,
+                 tool, arguments, verdict, decided_by, is_error, refused, result_handle,
+                 started_ms, took_ms, background)
+             VALUES ($1, $2, $3, $4,
+                 (SELECT COALESCE(MAX(position), 0) + 1 FROM tool_calls
+                     WHERE scope = $1 AND conversation_id = $2),
+                 $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+             ON CONFLICT (scope, conversation_id, turn, call_id) DO UPDATE SET
                  name = excluded.name, server = excluded.server, tool = excluded.tool,
                  arguments = excluded.arguments, verdict = excluded.verdict,
                  decided_by = excluded.decided_by, is_error = excluded.is_error,
                  refused = excluded.refused, result_handle = excluded.result_handle,
-                 started_at = excluded.started_at, took_ms = excluded.took_ms,
+                 started_ms = excluded.started_ms, took_ms = excluded.took_ms,
                  background = excluded.background",
         )
+        .bind(self.scope())
         .bind(record.conversation_id.as_str())
         .bind(i64::from(record.turn))
         .bind(&record.call_id)
@@ -114,13 +117,13 @@ impl Store {
         .bind(arguments)
         .bind(&record.verdict)
         .bind(decided_by)
-        .bind(record.is_error)
+        .bind(i64::from(record.is_error))
         .bind(&record.refused)
         .bind(&record.result_handle)
         .bind(unix_millis(record.started_at))
         .bind(took_ms)
-        .bind(record.background)
-        .execute(&self.pool)
+        .bind(i64::from(record.background))
+        .execute(self.pool())
         .await;
         match done {
             Ok(_) => Ok(()),
@@ -137,15 +140,15 @@ impl Store {
         &self,
         id: &ConversationId,
     ) -> Result<Vec<ToolCallRow>, StoreError> {
-        let mut tx = self.pool.begin().await?;
-        ensure_exists(&mut tx, id).await?;
+        let mut tx = self.pool().begin().await?;
+        ensure_exists(&mut tx, self.scope(), id).await?;
         let rows = sqlx::query(
             "SELECT conversation_id, turn, call_id, name, server, tool, arguments, verdict,
-                 decided_by, is_error, refused, result_handle,
-                 CAST(round(unixepoch(started_at, 'subsec') * 1000) AS INTEGER) AS started_ms,
-                 took_ms, background
-             FROM tool_calls WHERE conversation_id = ? ORDER BY rowid",
+                 decided_by, is_error, refused, result_handle, started_ms, took_ms, background
+             FROM tool_calls WHERE scope = $1 AND conversation_id = $2
+             ORDER BY position, call_id",
         )
+        .bind(self.scope())
         .bind(id.as_str())
         .fetch_all(&mut *tx)
         .await?;

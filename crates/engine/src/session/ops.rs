@@ -262,8 +262,8 @@ impl Session {
     }
 
     /// Switches to stored conversation `id`, or to a new one when there is none to resume
-    /// (a hosted front end's conversation whose history is in another replica's store, or
-    /// that has no history yet). Either way the current conversation is left: a turn that
+    /// (a hosted front end's conversation that has no history yet, or whose history cannot
+    /// be read). Either way the current conversation is left: a turn that
     /// follows can never land in it.
     pub(super) async fn open(&mut self, id: Option<&str>) {
         if self.conversation.is_none() {

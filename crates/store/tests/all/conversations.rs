@@ -11,9 +11,19 @@ async fn open(dir: &tempfile::TempDir) -> Store {
         .unwrap()
 }
 
-/// `updated_at` has millisecond resolution; make sure the next write lands in a later one.
+/// `updated_at` has millisecond resolution: waits until the wall clock has moved past the
+/// current millisecond, so the next write lands in a later one.
 async fn next_millisecond() {
-    tokio::time::sleep(Duration::from_millis(3)).await;
+    let millis = || {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_millis()
+    };
+    let start = millis();
+    while millis() <= start {
+        tokio::task::yield_now().await;
+    }
 }
 
 #[tokio::test]

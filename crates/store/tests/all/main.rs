@@ -5,3 +5,4 @@
 
 mod conversations;
 mod results;
+mod upgrade;

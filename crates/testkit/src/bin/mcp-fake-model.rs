@@ -5,6 +5,8 @@
 //! - a user message `call TOOL {json}` (one per line; several lines, several calls) → those
 //!   tool calls;
 //! - a tool result → "Result: " and the start of what the tool returned;
+//! - `recall` → "Earlier: " and every earlier user message, joined by " | " (what the host
+//!   sent as the conversation's history);
 //! - anything else → "You said: " and the message.
 //!
 //! `mcp-fake-model [--port P] [--delay-ms N]` prints `listening on http://127.0.0.1:P` on
@@ -141,6 +143,17 @@ fn answer(request: &Value) -> Vec<Value> {
             None => (rest.to_string(), "{}".to_string()),
         })
         .collect();
+    if text.trim() == "recall" {
+        let messages = request["messages"]
+            .as_array()
+            .map_or(&[][..], Vec::as_slice);
+        let earlier: Vec<String> = messages[..messages.len().saturating_sub(1)]
+            .iter()
+            .filter(|m| m["role"] == "user")
+            .map(text_of)
+            .collect();
+        return text_chunks(&format!("Earlier: {}", earlier.join(" | ")));
+    }
     if calls.is_empty() {
         return text_chunks(&format!("You said: {text}"));
     }

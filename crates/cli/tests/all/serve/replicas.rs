@@ -72,13 +72,20 @@ fn a_turn_on_one_replica_is_followed_resumed_and_answered_from_the_other() {
             .collect::<Vec<_>>()
     };
     assert_eq!(ids(&whole), ids(&[asked, rest].concat()));
-    // The conversation goes on from the other replica (which has a session of its own).
-    let next = on2.turn(&conv, "and now?");
+    // The conversation goes on from the other replica (which has a session of its own) with
+    // the whole history: the model is sent the first turn's messages.
+    let next = on2.turn(&conv, "recall");
     assert_eq!(next.status, 202, "{next:?}");
     let more = on1
         .events(&conv, Some(whole.last().unwrap().id.unwrap()))
         .until("turn_ended");
     assert_eq!(more.last().unwrap().data["report"]["end"], "finished");
+    let said: String = more
+        .iter()
+        .filter(|e| e.event == "text_delta")
+        .map(|e| e.data["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(said, "Earlier: call f__echo {\"message\": \"across\"}");
 }
 
 #[test]
