@@ -52,6 +52,8 @@ fn credential_json() -> serde_json::Value {
 }
 
 fn vault_rows(label: &str, vault: &CredentialVault) {
+    // Files and the keyring do their work inside the call; no runtime is needed to poll it.
+    use futures::executor::block_on;
     let key = CredentialKey {
         issuer: String::new(),
         resource: format!("https://bench.example/{label}"),
@@ -59,15 +61,15 @@ fn vault_rows(label: &str, vault: &CredentialVault) {
     let value = credential_json();
     row(
         &format!("{label}: save"),
-        time(200, || vault.save(&key, &value).unwrap()),
+        time(200, || block_on(vault.save(&key, &value)).unwrap()),
     );
     row(
         &format!("{label}: load"),
         time(2000, || {
-            vault.load(&key).unwrap().unwrap();
+            block_on(vault.load(&key)).unwrap().unwrap();
         }),
     );
-    vault.clear(&key).unwrap();
+    block_on(vault.clear(&key)).unwrap();
 }
 
 /// What rmcp pays before every request: the store's `load` of a live credential.

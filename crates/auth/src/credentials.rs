@@ -12,8 +12,11 @@
 //!
 //! With the keyring in use, a file left from a time without one is still read (and removed
 //! when the keyring takes the next save), so moving to a desktop session loses no sign-in.
-//! The content is opaque JSON to this module; it never logs it.
+//! A hosted service keeps its users' credentials in rows of its database instead
+//! ([`CredentialVault::sealed_rows`], `credential_rows.rs`), sealed, with a refresh lease
+//! for the lock. The content is opaque JSON to this module; it never logs it.
 
+use crate::credential_rows::{CredentialRows, LEASE, Lease};
 use crate::keyring::OsKeyring;
 use crate::sealed::SealingKey;
 use sha2::{Digest, Sha256};
@@ -39,6 +42,8 @@ pub enum CredentialError {
     Keyring { resource: String, detail: String },
     #[error("{0} (MCP_HOST_CREDENTIAL_STORE=keyring)")]
     KeyringRequired(String),
+    #[error("the service's credential store: {0}")]
+    Rows(String),
 }
 
 /// Where credential contents may go.
@@ -72,8 +77,10 @@ impl std::str::FromStr for VaultChoice {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Protection {
     OsKeyring,
-    /// Private files sealed with a service key (the hosted mode).
+    /// Private files sealed with a service key.
     SealedFiles,
+    /// Rows of the service's database, sealed with the service key (the hosted mode).
+    SealedRows,
     /// Private files; `why` says why not the keyring (None when files were chosen).
     PrivateFiles {
         why: Option<String>,
@@ -86,6 +93,9 @@ impl std::fmt::Display for Protection {
             Self::OsKeyring => f.write_str("OS keyring (Secret Service)"),
             Self::SealedFiles => {
                 f.write_str("private files sealed with the service key (AES-256-GCM)")
+            }
+            Self::SealedRows => {
+                f.write_str("the service database, sealed with the service key (AES-256-GCM)")
             }
             Self::PrivateFiles { why: None } => f.write_str("private files (0600)"),
             Self::PrivateFiles { why: Some(why) } => write!(f, "private files (0600); {why}"),
@@ -102,6 +112,8 @@ enum Backend {
     },
     /// The keyring was required and is not there.
     Unavailable(String),
+    /// A service's shared store (always sealed).
+    Rows(Arc<dyn CredentialRows>),
 }
 
 /// Which credential: the issuer that granted it and the resource (server) it is for.
@@ -141,7 +153,13 @@ fn aad(context: &str, key: &CredentialKey) -> String {
 /// Held while a refresh is in progress; dropping it lets the next process in.
 #[derive(Debug)]
 pub struct RefreshLock {
-    _lock: nix::fcntl::Flock<File>,
+    _held: Held,
+}
+
+#[derive(Debug)]
+enum Held {
+    File(#[allow(dead_code)] nix::fcntl::Flock<File>),
+    Lease(#[allow(dead_code)] Lease),
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> CredentialError + '_ {
@@ -181,6 +199,18 @@ impl CredentialVault {
         }
     }
 
+    /// Rows of a service's store, sealed with `key` for `context` (who they belong to), as
+    /// [`CredentialVault::sealed`] seals files. Refresh locks are the rows' leases.
+    pub fn sealed_rows(
+        rows: Arc<dyn CredentialRows>,
+        key: Arc<SealingKey>,
+        context: impl Into<String>,
+    ) -> Self {
+        let vault = Self::sealed(PathBuf::new(), key, context);
+        let _ = vault.backend.set(Backend::Rows(rows));
+        vault
+    }
+
     fn backend(&self) -> &Backend {
         self.backend.get_or_init(|| match self.choice {
             VaultChoice::Files => Backend::Files { why: None },
@@ -199,10 +229,9 @@ impl CredentialVault {
 
     /// Where the contents go (probing the keyring if not done yet).
     pub fn protection(&self) -> Result<Protection, CredentialError> {
-        if self.seal.is_some() {
-            return Ok(Protection::SealedFiles);
-        }
         match self.backend() {
+            Backend::Rows(_) => Ok(Protection::SealedRows),
+            _ if self.seal.is_some() => Ok(Protection::SealedFiles),
             Backend::Keyring(_) => Ok(Protection::OsKeyring),
             Backend::Files { why } => Ok(Protection::PrivateFiles { why: why.clone() }),
             Backend::Unavailable(why) => Err(CredentialError::KeyringRequired(why.clone())),
@@ -210,7 +239,10 @@ impl CredentialVault {
     }
 
     /// The stored credential, if any.
-    pub fn load(&self, key: &CredentialKey) -> Result<Option<serde_json::Value>, CredentialError> {
+    pub async fn load(
+        &self,
+        key: &CredentialKey,
+    ) -> Result<Option<serde_json::Value>, CredentialError> {
         match self.backend() {
             Backend::Keyring(k) => match k.load(key)? {
                 Some(v) => Ok(Some(v)),
@@ -218,11 +250,17 @@ impl CredentialVault {
             },
             Backend::Files { .. } => self.load_file(key),
             Backend::Unavailable(why) => Err(CredentialError::KeyringRequired(why.clone())),
+            Backend::Rows(rows) => match rows.load(key).await? {
+                Some(sealed) => self
+                    .open_sealed(key, &sealed, "the service database")
+                    .map(Some),
+                None => Ok(None),
+            },
         }
     }
 
     /// Replaces the stored credential.
-    pub fn save(
+    pub async fn save(
         &self,
         key: &CredentialKey,
         value: &serde_json::Value,
@@ -235,15 +273,56 @@ impl CredentialVault {
             }
             Backend::Files { .. } => self.save_file(key, value),
             Backend::Unavailable(why) => Err(CredentialError::KeyringRequired(why.clone())),
+            Backend::Rows(rows) => {
+                let sealed = self.seal_value(key, value)?;
+                rows.save(key, &sealed).await
+            }
         }
     }
 
     /// Forgets the credential (logout), wherever it is. Absent already is fine.
-    pub fn clear(&self, key: &CredentialKey) -> Result<(), CredentialError> {
-        if let Backend::Keyring(k) = self.backend() {
-            k.clear(key)?;
+    pub async fn clear(&self, key: &CredentialKey) -> Result<(), CredentialError> {
+        match self.backend() {
+            Backend::Rows(rows) => return rows.clear(key).await,
+            Backend::Keyring(k) => k.clear(key)?,
+            Backend::Files { .. } | Backend::Unavailable(_) => {}
         }
         self.clear_file(key)
+    }
+
+    /// `value` sealed for `key` in this vault's context. Only a sealed vault calls this.
+    fn seal_value(
+        &self,
+        key: &CredentialKey,
+        value: &serde_json::Value,
+    ) -> Result<String, CredentialError> {
+        let Some((seal, context)) = &self.seal else {
+            return Err(CredentialError::Rows(
+                "a vault without a key cannot seal".into(),
+            ));
+        };
+        seal.seal(value.to_string().as_bytes(), &aad(context, key))
+            .map_err(|e| CredentialError::Rows(e.to_string()))
+    }
+
+    /// Opens `sealed` (kept at `place`) as `key`'s credential in this vault's context.
+    fn open_sealed(
+        &self,
+        key: &CredentialKey,
+        sealed: &str,
+        place: &str,
+    ) -> Result<serde_json::Value, CredentialError> {
+        let corrupt = |detail: String| CredentialError::Corrupt {
+            path: place.to_string(),
+            detail,
+        };
+        let Some((seal, context)) = &self.seal else {
+            return Err(corrupt(
+                "a sealed credential in a vault without a key".into(),
+            ));
+        };
+        let plain = (seal.open(sealed, &aad(context, key))).map_err(|e| corrupt(e.to_string()))?;
+        serde_json::from_slice(&plain).map_err(|e| corrupt(e.to_string()))
     }
 
     fn ensure_dir(&self) -> Result<(), CredentialError> {
@@ -273,22 +352,16 @@ impl CredentialVault {
             path: path.display().to_string(),
             detail,
         };
-        let text = match &self.seal {
-            None => text,
-            Some((seal, context)) => {
-                let stored: serde_json::Value =
-                    serde_json::from_str(&text).map_err(|e| corrupt(e.to_string()))?;
-                let Some(sealed) = stored.get("sealed").and_then(|v| v.as_str()) else {
-                    return Err(corrupt("a plain credential in a sealed vault".into()));
-                };
-                let plain =
-                    (seal.open(sealed, &aad(context, key))).map_err(|e| corrupt(e.to_string()))?;
-                String::from_utf8(plain).map_err(|e| corrupt(e.to_string()))?
-            }
+        let stored: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| corrupt(e.to_string()))?;
+        if self.seal.is_none() {
+            return Ok(Some(stored));
+        }
+        let Some(sealed) = stored.get("sealed").and_then(|v| v.as_str()) else {
+            return Err(corrupt("a plain credential in a sealed vault".into()));
         };
-        serde_json::from_str(&text)
+        self.open_sealed(key, sealed, &path.display().to_string())
             .map(Some)
-            .map_err(|e| corrupt(e.to_string()))
     }
 
     /// Replaces the file, atomically, readable by the user alone.
@@ -301,11 +374,7 @@ impl CredentialVault {
         let path = self.path(key);
         let contents = match &self.seal {
             None => value.to_string(),
-            Some((seal, context)) => {
-                let sealed = (seal.seal(value.to_string().as_bytes(), &aad(context, key)))
-                    .map_err(|e| io_err(&path)(std::io::Error::other(e.to_string())))?;
-                serde_json::json!({ "sealed": sealed }).to_string()
-            }
+            Some(_) => serde_json::json!({ "sealed": self.seal_value(key, value)? }).to_string(),
         };
         // Unique per write: two saves of one key at once (two tasks, or two processes) must
         // not share a temporary file.
@@ -342,33 +411,52 @@ impl CredentialVault {
         }
     }
 
-    /// Takes the credential's refresh lock, waiting at most `wait` for another process.
+    /// Takes the credential's refresh lock, waiting at most `wait` for another process
+    /// (or, in a service's rows, another replica).
     pub async fn lock_refresh(
         &self,
         key: &CredentialKey,
         wait: Duration,
     ) -> Result<RefreshLock, CredentialError> {
-        self.ensure_dir()?;
-        let path = self.dir.join(format!("{}.lock", key.stem()));
         let deadline = tokio::time::Instant::now() + wait;
         loop {
-            let file = OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .mode(0o600)
-                .open(&path)
-                .map_err(io_err(&path))?;
-            match nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock) {
-                Ok(lock) => return Ok(RefreshLock { _lock: lock }),
-                Err((_, nix::errno::Errno::EWOULDBLOCK)) => {}
-                Err((_, errno)) => return Err(io_err(&path)(std::io::Error::from(errno))),
+            if let Some(held) = self.try_lock_refresh(key).await? {
+                return Ok(RefreshLock { _held: held });
             }
             if tokio::time::Instant::now() >= deadline {
                 return Err(CredentialError::LockTimeout(wait));
             }
             // Polling keeps the wait async and bounded; a refresh takes milliseconds.
             tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// The refresh lock if nobody holds it now.
+    async fn try_lock_refresh(&self, key: &CredentialKey) -> Result<Option<Held>, CredentialError> {
+        if let Backend::Rows(rows) = self.backend() {
+            // Unique per attempt: a lease is given back only by whoever took it.
+            let holder = format!("{:032x}", rand::random::<u128>());
+            return Ok(rows.try_lease(key, &holder, LEASE).await?.then(|| {
+                Held::Lease(Lease {
+                    rows: rows.clone(),
+                    key: key.clone(),
+                    holder,
+                })
+            }));
+        }
+        self.ensure_dir()?;
+        let path = self.dir.join(format!("{}.lock", key.stem()));
+        let file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .open(&path)
+            .map_err(io_err(&path))?;
+        match nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock) {
+            Ok(lock) => Ok(Some(Held::File(lock))),
+            Err((_, nix::errno::Errno::EWOULDBLOCK)) => Ok(None),
+            Err((_, errno)) => Err(io_err(&path)(std::io::Error::from(errno))),
         }
     }
 }
@@ -386,14 +474,14 @@ mod tests {
         }
     }
 
-    #[test]
-    fn credentials_round_trip_in_private_files_and_can_be_cleared() {
+    #[tokio::test]
+    async fn credentials_round_trip_in_private_files_and_can_be_cleared() {
         let dir = tempfile::tempdir().unwrap();
         let files = CredentialVault::new(dir.path().join("creds"));
-        assert!(files.load(&key()).unwrap().is_none());
+        assert!(files.load(&key()).await.unwrap().is_none());
         let value = json!({"access_token": "a1", "refresh_token": "r1", "client_secret": "s"});
-        files.save(&key(), &value).unwrap();
-        assert_eq!(files.load(&key()).unwrap().unwrap(), value);
+        files.save(&key(), &value).await.unwrap();
+        assert_eq!(files.load(&key()).await.unwrap().unwrap(), value);
         let path = files.path(&key());
         let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
@@ -411,39 +499,39 @@ mod tests {
             resource: "https://other.example/mcp".into(),
             ..key()
         };
-        assert!(files.load(&other).unwrap().is_none());
-        files.clear(&key()).unwrap();
-        files.clear(&key()).unwrap();
-        assert!(files.load(&key()).unwrap().is_none());
+        assert!(files.load(&other).await.unwrap().is_none());
+        files.clear(&key()).await.unwrap();
+        files.clear(&key()).await.unwrap();
+        assert!(files.load(&key()).await.unwrap().is_none());
     }
 
-    #[test]
-    fn a_sealed_vault_keeps_no_token_in_plain_and_opens_only_its_own_files() {
+    #[tokio::test]
+    async fn a_sealed_vault_keeps_no_token_in_plain_and_opens_only_its_own_files() {
         let dir = tempfile::tempdir().unwrap();
         let secret = SealingKey::generate().unwrap();
         let seal = Arc::new(SealingKey::from_base64(&secret).unwrap());
         let alice = CredentialVault::sealed(dir.path().join("a"), seal.clone(), "user a");
         let value = json!({"access_token": "tok-a1", "refresh_token": "ref-a1"});
-        alice.save(&key(), &value).unwrap();
+        alice.save(&key(), &value).await.unwrap();
         let on_disk = std::fs::read_to_string(alice.path(&key())).unwrap();
         assert!(
             !on_disk.contains("tok-a1") && !on_disk.contains("ref-a1"),
             "{on_disk}"
         );
-        assert_eq!(alice.load(&key()).unwrap().unwrap(), value);
+        assert_eq!(alice.load(&key()).await.unwrap().unwrap(), value);
         assert_eq!(alice.protection().unwrap(), Protection::SealedFiles);
         // Alice's file copied into Bob's vault does not open there.
         let bob = CredentialVault::sealed(dir.path().join("b"), seal, "user b");
         std::fs::create_dir_all(dir.path().join("b")).unwrap();
         std::fs::copy(alice.path(&key()), bob.path(&key())).unwrap();
         assert!(matches!(
-            bob.load(&key()),
+            bob.load(&key()).await,
             Err(CredentialError::Corrupt { .. })
         ));
         // A plain file planted in a sealed vault is refused, not believed.
         std::fs::write(bob.path(&key()), value.to_string()).unwrap();
         assert!(matches!(
-            bob.load(&key()),
+            bob.load(&key()).await,
             Err(CredentialError::Corrupt { .. })
         ));
     }

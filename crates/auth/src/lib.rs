@@ -10,7 +10,9 @@
 //!   and OAuth for background connections, where nobody may be asked (`unattended.rs`:
 //!   `OAuth::for_server`).
 //! * `credentials.rs`: [`CredentialVault`], where credentials persist (the OS keyring when
-//!   one works, else 0600 files written atomically) and the cross-process refresh lock.
+//!   one works, else 0600 files written atomically) and the cross-process refresh lock;
+//!   `credential_rows.rs`: [`CredentialRows`], a service's shared store for them (sealed
+//!   rows, a refresh lease).
 //! * `keyring.rs`: [`OsKeyring`], the freedesktop Secret Service over D-Bus.
 //!
 //! rmcp is used only in `oauth/`: its `transport::auth` module (`AuthorizationManager` and
@@ -23,11 +25,13 @@
 //! [`AuthorizingClient`]'s trait; the vault (`credentials.rs`, `keyring.rs`) has no rmcp.
 //! Nothing here logs a token or a secret.
 
+mod credential_rows;
 mod credentials;
 mod keyring;
 pub mod oauth;
 mod sealed;
 
+pub use credential_rows::CredentialRows;
 pub use credentials::{
     CredentialError, CredentialKey, CredentialVault, Protection, RefreshLock, VaultChoice,
 };

@@ -28,9 +28,9 @@ fn items_seen_by_secret_tool() -> String {
     )
 }
 
-#[test]
+#[tokio::test]
 #[ignore = "needs a Secret Service: scripts/keyring-test.sh"]
-fn credentials_live_in_the_os_keyring_and_not_on_disk() {
+async fn credentials_live_in_the_os_keyring_and_not_on_disk() {
     OsKeyring::probe().expect("the test session has an unlocked keyring");
     let dir = tempfile::tempdir().unwrap();
     let vault = CredentialVault::choosing(dir.path(), VaultChoice::Auto);
@@ -38,8 +38,8 @@ fn credentials_live_in_the_os_keyring_and_not_on_disk() {
 
     let k = key("https://mcp.example/keyring-roundtrip");
     let value = json!({"access_token": "a1", "refresh_token": "r1"});
-    vault.save(&k, &value).unwrap();
-    assert_eq!(vault.load(&k).unwrap(), Some(value));
+    vault.save(&k, &value).await.unwrap();
+    assert_eq!(vault.load(&k).await.unwrap(), Some(value));
     assert!(
         !vault.path(&k).exists(),
         "no file copy of a keyring credential"
@@ -55,25 +55,31 @@ fn credentials_live_in_the_os_keyring_and_not_on_disk() {
     assert!(!seen.contains("canary"), "{seen}");
 
     // A different resource is a different item.
-    assert_eq!(vault.load(&key("https://other.example/mcp")).unwrap(), None);
-    vault.clear(&k).unwrap();
-    vault.clear(&k).unwrap();
-    assert_eq!(vault.load(&k).unwrap(), None);
+    assert_eq!(
+        vault.load(&key("https://other.example/mcp")).await.unwrap(),
+        None
+    );
+    vault.clear(&k).await.unwrap();
+    vault.clear(&k).await.unwrap();
+    assert_eq!(vault.load(&k).await.unwrap(), None);
     assert!(!items_seen_by_secret_tool().contains("keyring-roundtrip"));
 }
 
-#[test]
+#[tokio::test]
 #[ignore = "needs a Secret Service: scripts/keyring-test.sh"]
-fn a_file_from_before_the_keyring_is_read_then_moved_into_it() {
+async fn a_file_from_before_the_keyring_is_read_then_moved_into_it() {
     let dir = tempfile::tempdir().unwrap();
     let k = key("https://mcp.example/keyring-migration");
     let old = json!({"refresh_token": "from-a-file"});
-    CredentialVault::new(dir.path()).save(&k, &old).unwrap();
+    CredentialVault::new(dir.path())
+        .save(&k, &old)
+        .await
+        .unwrap();
     let vault = CredentialVault::choosing(dir.path(), VaultChoice::Keyring);
-    assert_eq!(vault.load(&k).unwrap(), Some(old));
+    assert_eq!(vault.load(&k).await.unwrap(), Some(old));
     let rotated = json!({"refresh_token": "rotated"});
-    vault.save(&k, &rotated).unwrap();
+    vault.save(&k, &rotated).await.unwrap();
     assert!(!vault.path(&k).exists(), "the file copy went with the save");
-    assert_eq!(vault.load(&k).unwrap(), Some(rotated));
-    vault.clear(&k).unwrap();
+    assert_eq!(vault.load(&k).await.unwrap(), Some(rotated));
+    vault.clear(&k).await.unwrap();
 }

@@ -62,9 +62,8 @@ fn store(dir: &Path, server_url: &str) -> VaultCredentialStore {
 
 /// The file's JSON, read past the store.
 fn file_json(dir: &Path, store: &VaultCredentialStore) -> Option<Value> {
-    CredentialVault::new(dir)
-        .load(&store.credential_key())
-        .unwrap()
+    // Files need no runtime to be read.
+    futures::executor::block_on(CredentialVault::new(dir).load(&store.credential_key())).unwrap()
 }
 
 fn stored_refresh_token(dir: &Path, store: &VaultCredentialStore) -> Option<String> {
@@ -107,7 +106,7 @@ async fn a_rotated_refresh_token_is_on_disk_and_is_what_the_next_refresh_uses() 
     assert_eq!(server.refresh_count(), 1);
     // The secret a confidential client needs after a restart stays with the credential.
     assert_eq!(
-        first.stored_client_secret().unwrap().as_deref(),
+        first.stored_client_secret().await.unwrap().as_deref(),
         Some("s3cret")
     );
 
@@ -117,6 +116,7 @@ async fn a_rotated_refresh_token_is_on_disk_and_is_what_the_next_refresh_uses() 
     value["credentials"]["token_received_at"] = json!(now() - 7200);
     CredentialVault::new(dir.path())
         .save(&first.credential_key(), &value)
+        .await
         .unwrap();
     let restarted = store(dir.path(), &url);
     assert_eq!(
@@ -130,7 +130,7 @@ async fn a_rotated_refresh_token_is_on_disk_and_is_what_the_next_refresh_uses() 
     );
     // A store without a secret of its own keeps the one stored for the same client.
     assert_eq!(
-        restarted.stored_client_secret().unwrap().as_deref(),
+        restarted.stored_client_secret().await.unwrap().as_deref(),
         Some("s3cret")
     );
 }
@@ -161,6 +161,7 @@ async fn a_credential_is_only_loaded_for_its_own_resource() {
     let a_content = file_json(&creds_dir, &a).unwrap();
     CredentialVault::new(&creds_dir)
         .save(&b.credential_key(), &a_content)
+        .await
         .unwrap();
     assert!(b.load().await.unwrap().is_none());
 }
@@ -198,14 +199,20 @@ async fn a_client_secret_in_the_store_outlives_logins_and_rejected_refreshes() {
     // `mcp-host auth set-secret`: a secret alone, for the configured client.
     s.store_client_secret(CLIENT_ID, "s3cret").await.unwrap();
     assert_eq!(
-        s.stored_client_secret_for(CLIENT_ID).unwrap().as_deref(),
+        s.stored_client_secret_for(CLIENT_ID)
+            .await
+            .unwrap()
+            .as_deref(),
         Some("s3cret")
     );
-    assert_eq!(s.stored_client_secret_for("another-client").unwrap(), None);
+    assert_eq!(
+        s.stored_client_secret_for("another-client").await.unwrap(),
+        None
+    );
     // It is what settings without a configured secret use.
     let mut configured = settings();
     configured.client_id = Some(CLIENT_ID.into());
-    let configured = configured.with_stored_secret(&s).unwrap();
+    let configured = configured.with_stored_secret(&s).await.unwrap();
     assert_eq!(configured.client_secret.as_deref(), Some("s3cret"));
     // A login saves tokens beside it; setting the secret again keeps the tokens.
     s.save(expired(&server.base, "access-0", "refresh-0"))
@@ -225,7 +232,10 @@ async fn a_client_secret_in_the_store_outlives_logins_and_rejected_refreshes() {
     assert_eq!(left["credentials"]["token_response"], Value::Null);
     assert_eq!(left["client_secret"], "rotated-secret");
     assert_eq!(
-        s.stored_client_secret_for(CLIENT_ID).unwrap().as_deref(),
+        s.stored_client_secret_for(CLIENT_ID)
+            .await
+            .unwrap()
+            .as_deref(),
         Some("rotated-secret")
     );
 }

@@ -468,7 +468,8 @@ async fn result(
     let found = match state
         .hub
         .db
-        .store_of(&caller.user.id)
+        .user_data(&caller.user.id)
+        .store
         .get_result(&handle)
         .await
     {

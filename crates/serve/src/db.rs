@@ -4,15 +4,19 @@
 //! placeholders, which both drivers bind by number (the pool is opened by
 //! `mcp_host_store::db`). The engine's store of every user (histories, remembered answers,
 //! large results, tool calls, pins) lives here too, in tables of its own, one scope per
-//! user ([`Db::store_of`]), so a user's conversation goes on with its context on any replica.
+//! user, and so do their sealed OAuth credentials ([`Db::user_data`]): a user's
+//! conversation goes on with its context, and their sign-ins hold, on any replica.
 
 pub use mcp_host_store::db::Backend;
 
+use crate::credentials::UserCredentials;
+use mcp_host_auth::CredentialRows;
 use mcp_host_store::pins::PinStore;
 use mcp_host_store::{Store, StoreError};
 use sha2::{Digest, Sha256};
 use sqlx::AnyPool;
 use std::path::Path;
+use std::sync::Arc;
 
 #[derive(Debug, thiserror::Error)]
 pub enum DbError {
@@ -84,18 +88,37 @@ impl Db {
         })
     }
 
-    /// The engine's store of `user` (their rows of the shared tables, no one else's), for
-    /// the service's own runtime.
-    pub fn store_of(&self, user: &str) -> Store {
-        Store::scoped(self.pool.clone(), user)
+    /// What `user` keeps in this database (their rows, no one else's), for the service's
+    /// own runtime.
+    pub fn user_data(&self, user: &str) -> UserData {
+        UserData::of(&self.pool, user)
     }
 
-    /// The store and tool-definition pins of `user`, for a session on a worker thread.
-    pub fn session_store_of(&self, user: &str) -> (Store, PinStore) {
-        (
-            Store::scoped(self.sessions.clone(), user),
-            PinStore::scoped(self.sessions.clone(), user),
-        )
+    /// The same for a session on a worker thread.
+    pub fn session_user_data(&self, user: &str) -> UserData {
+        UserData::of(&self.sessions, user)
+    }
+}
+
+/// One user's part of the database: the engine's store, the tool-definition pins, and the
+/// sealed OAuth credentials for remote servers.
+#[derive(Clone, Debug)]
+pub struct UserData {
+    pub store: Store,
+    pub pins: PinStore,
+    pub credentials: Arc<dyn CredentialRows>,
+}
+
+impl UserData {
+    fn of(pool: &AnyPool, user: &str) -> Self {
+        Self {
+            store: Store::scoped(pool.clone(), user),
+            pins: PinStore::scoped(pool.clone(), user),
+            credentials: Arc::new(UserCredentials {
+                pool: pool.clone(),
+                user: user.to_string(),
+            }),
+        }
     }
 }
 

@@ -169,12 +169,10 @@ impl Hub {
         if let Some(link) = self.live_link(&user.id).await {
             return Ok(link);
         }
-        let (store, pins) = self.db.session_store_of(&user.id);
         let start = UserStart {
             service: self.service.clone(),
             user: user.clone(),
-            store,
-            pins,
+            data: self.db.session_user_data(&user.id),
             enabled: self.startable_servers(user).await?,
             rules: self.db.user_rules(user).await?,
             conversation: conversation.clone(),

@@ -14,6 +14,7 @@
 
 pub mod access;
 mod api;
+mod credentials;
 pub mod db;
 pub mod hub;
 pub mod journal;
@@ -75,11 +76,12 @@ impl Service {
         self.data_dir.join("users").join(&user.id)
     }
 
-    /// `user`'s own credential vault: files under their folder, sealed with the service
-    /// key and bound to them, so no other user's vault (or a copy elsewhere) opens them.
-    pub fn vault(&self, user: &users::User) -> mcp_host_auth::CredentialVault {
-        mcp_host_auth::CredentialVault::sealed(
-            self.user_dir(user).join("credentials"),
+    /// `user`'s own credential vault: their rows of the service database (`data`), sealed
+    /// with the service key and bound to them, so no other user's vault (or a copy of the
+    /// database) opens them.
+    pub fn vault(&self, user: &users::User, data: &db::UserData) -> mcp_host_auth::CredentialVault {
+        mcp_host_auth::CredentialVault::sealed_rows(
+            data.credentials.clone(),
             self.sealing.clone(),
             format!("user {}", user.id),
         )
@@ -160,6 +162,7 @@ pub async fn serve(
         &service.data_dir.join("service.sqlite"),
     )
     .await?;
+    db.check_sealing_key(&service.sealing).await?;
     let signin = if listen.single_user {
         let user = db.upsert_user(LOCAL_USER, true, &[]).await?;
         for entry in &service.catalogue.entries {

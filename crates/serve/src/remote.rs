@@ -151,8 +151,9 @@ pub async fn start(
     let settings = AuthSettings::new(redirect_uri, Grant::AuthorizationCode(authorizer))
         .configured(spec.oauth.as_deref())
         .map_err(bad)?;
-    let store = VaultCredentialStore::new(state.hub.service.vault(&user), url).map_err(bad)?;
-    let settings = settings.with_stored_secret(&store).map_err(bad)?;
+    let vault = (state.hub.service).vault(&user, &state.hub.db.user_data(&user.id));
+    let store = VaultCredentialStore::new(vault, url).map_err(bad)?;
+    let settings = settings.with_stored_secret(&store).await.map_err(bad)?;
     let store = store.with_client_secret(settings.client_secret.clone());
     let oauth = OAuth::with_store(url, settings, Arc::new(store))
         .await

@@ -6,13 +6,13 @@
 //! turn is for. Runs on the user's worker thread; hands the session's channels back.
 
 use crate::Service;
+use crate::db::UserData;
 use crate::journal::ConversationRow;
 use crate::users::{NarrowList, User};
 use mcp_host_engine::host::{Guards, HostSetup};
 use mcp_host_engine::session::{Op, Session, SessionHandle, SessionSetup, Settings};
 use mcp_host_engine::{Audit, Conversation, Event, Hooks, ToolSource};
 use mcp_host_policy::{Answers, Rule, RuleSource};
-use mcp_host_store::pins::PinStore;
 use mcp_host_store::{ConversationId, Store};
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,9 +22,8 @@ use tokio::sync::mpsc;
 pub struct UserStart {
     pub service: Arc<Service>,
     pub user: User,
-    /// The user's engine store and pins, in the service database.
-    pub store: Store,
-    pub pins: PinStore,
+    /// The user's engine store, pins and credentials, in the service database.
+    pub data: UserData,
     pub enabled: Vec<String>,
     pub rules: Vec<(NarrowList, String)>,
     pub conversation: ConversationRow,
@@ -81,7 +80,7 @@ async fn build(
     let service = &start.service;
     let model = service.model.clone().ok_or(StartError::NoModel)?;
     let dir = service.user_dir(&start.user);
-    let (store, pins) = (start.store.clone(), start.pins.clone());
+    let (store, pins) = (start.data.store.clone(), start.data.pins.clone());
     let mut config = service.catalogue.clone();
     config.entries.retain(|e| start.enabled.contains(&e.name));
     let policy = narrowed(&service.policy, &start.rules);
@@ -91,7 +90,7 @@ async fn build(
         env: service.env.clone(),
         supervisor: service.supervisor.clone(),
         record_dir: dir.join("run"),
-        credentials: service.vault(&start.user),
+        credentials: service.vault(&start.user, &start.data),
         only: None,
         ask_person: Some(ask_tx),
         protected: vec![service.data_dir.clone()],

@@ -5,6 +5,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a panic is the failure report.
 
+use mcp_host_auth::{CredentialKey, SealingKey};
 use mcp_host_core::pins::{PinRecord, PinRecords};
 use mcp_host_policy::{MemoryKey, Verdict};
 use mcp_host_serve::db::{Backend, Db, DbError, now_ms};
@@ -59,6 +60,8 @@ on_both_backends!(
     concurrent_first_sign_ins_make_one_user,
     each_users_engine_store_is_their_own,
     a_history_appended_from_two_replicas_keeps_every_message_once,
+    credential_rows_are_per_user_and_leases_exclusive_until_they_run_out,
+    every_replica_must_seal_with_the_first_ones_key,
 );
 
 async fn open_sqlite(dir: &std::path::Path) -> Db {
@@ -915,7 +918,7 @@ fn tool_call(conversation: &ConversationId, call_id: &str) -> ToolCallRow {
 /// remembered answers, large results and pins are each seen in their own scope only, and
 /// naming another user's history or result by id finds nothing.
 async fn each_users_engine_store_is_their_own(db: Db) {
-    let (alice, bob) = (db.store_of("alice"), db.store_of("bob"));
+    let (alice, bob) = (db.user_data("alice").store, db.user_data("bob").store);
     let history = alice.create_conversation("m", "/w").await.unwrap();
     alice
         .append_messages(
@@ -991,8 +994,8 @@ async fn each_users_engine_store_is_their_own(db: Db) {
         Some("alice's large result")
     );
 
-    let (_, alice_pins) = db.session_store_of("alice");
-    let (_, bob_pins) = db.session_store_of("bob");
+    let alice_pins = db.session_user_data("alice").pins;
+    let bob_pins = db.session_user_data("bob").pins;
     let pin = PinRecord {
         hash: "h1".into(),
         definition: "{}".into(),
@@ -1005,8 +1008,8 @@ async fn each_users_engine_store_is_their_own(db: Db) {
 /// Two replicas appending to one history at once (a turn's end racing a compaction, say)
 /// neither lose nor duplicate a message: the write lock is taken before the next seq is read.
 async fn a_history_appended_from_two_replicas_keeps_every_message_once(db: Db) {
-    let store = db.store_of("alice");
-    let (other, _) = db.session_store_of("alice");
+    let store = db.user_data("alice").store;
+    let other = db.session_user_data("alice").store;
     let history = store.create_conversation("m", "/w").await.unwrap();
     let append = |store: mcp_host_store::Store, from: &'static str| {
         let history = history.clone();
@@ -1037,4 +1040,59 @@ async fn a_history_appended_from_two_replicas_keeps_every_message_once(db: Db) {
             "{from}'s messages in order, once"
         );
     }
+}
+
+/// Sealed credential rows are each user's own, and a refresh lease is held by one holder
+/// at a time until it is given back or runs out (a replica that died mid-refresh).
+async fn credential_rows_are_per_user_and_leases_exclusive_until_they_run_out(db: Db) {
+    let alice = db.user_data(&user(&db, "alice").await.id).credentials;
+    let bob = db.user_data(&user(&db, "bob").await.id).credentials;
+    let key = CredentialKey {
+        issuer: "https://as.example".into(),
+        resource: "https://mcp.example/mcp".into(),
+    };
+    alice.save(&key, "sealed-1").await.unwrap();
+    alice.save(&key, "sealed-2").await.unwrap();
+    assert_eq!(alice.load(&key).await.unwrap().as_deref(), Some("sealed-2"));
+    assert_eq!(bob.load(&key).await.unwrap(), None);
+    bob.clear(&key).await.unwrap();
+    assert_eq!(alice.load(&key).await.unwrap().as_deref(), Some("sealed-2"));
+
+    let long = Duration::from_secs(60);
+    assert!(alice.try_lease(&key, "h1", long).await.unwrap());
+    assert!(
+        !alice.try_lease(&key, "h2", long).await.unwrap(),
+        "held by h1"
+    );
+    assert!(
+        bob.try_lease(&key, "b1", long).await.unwrap(),
+        "Bob's lease is his own"
+    );
+    alice.release(&key, "h2").await.unwrap();
+    assert!(
+        !alice.try_lease(&key, "h2", long).await.unwrap(),
+        "only h1 gives it back"
+    );
+    alice.release(&key, "h1").await.unwrap();
+    assert!(alice.try_lease(&key, "h2", Duration::ZERO).await.unwrap());
+    // h2's lease ran out at once: the next millisecond, anyone may take it over.
+    next_ms().await;
+    assert!(alice.try_lease(&key, "h3", long).await.unwrap());
+    assert!(!alice.try_lease(&key, "h4", long).await.unwrap());
+    alice.clear(&key).await.unwrap();
+    assert_eq!(alice.load(&key).await.unwrap(), None);
+}
+
+async fn every_replica_must_seal_with_the_first_ones_key(db: Db) {
+    let key = |text: &str| SealingKey::from_base64(text).unwrap();
+    let (first, other) = (
+        SealingKey::generate().unwrap(),
+        SealingKey::generate().unwrap(),
+    );
+    db.check_sealing_key(&key(&first)).await.unwrap();
+    db.check_sealing_key(&key(&first)).await.unwrap();
+    assert!(matches!(
+        db.check_sealing_key(&key(&other)).await,
+        Err(DbError::Conflict(_))
+    ));
 }

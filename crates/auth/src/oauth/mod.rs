@@ -126,11 +126,14 @@ impl AuthSettings {
 impl AuthSettings {
     /// A pre-registered client without a secret in the config takes the one kept in the
     /// credential store (`mcp-host auth set-secret`), if it is for the same client.
-    pub fn with_stored_secret(mut self, store: &VaultCredentialStore) -> Result<Self, OAuthError> {
+    pub async fn with_stored_secret(
+        mut self,
+        store: &VaultCredentialStore,
+    ) -> Result<Self, OAuthError> {
         if self.client_secret.is_none()
             && let Some(id) = &self.client_id
         {
-            self.client_secret = store.stored_client_secret_for(id)?;
+            self.client_secret = store.stored_client_secret_for(id).await?;
         }
         Ok(self)
     }

@@ -280,15 +280,20 @@ impl VaultCredentialStore {
     }
 
     /// The client secret kept with the credentials, if any.
-    pub fn stored_client_secret(&self) -> Result<Option<String>, OAuthError> {
+    pub async fn stored_client_secret(&self) -> Result<Option<String>, OAuthError> {
         self.read()
+            .await
             .map(|f| f.and_then(|f| f.client_secret))
             .map_err(|e| OAuthError::Store(e.to_string()))
     }
 
     /// The secret kept for the client `client_id` (none for a secret of another client).
-    pub fn stored_client_secret_for(&self, client_id: &str) -> Result<Option<String>, OAuthError> {
+    pub async fn stored_client_secret_for(
+        &self,
+        client_id: &str,
+    ) -> Result<Option<String>, OAuthError> {
         self.read()
+            .await
             .map(|f| {
                 f.filter(|f| f.credentials.client_id == client_id)
                     .and_then(|f| f.client_secret)
@@ -306,15 +311,17 @@ impl VaultCredentialStore {
     ) -> Result<(), OAuthError> {
         let credentials = self
             .read()
+            .await
             .map_err(|e| OAuthError::Store(e.to_string()))?
             .map(|f| f.credentials)
             .filter(|c| c.client_id == client_id)
             .unwrap_or_else(|| StoredCredentials::new(client_id.to_string(), None, vec![], None));
         self.write(credentials, Some(secret.to_string()))
+            .await
             .map_err(|e| OAuthError::Store(e.to_string()))
     }
 
-    fn write(
+    async fn write(
         &self,
         credentials: StoredCredentials,
         client_secret: Option<String>,
@@ -327,7 +334,10 @@ impl VaultCredentialStore {
         let value = serde_json::to_value(&file).map_err(|_| {
             StoreError::CredentialStoreError("credentials could not be serialized".into())
         })?;
-        self.vault.save(&self.key, &value).map_err(store_error)?;
+        self.vault
+            .save(&self.key, &value)
+            .await
+            .map_err(store_error)?;
         self.remember(Some(&file.credentials));
         Ok(())
     }
@@ -353,15 +363,16 @@ impl VaultCredentialStore {
 
     /// The stored credential as it is, without waiting for a refresh another process may be
     /// making: for showing status and deciding whether to attach OAuth at all.
-    pub fn peek(&self) -> Result<Option<StoredCredentials>, OAuthError> {
+    pub async fn peek(&self) -> Result<Option<StoredCredentials>, OAuthError> {
         self.read()
+            .await
             .map(|f| f.map(|f| f.credentials))
             .map_err(|e| OAuthError::Store(e.to_string()))
     }
 
     /// The file's content, if it is for this resource.
-    fn read(&self) -> Result<Option<CredentialFile>, StoreError> {
-        let Some(value) = self.vault.load(&self.key).map_err(store_error)? else {
+    async fn read(&self) -> Result<Option<CredentialFile>, StoreError> {
+        let Some(value) = self.vault.load(&self.key).await.map_err(store_error)? else {
             return Ok(None);
         };
         // No serde detail in the message: it could quote a token.
@@ -418,7 +429,7 @@ impl CredentialStore for VaultCredentialStore {
         if let Some(credentials) = self.remembered() {
             return Ok(Some(credentials));
         }
-        let Some(file) = self.read()? else {
+        let Some(file) = self.read().await? else {
             self.remember(None);
             return Ok(None);
         };
@@ -444,7 +455,7 @@ impl CredentialStore for VaultCredentialStore {
                 return Ok(Some(credentials));
             }
         };
-        let again = self.read()?.map(|f| f.credentials);
+        let again = self.read().await?.map(|f| f.credentials);
         self.remember(again.as_ref());
         let again = again.map(|c| self.jittered(c));
         if again.as_ref().is_some_and(due_for_refresh) && !lock_state(&self.state).holds() {
@@ -457,17 +468,17 @@ impl CredentialStore for VaultCredentialStore {
         let client_secret = match &self.client_secret {
             Some(secret) => Some(secret.clone()),
             // Keep a secret stored earlier for the same client (say, from registration).
-            None => self.read().ok().flatten().and_then(|f| {
+            None => self.read().await.ok().flatten().and_then(|f| {
                 (f.credentials.client_id == credentials.client_id)
                     .then_some(f.client_secret)
                     .flatten()
             }),
         };
-        self.write(credentials, client_secret)
+        self.write(credentials, client_secret).await
     }
 
     async fn clear(&self) -> Result<(), StoreError> {
-        self.vault.clear(&self.key).map_err(store_error)?;
+        self.vault.clear(&self.key).await.map_err(store_error)?;
         self.remember(None);
         Ok(())
     }
@@ -480,7 +491,7 @@ impl CredentialStore for VaultCredentialStore {
         let Some(rejected) = refresh_token_of(credentials) else {
             return Ok(());
         };
-        let current = self.read()?.filter(|f| {
+        let current = self.read().await?.filter(|f| {
             f.credentials.client_id == credentials.client_id
                 && refresh_token_of(&f.credentials).as_deref() == Some(rejected.as_str())
         });
@@ -491,7 +502,7 @@ impl CredentialStore for VaultCredentialStore {
                 Some(secret) => {
                     let client =
                         StoredCredentials::new(credentials.client_id.clone(), None, vec![], None);
-                    self.write(client, Some(secret))
+                    self.write(client, Some(secret)).await
                 }
                 None => self.clear().await,
             }
@@ -569,7 +580,7 @@ mod tests {
         let seen = store(1.0).load().await.unwrap().unwrap();
         assert!(due_for_refresh(&seen));
         assert_eq!(seen.token_received_at, Some(now - 3540 - 90));
-        let on_disk = store(0.0).read().unwrap().unwrap().credentials;
+        let on_disk = store(0.0).read().await.unwrap().unwrap().credentials;
         assert_eq!(on_disk.token_received_at, Some(now - 3540));
         // A short-lived token is shifted by at most a quarter of its life.
         let token = serde_json::from_value(serde_json::json!({

@@ -33,7 +33,7 @@ impl OAuth {
         let machine = oauth.is_some_and(|o| o.is_machine());
         let store = VaultCredentialStore::new(vault, url)?;
         // A secret kept alone (`auth set-secret`) is not a sign-in.
-        let stored = matches!(store.peek(), Ok(Some(c)) if c.token_response.is_some());
+        let stored = matches!(store.peek().await, Ok(Some(c)) if c.token_response.is_some());
         if !stored && !machine {
             return Ok(None);
         }
@@ -43,7 +43,8 @@ impl OAuth {
         }));
         let settings = AuthSettings::new(UNUSED_REDIRECT_URI, person)
             .configured(oauth)?
-            .with_stored_secret(&store)?;
+            .with_stored_secret(&store)
+            .await?;
         let store = store.with_client_secret(settings.client_secret.clone());
         Self::with_store(url, settings, Arc::new(store))
             .await

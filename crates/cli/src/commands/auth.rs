@@ -68,7 +68,7 @@ async fn login(host: &Host, name: &str) -> anyhow::Result<ExitCode> {
     )
     .configured(spec.oauth.as_deref())?;
     let store = store_for(host, url)?;
-    let settings = settings.with_stored_secret(&store)?;
+    let settings = settings.with_stored_secret(&store).await?;
     let store = store.with_client_secret(settings.client_secret.clone());
     let oauth = OAuth::with_store(url, settings, Arc::new(store)).await?;
     mcp_host_engine::host::sign_in(
@@ -189,7 +189,7 @@ async fn status(host: &Host, only: Option<&str>) -> anyhow::Result<ExitCode> {
         Err(e) => crate::output::outln!("credentials: {e}"),
     }
     for (name, _, url) in servers {
-        let line = match store_for(host, url)?.peek() {
+        let line = match store_for(host, url)?.peek().await {
             Ok(Some(c)) if c.token_response.is_none() => {
                 format!("not signed in, client secret kept (mcp-host auth login {name})")
             }

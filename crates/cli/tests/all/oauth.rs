@@ -279,7 +279,9 @@ fn a_client_secret_is_kept_in_the_credential_store_not_the_config() {
     );
     let store = VaultCredentialStore::new(vault(&sb, false), url).unwrap();
     assert_eq!(
-        store.stored_client_secret_for("my-app").unwrap().as_deref(),
+        futures::executor::block_on(store.stored_client_secret_for("my-app"))
+            .unwrap()
+            .as_deref(),
         Some("t0p-secret")
     );
     let status = sb.run_with(&["auth", "status", "s"], &cfg);

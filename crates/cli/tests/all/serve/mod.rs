@@ -143,7 +143,7 @@ impl<'a> Setup<'a> {
         );
     }
 
-    pub fn start(&self) -> Service {
+    fn serve_command(&self) -> Command {
         let mut c = self.command();
         c.args(["--listen", "127.0.0.1:0", "--catalogue"])
             .arg(self.catalogue)
@@ -153,8 +153,21 @@ impl<'a> Setup<'a> {
                 "--base-url",
                 &self.model.url,
             ])
-            .args(&self.extra)
-            .stderr(Stdio::piped());
+            .args(&self.extra);
+        c
+    }
+
+    /// Starts the service, expecting it to refuse: what it said.
+    pub fn start_refused(&self) -> String {
+        let out = self.serve_command().output().unwrap();
+        let said = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(!out.status.success(), "started: {said}");
+        said
+    }
+
+    pub fn start(&self) -> Service {
+        let mut c = self.serve_command();
+        c.stderr(Stdio::piped());
         let mut child = c.spawn().unwrap();
         let (tx, rx) = mpsc::channel();
         let stderr = child.stderr.take().unwrap();

@@ -54,36 +54,10 @@ fn a_remote_sign_in_from_the_page_is_the_users_own_and_sealed() {
     );
 
     // Started again, and finished in her browser.
-    let start = alice.send("POST", "/api/servers/remote/signin", json!({}));
-    let binding = cookie_of(&start, "mh_remote").expect("the sign-in is bound to her browser");
-    let at_server = get_url(start.json()["url"].as_str().unwrap(), None);
-    assert_eq!(at_server.status, 302, "{at_server:?}");
-    let done = get_url(at_server.header("location").unwrap(), Some(&binding));
-    assert_eq!(done.status, 200, "{done:?}");
-    wait_for("the code to be traded for tokens", || {
-        auth.state().code_grants == 1
-    });
-
+    finish_sign_in(&alice, &auth);
     // Her next turn calls the remote server with her credential.
     let conv = alice.conversation();
-    let mut events = alice.events(&conv, None);
-    wait_for("her session to connect with the credential", || {
-        assert_eq!(alice.turn(&conv, "call remote__whoami {}").status, 202);
-        let mut seen = Vec::new();
-        while let Some(e) = events.next() {
-            let kind = e.event.clone();
-            if kind == "approval_requested" {
-                let call_id = e.data["subject"]["call_id"].as_str().unwrap().to_string();
-                assert_eq!(alice.approve(&conv, &call_id, true).status, 202);
-            }
-            seen.push(e);
-            if kind == "turn_ended" {
-                break;
-            }
-        }
-        seen.iter()
-            .any(|e| e.event == "call_ended" && e.data["preview"] == auth.url("/mcp"))
-    });
+    call_whoami_until_answered(&alice, &conv, &auth.url("/mcp"));
     // Bob's session has no credential: the server is not his to call.
     let bobs = bob.conversation();
     let mut bob_events = bob.events(&bobs, None);
@@ -102,4 +76,43 @@ fn a_remote_sign_in_from_the_page_is_the_users_own_and_sealed() {
             "{token} is in a file in plain"
         );
     }
+}
+
+/// Signs `api`'s user in to the server `remote` the way the page does (the authorization
+/// server's redirect followed in the same browser), and waits for the code to be traded.
+pub(super) fn finish_sign_in(api: &Api, auth: &LocalAuthServer) {
+    let grants = auth.state().code_grants;
+    let start = api.send("POST", "/api/servers/remote/signin", json!({}));
+    assert_eq!(start.status, 200, "{start:?}");
+    let binding = cookie_of(&start, "mh_remote").expect("the sign-in is bound to the browser");
+    let at_server = get_url(start.json()["url"].as_str().unwrap(), None);
+    assert_eq!(at_server.status, 302, "{at_server:?}");
+    let done = get_url(at_server.header("location").unwrap(), Some(&binding));
+    assert_eq!(done.status, 200, "{done:?}");
+    wait_for("the code to be traded for tokens", || {
+        auth.state().code_grants == grants + 1
+    });
+}
+
+/// Turns in `conv` calling `remote__whoami` (approved) until one is answered with
+/// `expected`: the session may still be connecting with the new credential at first.
+pub(super) fn call_whoami_until_answered(api: &Api, conv: &str, expected: &str) {
+    let mut events = api.events(conv, None);
+    wait_for("the session to connect with the credential", || {
+        assert_eq!(api.turn(conv, "call remote__whoami {}").status, 202);
+        let mut seen = Vec::new();
+        while let Some(e) = events.next() {
+            let kind = e.event.clone();
+            if kind == "approval_requested" {
+                let call_id = e.data["subject"]["call_id"].as_str().unwrap().to_string();
+                assert_eq!(api.approve(conv, &call_id, true).status, 202);
+            }
+            seen.push(e);
+            if kind == "turn_ended" {
+                break;
+            }
+        }
+        seen.iter()
+            .any(|e| e.event == "call_ended" && e.data["preview"] == expected)
+    });
 }

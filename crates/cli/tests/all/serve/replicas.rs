@@ -1,20 +1,26 @@
 //! Two replicas against one PostgreSQL: a turn started on one is followed from the other, a
 //! client that drops mid-turn resumes on the other with `Last-Event-ID` and gets every later
-//! event exactly once, an approval given through the other reaches the turn, and a replica
-//! killed mid-turn leaves the turn marked interrupted once its lease runs out.
+//! event exactly once, an approval given through the other reaches the turn, the
+//! conversation goes on from the other with its whole history, a sign-in to a remote server
+//! made through one is used by the other, and a replica killed mid-turn leaves the turn
+//! marked interrupted once its lease runs out.
 
 use super::stream::consecutive;
 use super::*;
 use crate::common::{Sandbox, signal};
+use mcp_host_testkit::oauth_server::LocalAuthServer;
 use serde_json::json;
 
-/// Two replicas' setups sharing `database`, each with its own data folder.
+/// Two replicas' setups sharing `database` and the credential key, each with its own data
+/// folder.
 fn replicas<'a>(
     sb: &'a Sandbox,
     cat: &'a Path,
     model: &'a Model,
     database: &str,
 ) -> [Setup<'a>; 2] {
+    let key = sb.path().join("credential.key");
+    std::fs::write(&key, mcp_host_auth::SealingKey::generate().unwrap()).unwrap();
     ["r1", "r2"].map(|name| {
         let mut s = Setup::new(sb, cat, model);
         s.data = Some(sb.path().join(name));
@@ -22,6 +28,8 @@ fn replicas<'a>(
         s.extra = ["--replica", name, "--lease-ms", "1000", "--poll-ms", "50"]
             .map(String::from)
             .to_vec();
+        s.extra.push("--credential-key-file".into());
+        s.extra.push(key.display().to_string());
         s
     })
 }
@@ -126,4 +134,53 @@ fn a_replica_killed_mid_turn_leaves_the_turn_interrupted_never_half_written() {
     });
     // The conversation is free again.
     assert_eq!(on2.turn(&conv, "still there?").status, 202);
+}
+
+#[test]
+fn a_remote_sign_in_through_one_replica_is_used_by_the_other() {
+    let Some(database) = postgres("serve_remote") else {
+        return;
+    };
+    let auth = LocalAuthServer::start(&["/mcp"], Duration::ZERO);
+    let sb = Sandbox::new();
+    let model = Model::start(0);
+    let cat = catalogue(
+        &sb,
+        json!({"remote": {"type": "http", "url": auth.url("/mcp")}}),
+    );
+    let [one, two] = replicas(&sb, &cat, &model, &database);
+    let token = one.add_user("alice", false);
+    one.grant("remote", "*");
+    let (r1, r2) = (one.start(), two.start());
+    let (on1, on2) = (Api::new(&r1, &token), Api::new(&r2, &token));
+    on1.enable("remote");
+    super::remote::finish_sign_in(&on1, &auth);
+    // The other replica has never seen this user: its session finds the credential in the
+    // shared database.
+    let conv = on2.conversation();
+    super::remote::call_whoami_until_answered(&on2, &conv, &auth.url("/mcp"));
+    assert_eq!(
+        auth.state().code_grants,
+        1,
+        "one sign-in, not one per replica"
+    );
+}
+
+#[test]
+fn a_replica_with_another_credential_key_refuses_to_start() {
+    let Some(database) = postgres("serve_key") else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let model = Model::start(0);
+    let cat = catalogue(&sb, json!({}));
+    let [one, mut two] = replicas(&sb, &cat, &model, &database);
+    let _first = one.start();
+    // Its own key (made in its data folder), not the one the database was first used with.
+    two.extra.truncate(two.extra.len() - 2);
+    let said = two.start_refused();
+    assert!(
+        said.contains("not the one the database's credentials are sealed with"),
+        "{said}"
+    );
 }
