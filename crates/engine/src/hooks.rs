@@ -10,7 +10,9 @@ use mcp_host_core::CallOutcome;
 use mcp_host_policy::{DecidedBy, Decision, Verdict};
 use regex::Regex;
 use serde_json::{Value, json};
+use std::collections::BTreeMap;
 use std::process::Stdio;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -26,6 +28,8 @@ struct Hook {
 pub struct Hooks {
     pre: Vec<Hook>,
     post: Vec<Hook>,
+    /// The environment hooks run with; `None`: the host process's own.
+    env: Option<Arc<BTreeMap<String, String>>>,
 }
 
 /// A hook that cannot be used. Hooks guard calls, so one that does not compile stops every
@@ -73,6 +77,13 @@ impl Hooks {
         Ok(hooks)
     }
 
+    /// Hooks run with exactly `env` instead of the host process's environment: a service
+    /// keeps its own secrets (its database URL, its credential key) out of their reach.
+    pub fn with_env(mut self, env: Arc<BTreeMap<String, String>>) -> Self {
+        self.env = Some(env);
+        self
+    }
+
     /// Whether any hook is configured (a front end can say so).
     pub fn is_empty(&self) -> bool {
         self.pre.is_empty() && self.post.is_empty()
@@ -87,7 +98,7 @@ impl Hooks {
             .iter()
             .filter(|h| h.matcher.as_ref().is_none_or(|m| m.is_match(name)))
         {
-            let Some(d) = run(&hook.command, &input).await else {
+            let Some(d) = run(&hook.command, &input, self.env.as_deref()).await else {
                 continue;
             };
             if d.verdict == Verdict::Deny {
@@ -121,7 +132,7 @@ impl Hooks {
         let input = json!({"hook_event_name": "PostToolUse", "tool_name": name, "tool_input": args, "tool_response": response, "cwd": cwd()});
         let mut objections = Vec::new();
         for hook in matching {
-            if let Some(d) = run(&hook.command, &input).await
+            if let Some(d) = run(&hook.command, &input, self.env.as_deref()).await
                 && d.verdict != Verdict::Allow
             {
                 objections.push(d.reason);
@@ -148,10 +159,18 @@ fn hook_decision(verdict: Verdict, command: &str, reason: String) -> Decision {
 }
 
 /// Runs one hook; `None` when it ran fine and expressed no decision.
-async fn run(hook: &HookCommand, input: &Value) -> Option<Decision> {
+async fn run(
+    hook: &HookCommand,
+    input: &Value,
+    env: Option<&BTreeMap<String, String>>,
+) -> Option<Decision> {
     let limit = hook.timeout.map_or(DEFAULT_TIMEOUT, Duration::from_secs);
     let deny = |why: String| Some(hook_decision(Verdict::Deny, &hook.command, why));
-    let child = tokio::process::Command::new("sh")
+    let mut command = tokio::process::Command::new("sh");
+    if let Some(env) = env {
+        command.env_clear().envs(env);
+    }
+    let child = command
         .arg("-c")
         .arg(&hook.command)
         .stdin(Stdio::piped())

@@ -97,7 +97,7 @@ async fn build(
     };
     let guards = Guards {
         policy,
-        hooks: Hooks::compile(&config)?,
+        hooks: Hooks::compile(&config)?.with_env(service.env.clone()),
         audit: Some(Audit::new(&dir)),
     };
     let connected = mcp_host_engine::host::connect(setup, guards)?;

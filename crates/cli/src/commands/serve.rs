@@ -15,6 +15,9 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
+/// Environment variables that hold the service's own secrets.
+const SERVICE_SECRETS: &[&str] = &["MCP_HOST_CREDENTIAL_KEY", "MCP_HOST_DATABASE_URL"];
+
 pub async fn run(config: &ConfigArgs, args: ServeArgs) -> anyhow::Result<ExitCode> {
     // Before any HTTPS client is made (model providers, identity providers, remote servers).
     mcp_host_auth::install_crypto_provider();
@@ -78,6 +81,12 @@ pub async fn run(config: &ConfigArgs, args: ServeArgs) -> anyhow::Result<ExitCod
         .clone()
         .unwrap_or_else(|| format!("{}-{}", host_name(), std::process::id()));
     let sealing = Arc::new(sealing_key(&args, &env, &data_dir)?);
+    // The service's own secrets, read above, go no further: not into `${VAR}` expansion
+    // in the catalogue, nor the environment of a hook or a server.
+    let mut env = env;
+    for secret in SERVICE_SECRETS {
+        env.remove(*secret);
+    }
     let service = Service {
         catalogue,
         policy,

@@ -155,3 +155,59 @@ fn another_users_objects_are_not_found_and_each_refusal_is_logged() {
     // The admin log is admin-only.
     assert_eq!(bob.get("/api/admin/refusals").status, 403);
 }
+
+#[test]
+fn the_services_own_secrets_reach_no_hook() {
+    let sb = Sandbox::new();
+    let model = Model::start(0);
+    let seen = sb.path().join("hook-env");
+    let cat = sb.write(
+        "catalogue.json",
+        &json!({
+            "mcpServers": {"f": fake_entry(&[], true)},
+            "hooks": {"PreToolUse": [{"matcher": "f__.*", "hooks": [
+                {"type": "command", "command": format!("env > {}; exit 0", seen.display())}
+            ]}]},
+        })
+        .to_string(),
+    );
+    let key = mcp_host_auth::SealingKey::generate().unwrap();
+    let database = format!(
+        "sqlite://{}?mode=rwc",
+        sb.path().join("service.db").display()
+    );
+    let mut setup = Setup::new(&sb, &cat, &model);
+    setup.env = vec![
+        ("MCP_HOST_CREDENTIAL_KEY".into(), key.clone()),
+        ("MCP_HOST_DATABASE_URL".into(), database.clone()),
+        ("SOMETHING_ELSE".into(), "visible".into()),
+    ];
+    let token = setup.add_user("alice", false);
+    setup.grant("f", "*");
+    let service = setup.start();
+    let alice = Api::new(&service, &token);
+    alice.enable("f");
+    let conv = alice.conversation();
+    let mut events = alice.events(&conv, None);
+    assert_eq!(
+        alice
+            .turn(&conv, "call f__echo {\"message\": \"x\"}")
+            .status,
+        202
+    );
+    let asked = events.until("approval_requested");
+    let call_id = asked.last().unwrap().data["subject"]["call_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(alice.approve(&conv, &call_id, true).status, 202);
+    let turn = events.until("turn_ended");
+    assert!(turn.iter().any(|e| e.event == "call_ended"), "{turn:#?}");
+    let env = std::fs::read_to_string(&seen).expect("the hook ran");
+    assert!(env.contains("SOMETHING_ELSE=visible"), "{env}");
+    assert!(!env.contains(&key), "the credential key reached a hook");
+    assert!(
+        !env.contains("MCP_HOST_DATABASE_URL"),
+        "the database URL reached a hook"
+    );
+}

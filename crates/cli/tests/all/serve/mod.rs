@@ -85,6 +85,8 @@ pub struct Setup<'a> {
     pub data: Option<PathBuf>,
     pub database_url: Option<String>,
     pub extra: Vec<String>,
+    /// Environment variables the service starts with (beside the sandbox's own).
+    pub env: Vec<(String, String)>,
 }
 
 impl<'a> Setup<'a> {
@@ -96,6 +98,7 @@ impl<'a> Setup<'a> {
             data: None,
             database_url: None,
             extra: Vec::new(),
+            env: Vec::new(),
         }
     }
 
@@ -107,6 +110,7 @@ impl<'a> Setup<'a> {
 
     fn command(&self) -> Command {
         let mut c = self.sb.command(self.sb.path());
+        c.envs(self.env.iter().map(|(k, v)| (k, v)));
         c.arg("serve").arg("--data-dir").arg(self.data());
         if let Some(url) = &self.database_url {
             c.args(["--database-url", url]);
