@@ -134,6 +134,12 @@ pub struct ServeArgs {
     /// How often a stream looks for events another replica wrote, in milliseconds.
     #[arg(long, default_value_t = 200, value_name = "MS")]
     pub poll_ms: u64,
+    /// At most this many client connections open at once (more wait to be accepted).
+    #[arg(long, default_value_t = 4096, value_name = "N")]
+    pub max_connections: usize,
+    /// A client must send a request's whole header within this many milliseconds.
+    #[arg(long, default_value_t = 10_000, value_name = "MS")]
+    pub header_timeout_ms: u64,
 }
 
 #[derive(Debug, Subcommand)]

@@ -18,6 +18,7 @@ mod credentials;
 pub mod db;
 pub mod hub;
 pub mod journal;
+pub mod listener;
 pub mod metrics;
 pub mod oidc;
 mod owned;
@@ -104,6 +105,7 @@ pub struct Listen {
     pub workers: usize,
     /// Sign people in with this OpenID Connect provider.
     pub oidc: Option<oidc::OidcSettings>,
+    pub connections: listener::ConnectionLimits,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -220,17 +222,18 @@ pub async fn serve(
     let housekeeping = tokio::spawn(housekeeping(hub.clone()));
     let app = api::router(state, listen.max_body);
     let closed = CancellationToken::new();
-    let server =
-        axum::serve(listener, app).with_graceful_shutdown(closed.clone().cancelled_owned());
-    let server = tokio::spawn(async move { server.await });
+    let server = tokio::spawn(listener::serve(
+        listener,
+        app,
+        listen.connections,
+        closed.clone(),
+    ));
     stop.cancelled().await;
     drain(&hub, listen.drain).await;
     housekeeping.abort();
     closed.cancel();
-    match server.await {
-        Ok(result) => result.map_err(ServeError::Http),
-        Err(_) => Ok(()),
-    }
+    let _ = server.await;
+    Ok(())
 }
 
 /// The client the service talks to identity providers with.

@@ -134,6 +134,10 @@ pub async fn run(config: &ConfigArgs, args: ServeArgs) -> anyhow::Result<ExitCod
             std::thread::available_parallelism().map_or(2, std::num::NonZero::get)
         }),
         oidc,
+        connections: mcp_host_serve::listener::ConnectionLimits {
+            max_connections: args.max_connections,
+            header_read: Duration::from_millis(args.header_timeout_ms.max(1)),
+        },
     };
     let stop = stop_on_signal()?;
     mcp_host_serve::serve(service, listen, stop, |line| {

@@ -179,7 +179,7 @@ fn the_services_own_secrets_reach_no_hook() {
     let mut setup = Setup::new(&sb, &cat, &model);
     setup.env = vec![
         ("MCP_HOST_CREDENTIAL_KEY".into(), key.clone()),
-        ("MCP_HOST_DATABASE_URL".into(), database.clone()),
+        ("MCP_HOST_DATABASE_URL".into(), database),
         ("SOMETHING_ELSE".into(), "visible".into()),
     ];
     let token = setup.add_user("alice", false);
