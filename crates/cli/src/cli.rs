@@ -151,6 +151,9 @@ pub enum ServeAdmin {
         admin: bool,
         #[arg(long = "group")]
         groups: Vec<String>,
+        /// The token stops working after this many days (default: when revoked).
+        #[arg(long, value_name = "DAYS")]
+        token_days: Option<u32>,
     },
     /// Let a principal (`*`, `user:NAME`, `group:NAME`) enable a catalogue server.
     Grant { server: String, principal: String },

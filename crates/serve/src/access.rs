@@ -112,9 +112,23 @@ impl RateLimit {
     }
 }
 
-/// The session cookie's value, if the request carries one.
-pub fn session_cookie(headers: &HeaderMap) -> Option<String> {
-    crate::signin::cookie(headers, SESSION_COOKIE)
+/// The session cookie's name. With `Secure` it carries the `__Host-` prefix: a browser
+/// then keeps it only as set by this very host, secure, for `Path=/` and no `Domain`, so a
+/// sibling subdomain cannot plant a session cookie of its choosing (cookie tossing). A
+/// cookie under the plain name is then not read at all.
+pub fn session_cookie_name(secure: bool) -> &'static str {
+    if secure {
+        HOST_SESSION_COOKIE
+    } else {
+        SESSION_COOKIE
+    }
+}
+
+const HOST_SESSION_COOKIE: &str = "__Host-mh_session";
+
+/// The session cookie's value, if the request carries one under this service's name.
+pub fn session_cookie(headers: &HeaderMap, secure: bool) -> Option<String> {
+    crate::signin::cookie(headers, session_cookie_name(secure))
 }
 
 fn bearer(headers: &HeaderMap) -> Option<&str> {
@@ -286,7 +300,7 @@ async fn caller(
         let user = state.hub.db.user_for_token(token).await?;
         return Ok(user.map(|user| Caller { user, csrf: None }));
     }
-    let Some(cookie) = session_cookie(headers) else {
+    let Some(cookie) = session_cookie(headers, state.secure_cookies) else {
         return Ok(None);
     };
     let found = state.hub.db.web_session(&cookie).await?;
@@ -298,11 +312,19 @@ async fn caller(
 
 /// The `Set-Cookie` of a new browser sign-in.
 pub fn session_set_cookie(value: &str, secure: bool) -> String {
-    let max_age = crate::users::WEB_SESSION_MS / 1000;
+    session_cookie_header(value, crate::users::WEB_SESSION_MS / 1000, secure)
+}
+
+/// The `Set-Cookie` that ends a browser sign-in (the same attributes, or the browser keeps
+/// a `__Host-` cookie).
+pub fn session_clear_cookie(secure: bool) -> String {
+    session_cookie_header("", 0, secure)
+}
+
+fn session_cookie_header(value: &str, max_age: i64, secure: bool) -> String {
+    let name = session_cookie_name(secure);
     let secure = if secure { "; Secure" } else { "" };
-    format!(
-        "{SESSION_COOKIE}={value}; HttpOnly; SameSite=Strict; Path=/; Max-Age={max_age}{secure}"
-    )
+    format!("{name}={value}; HttpOnly; SameSite=Strict; Path=/; Max-Age={max_age}{secure}")
 }
 
 #[cfg(test)]
@@ -334,11 +356,16 @@ mod tests {
     #[test]
     fn the_session_cookie_is_found_among_others() {
         let h = headers(&[("cookie", "a=1; mh_session=xyz; b=2")]);
-        assert_eq!(session_cookie(&h).as_deref(), Some("xyz"));
+        assert_eq!(session_cookie(&h, false).as_deref(), Some("xyz"));
         assert_eq!(
-            session_cookie(&headers(&[("cookie", "mh_sessionx=1")])),
+            session_cookie(&headers(&[("cookie", "mh_sessionx=1")]), false),
             None
         );
+        // Secure: only the `__Host-` cookie counts; a plain one (planted by a sibling
+        // subdomain, say) is not read.
+        assert_eq!(session_cookie(&h, true), None);
+        let h = headers(&[("cookie", "mh_session=planted; __Host-mh_session=real")]);
+        assert_eq!(session_cookie(&h, true).as_deref(), Some("real"));
     }
 
     #[test]

@@ -177,6 +177,21 @@ async fn tokens(State(state): State<AppState>, Extension(caller): Extension<Call
 struct TokenBody {
     #[serde(default)]
     label: String,
+    /// Absent: [`TOKEN_DAYS`]; `null`: until revoked.
+    #[serde(default = "default_token_days")]
+    expires_in_days: Option<u32>,
+}
+
+/// How long a token made without saying lasts: a leaked script token stops working by
+/// itself.
+pub const TOKEN_DAYS: u32 = 90;
+
+fn default_token_days() -> Option<u32> {
+    Some(TOKEN_DAYS)
+}
+
+fn days(n: u32) -> std::time::Duration {
+    std::time::Duration::from_secs(u64::from(n) * 86_400)
 }
 
 async fn create_token(
@@ -184,7 +199,10 @@ async fn create_token(
     Extension(caller): Extension<Caller>,
     Json(body): Json<TokenBody>,
 ) -> ApiResult {
-    let (id, token) = state.hub.db.create_token(&caller.user, &body.label).await?;
+    let lifetime = body.expires_in_days.map(days);
+    let (id, token) = (state.hub.db)
+        .create_token(&caller.user, &body.label, lifetime)
+        .await?;
     Ok((
         StatusCode::CREATED,
         Json(json!({ "id": id, "token": token })),
@@ -536,7 +554,9 @@ async fn admin_add_user(
         .db
         .upsert_user(&body.name, body.admin, &body.groups)
         .await?;
-    let (id, token) = state.hub.db.create_token(&user, "made by an admin").await?;
+    let (id, token) = (state.hub.db)
+        .create_token(&user, "made by an admin", Some(days(TOKEN_DAYS)))
+        .await?;
     Ok((
         StatusCode::CREATED,
         Json(json!({ "name": user.name, "token_id": id, "token": token })),

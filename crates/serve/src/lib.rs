@@ -245,18 +245,25 @@ fn http_client() -> reqwest::Client {
         .unwrap_or_default()
 }
 
-/// Leases, the sweep of dead replicas' turns, other replicas' answers, idle sessions.
+/// How often expired sessions, old tokens and refusals are deleted (every replica does it;
+/// the deletes are idempotent).
+const PRUNE_EVERY: Duration = Duration::from_secs(600);
+
+/// Leases, the sweep of dead replicas' turns, other replicas' answers, idle sessions, and
+/// pruning.
 async fn housekeeping(hub: Arc<Hub>) {
     let lease = Duration::from_millis(u64::try_from(hub.service.lease_ms).unwrap_or(10_000));
     let mut renew = tokio::time::interval(lease / 3);
     let mut sweep = tokio::time::interval(lease / 2);
     let mut inbox = tokio::time::interval(hub.service.poll);
     let mut idle = tokio::time::interval(Duration::from_secs(1).min(hub.service.idle_stop));
-    for t in [&mut renew, &mut sweep, &mut inbox, &mut idle] {
+    let mut prune = tokio::time::interval(PRUNE_EVERY);
+    for t in [&mut renew, &mut sweep, &mut inbox, &mut idle, &mut prune] {
         t.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     }
     loop {
         let result = tokio::select! {
+            _ = prune.tick() => hub.db.prune(db::now_ms()).await.map(drop),
             _ = renew.tick() => hub.db.renew_leases(&hub.service.replica, db::now_ms() + hub.service.lease_ms).await.map(drop),
             _ = sweep.tick() => match hub.db.sweep_others(db::now_ms(), &hub.service.replica).await {
                 Ok(swept) => {

@@ -204,12 +204,9 @@ pub async fn callback(
 }
 
 pub async fn signout(State(state): State<AppState>, headers: HeaderMap) -> Answer {
-    if let Some(cookie) = access::session_cookie(&headers) {
+    if let Some(cookie) = access::session_cookie(&headers, state.secure_cookies) {
         state.hub.db.end_web_session(&cookie).await?;
     }
-    let clear = format!(
-        "{}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0",
-        access::SESSION_COOKIE
-    );
+    let clear = access::session_clear_cookie(state.secure_cookies);
     Ok(([(header::SET_COOKIE, clear)], StatusCode::NO_CONTENT).into_response())
 }

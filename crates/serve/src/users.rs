@@ -5,6 +5,12 @@
 
 use crate::db::{Db, DbError, new_id, new_secret, now_ms, secret_hash};
 use sqlx::Row;
+use std::time::Duration;
+
+/// How long revoked and expired tokens and logged refusals are kept.
+pub const KEPT_FOR: Duration = Duration::from_secs(30 * 86_400);
+/// An answer still in an inbox after this long was for a turn that ended long ago.
+const INBOX_KEPT_FOR: Duration = Duration::from_secs(86_400);
 
 /// A signed-in person or script, as every handler sees it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -229,44 +235,53 @@ impl Db {
     }
 
     /// A new API token for `user`: the token itself is returned once and never stored.
+    /// A new API token for `user` that works for `lifetime` (`None`: until revoked).
     pub async fn create_token(
         &self,
         user: &User,
         label: &str,
+        lifetime: Option<Duration>,
     ) -> Result<(String, String), DbError> {
         let token = format!("{TOKEN_PREFIX}{}", new_secret());
         let id = new_id();
+        let now = now_ms();
+        let expires =
+            lifetime.map(|l| now.saturating_add(i64::try_from(l.as_millis()).unwrap_or(i64::MAX)));
         sqlx::query(
-            "INSERT INTO api_tokens (id, user_id, hash, label, created_ms, revoked_ms)
-             VALUES ($1, $2, $3, $4, $5, NULL)",
+            "INSERT INTO api_tokens (id, user_id, hash, label, created_ms, revoked_ms, expires_ms)
+             VALUES ($1, $2, $3, $4, $5, NULL, $6)",
         )
         .bind(&id)
         .bind(&user.id)
         .bind(secret_hash(&token))
         .bind(label)
-        .bind(now_ms())
+        .bind(now)
+        .bind(expires)
         .execute(&self.pool)
         .await?;
         Ok((id, token))
     }
 
-    /// The user a presented API token belongs to, if it is known and not revoked.
+    /// The user a presented API token belongs to, if it is known, not revoked and not
+    /// expired.
     pub async fn user_for_token(&self, token: &str) -> Result<Option<User>, DbError> {
         let row = sqlx::query(
             "SELECT u.* FROM api_tokens t JOIN users u ON u.id = t.user_id
-             WHERE t.hash = $1 AND t.revoked_ms IS NULL",
+             WHERE t.hash = $1 AND t.revoked_ms IS NULL
+                 AND (t.expires_ms IS NULL OR t.expires_ms > $2)",
         )
         .bind(secret_hash(token))
+        .bind(now_ms())
         .fetch_optional(&self.pool)
         .await?;
         row.as_ref().map(user_from).transpose()
     }
 
-    /// The user's tokens: id, label, created, revoked (never the token).
+    /// The user's tokens: id, label, created, revoked, expiry (never the token).
     pub async fn tokens(&self, user: &User) -> Result<Vec<serde_json::Value>, DbError> {
         let rows = sqlx::query(
-            "SELECT id, label, created_ms, revoked_ms FROM api_tokens WHERE user_id = $1
-             ORDER BY created_ms",
+            "SELECT id, label, created_ms, revoked_ms, expires_ms FROM api_tokens
+             WHERE user_id = $1 ORDER BY created_ms, id",
         )
         .bind(&user.id)
         .fetch_all(&self.pool)
@@ -278,6 +293,7 @@ impl Db {
                     "label": r.try_get::<String, _>("label")?,
                     "created_ms": r.try_get::<i64, _>("created_ms")?,
                     "revoked_ms": r.try_get::<Option<i64>, _>("revoked_ms")?,
+                    "expires_ms": r.try_get::<Option<i64>, _>("expires_ms")?,
                 }))
             })
             .collect()
@@ -294,6 +310,36 @@ impl Db {
         .execute(&self.pool)
         .await?;
         Ok(done.rows_affected() == 1)
+    }
+
+    /// Deletes what has stopped mattering by `now`: expired browser sessions, sign-ins
+    /// and refresh leases at once; tokens revoked or expired, refusals, and answers left in
+    /// an inbox after [`KEPT_FOR`] (tokens stay listed that long, so their owner sees why
+    /// one stopped working). How many rows went.
+    pub async fn prune(&self, now: i64) -> Result<u64, DbError> {
+        let kept = now.saturating_sub(i64::try_from(KEPT_FOR.as_millis()).unwrap_or(i64::MAX));
+        let inbox_kept =
+            now.saturating_sub(i64::try_from(INBOX_KEPT_FOR.as_millis()).unwrap_or(i64::MAX));
+        let statements: [(&str, i64); 6] = [
+            ("DELETE FROM web_sessions WHERE expires_ms <= $1", now),
+            ("DELETE FROM login_states WHERE expires_ms <= $1", now),
+            ("DELETE FROM credential_leases WHERE until_ms <= $1", now),
+            (
+                "DELETE FROM api_tokens WHERE revoked_ms <= $1 OR expires_ms <= $1",
+                kept,
+            ),
+            ("DELETE FROM refusals WHERE at_ms <= $1", kept),
+            ("DELETE FROM inbox WHERE at_ms <= $1", inbox_kept),
+        ];
+        let mut gone = 0;
+        for (sql, before) in statements {
+            gone += sqlx::query(sql)
+                .bind(before)
+                .execute(&self.pool)
+                .await?
+                .rows_affected();
+        }
+        Ok(gone)
     }
 
     /// A browser sign-in for `user`: the cookie value and its CSRF token.

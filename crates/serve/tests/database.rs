@@ -10,7 +10,7 @@ use mcp_host_core::pins::{PinRecord, PinRecords};
 use mcp_host_policy::{MemoryKey, Verdict};
 use mcp_host_serve::db::{Backend, Db, DbError, now_ms};
 use mcp_host_serve::journal::{INTERRUPTED_KIND, StoredEvent, TurnState};
-use mcp_host_serve::users::{NarrowList, User};
+use mcp_host_serve::users::{self, NarrowList, User};
 use mcp_host_store::{ConversationId, StoreError, ToolCallRow};
 use std::time::Duration;
 
@@ -58,6 +58,7 @@ on_both_backends!(
     events_are_numbered_ordered_and_unique,
     the_inbox_is_taken_once_per_replica,
     concurrent_first_sign_ins_make_one_user,
+    expired_tokens_stop_working_and_old_rows_are_pruned,
     each_users_engine_store_is_their_own,
     a_history_appended_from_two_replicas_keeps_every_message_once,
     credential_rows_are_per_user_and_leases_exclusive_until_they_run_out,
@@ -204,9 +205,10 @@ async fn identity_provider_subjects_get_their_own_user(db: Db) {
 async fn tokens_are_hashed_listed_and_revoked(db: Db) {
     let alice = user(&db, "alice").await;
     let bob = user(&db, "bob").await;
-    let (id1, token1) = db.create_token(&alice, "laptop").await.unwrap();
+    let (id1, token1) = db.create_token(&alice, "laptop", None).await.unwrap();
     next_ms().await;
-    let (id2, token2) = db.create_token(&alice, "ci").await.unwrap();
+    let hour = Some(Duration::from_secs(3600));
+    let (id2, token2) = db.create_token(&alice, "ci", hour).await.unwrap();
     assert!(token1.starts_with("mhk_"));
     assert_ne!(token1, token2);
 
@@ -222,7 +224,9 @@ async fn tokens_are_hashed_listed_and_revoked(db: Db) {
     assert_eq!(listed[0]["label"], "laptop");
     assert!(listed[0]["created_ms"].as_i64().unwrap() > 0);
     assert!(listed[0]["revoked_ms"].is_null());
+    assert!(listed[0]["expires_ms"].is_null());
     assert_eq!(listed[1]["id"], id2.as_str());
+    assert!(listed[1]["expires_ms"].as_i64().unwrap() > listed[1]["created_ms"].as_i64().unwrap());
     // Never the token or its hash.
     let text = serde_json::to_string(&listed).unwrap();
     assert!(!text.contains(&token1) && !text.contains("hash"));
@@ -1095,4 +1099,36 @@ async fn every_replica_must_seal_with_the_first_ones_key(db: Db) {
         db.check_sealing_key(&key(&other)).await,
         Err(DbError::Conflict(_))
     ));
+}
+
+/// A token past its expiry is refused at once; pruning removes expired sessions and old
+/// refusals, and tokens a month after they stopped working, but nothing still in use.
+async fn expired_tokens_stop_working_and_old_rows_are_pruned(db: Db) {
+    let alice = user(&db, "alice").await;
+    let (_, lapsed) = db
+        .create_token(&alice, "lapsed", Some(Duration::ZERO))
+        .await
+        .unwrap();
+    let (_, live) = db.create_token(&alice, "live", None).await.unwrap();
+    assert_eq!(db.user_for_token(&lapsed).await.unwrap(), None);
+    assert_eq!(db.user_for_token(&live).await.unwrap(), Some(alice.clone()));
+    let (cookie, _) = db.create_web_session(&alice).await.unwrap();
+    db.log_refusal(Some(&alice), "GET", "/api/x", 404, "not yours")
+        .await
+        .unwrap();
+
+    let now = now_ms();
+    db.prune(now).await.unwrap();
+    // Within the month: the lapsed token is still listed, the session and refusal kept.
+    assert_eq!(db.tokens(&alice).await.unwrap().len(), 2);
+    assert!(db.web_session(&cookie).await.unwrap().is_some());
+    assert_eq!(db.refusals(10).await.unwrap().len(), 1);
+
+    let later = now + i64::try_from(users::KEPT_FOR.as_millis()).unwrap() + 1;
+    assert!(db.prune(later).await.unwrap() >= 3);
+    let left = db.tokens(&alice).await.unwrap();
+    assert_eq!(left.len(), 1);
+    assert_eq!(left[0]["label"], "live");
+    assert!(db.refusals(10).await.unwrap().is_empty());
+    assert_eq!(db.user_for_token(&live).await.unwrap(), Some(alice));
 }

@@ -195,9 +195,11 @@ async fn administer(
             name,
             admin,
             groups,
+            token_days,
         } => {
             let user = db.upsert_user(&name, admin, &groups).await?;
-            let (_, token) = db.create_token(&user, "made by serve add-user").await?;
+            let lifetime = token_days.map(|d| Duration::from_secs(u64::from(d) * 86_400));
+            let (_, token) = (db.create_token(&user, "made by serve add-user", lifetime)).await?;
             crate::output::outln!("{token}");
         }
         ServeAdmin::Grant { server, principal } => db.grant(&server, &principal).await?,

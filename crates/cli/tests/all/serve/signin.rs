@@ -55,7 +55,7 @@ fn the_code_flow_with_pkce_signs_the_providers_person_in() {
     let (service, _model) = start_service(&sb, &provider);
     let (reply, callback) = browser_sign_in(&service, true);
     assert_eq!(reply.status, 303, "{reply:?}");
-    let session = cookie_of(&reply, "mh_session").expect("a session cookie");
+    let session = cookie_of(&reply, "__Host-mh_session").expect("a session cookie");
     let who = me(&service.addr, &session);
     assert_eq!(who["name"], "alice");
     assert_eq!(who["admin"], true, "a member of the admin group");
@@ -63,10 +63,10 @@ fn the_code_flow_with_pkce_signs_the_providers_person_in() {
     // The code is single-use: replaying the callback signs nobody in.
     let replay = get_url(&callback, None);
     assert_eq!(replay.status, 403);
-    assert!(cookie_of(&replay, "mh_session").is_none());
+    assert!(cookie_of(&replay, "__Host-mh_session").is_none());
     // The same person again is the same user.
     let (again, _) = browser_sign_in(&service, true);
-    let session2 = cookie_of(&again, "mh_session").unwrap();
+    let session2 = cookie_of(&again, "__Host-mh_session").unwrap();
     let users = request(
         &service.addr,
         "GET",
@@ -93,7 +93,7 @@ fn the_code_flow_with_pkce_signs_the_providers_person_in() {
     // group name that would forge another group (a comma) is dropped.
     provider.state().groups = vec!["staff".into(), "x,admins".into()];
     let (demoted, _) = browser_sign_in(&service, true);
-    let session3 = cookie_of(&demoted, "mh_session").unwrap();
+    let session3 = cookie_of(&demoted, "__Host-mh_session").unwrap();
     let who = me(&service.addr, &session3);
     assert_eq!(who["admin"], false, "{who}");
     assert_eq!(who["groups"], json!(["staff"]));
@@ -112,7 +112,7 @@ fn a_lying_id_token_or_a_foreign_callback_gets_no_session() {
     // A callback that did not start in this browser (login CSRF): refused.
     let (unbound, _) = browser_sign_in(&service, false);
     assert_eq!(unbound.status, 403, "{unbound:?}");
-    assert!(cookie_of(&unbound, "mh_session").is_none());
+    assert!(cookie_of(&unbound, "__Host-mh_session").is_none());
     for fault in [
         IdTokenFault::WrongNonce,
         IdTokenFault::WrongAudience,
@@ -124,12 +124,15 @@ fn a_lying_id_token_or_a_foreign_callback_gets_no_session() {
         provider.state().fault = Some(fault);
         let (reply, _) = browser_sign_in(&service, true);
         assert_eq!(reply.status, 403, "{fault:?}: {reply:?}");
-        assert!(cookie_of(&reply, "mh_session").is_none(), "{fault:?}");
+        assert!(
+            cookie_of(&reply, "__Host-mh_session").is_none(),
+            "{fault:?}"
+        );
     }
     // Put right, the same provider signs its person in (as a plain user).
     provider.state().fault = None;
     let (ok, _) = browser_sign_in(&service, true);
-    let session = cookie_of(&ok, "mh_session").unwrap();
+    let session = cookie_of(&ok, "__Host-mh_session").unwrap();
     let who = me(&service.addr, &session);
     assert_eq!(who["name"], "mallory");
     assert_eq!(who["admin"], false);
@@ -142,10 +145,10 @@ fn only_the_allowed_group_gets_in_when_one_is_set() {
     let (service, _model) = start_service_with(&sb, &provider, &["--oidc-allowed-group", "staff"]);
     let (outside, _) = browser_sign_in(&service, true);
     assert_eq!(outside.status, 403, "{outside:?}");
-    assert!(cookie_of(&outside, "mh_session").is_none());
+    assert!(cookie_of(&outside, "__Host-mh_session").is_none());
     provider.state().groups = vec!["staff".into()];
     let (inside, _) = browser_sign_in(&service, true);
-    let session = cookie_of(&inside, "mh_session").expect("a member signs in");
+    let session = cookie_of(&inside, "__Host-mh_session").expect("a member signs in");
     let who = me(&service.addr, &session);
     assert_eq!(who["name"], "eve");
 }

@@ -17,3 +17,6 @@ CREATE TABLE service_settings (
     name TEXT PRIMARY KEY,
     value TEXT NOT NULL
 );
+
+-- When an API token stops working; NULL: never (an admin's bootstrap token, if asked so).
+ALTER TABLE api_tokens ADD COLUMN expires_ms BIGINT;
