@@ -17,6 +17,7 @@ use mcp_host_engine::session::{Op, SessionHandle};
 use mcp_host_engine::{Approval, Event, TurnEnd};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
+use std::time::Duration;
 use std::time::Instant;
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
@@ -124,7 +125,15 @@ pub struct Hub {
     pub metrics: Arc<Metrics>,
     /// Set on SIGTERM: no new turn starts here.
     pub draining: CancellationToken,
+    /// Rung when an answer for a turn here may be waiting in this replica's inbox.
+    pub inbox_bell: tokio::sync::Notify,
+    /// Whether other replicas' writes are announced (PostgreSQL's notifications are up).
+    pub listening: std::sync::atomic::AtomicBool,
 }
+
+/// How often streams and the inbox look anyway while notifications are up: only for a
+/// notification lost with a dropped connection.
+const POLL_WHILE_LISTENING: Duration = Duration::from_secs(2);
 
 impl Hub {
     pub fn new(db: Db, service: Arc<Service>, workers: Workers) -> Self {
@@ -137,6 +146,17 @@ impl Hub {
             streams: Streams::default(),
             metrics: Arc::default(),
             draining: CancellationToken::new(),
+            inbox_bell: tokio::sync::Notify::new(),
+            listening: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// How long a stream or the inbox waits before looking without a bell.
+    pub fn poll_interval(&self) -> Duration {
+        if self.listening.load(std::sync::atomic::Ordering::Relaxed) {
+            self.service.poll.max(POLL_WHILE_LISTENING)
+        } else {
+            self.service.poll
         }
     }
 
@@ -493,7 +513,7 @@ async fn record(hub: &Hub, link: &Link, turn: &mut ActiveTurn, body: serde_json:
 }
 
 /// The shortest time between two logged progress events of one call.
-const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
+const PROGRESS_EVERY: Duration = Duration::from_millis(250);
 
 /// Moves a session's events into the database and its state, until the session ends.
 async fn pump(

@@ -4,7 +4,7 @@
 //! lease ran out is marked interrupted (with an event saying so) by whichever replica sees it
 //! first, and answers for a turn on another replica wait in that replica's inbox.
 
-use crate::db::{Db, DbError, new_id, now_ms};
+use crate::db::{Backend, Db, DbError, new_id, now_ms};
 use crate::users::User;
 use sqlx::Row;
 
@@ -248,17 +248,27 @@ impl Db {
         conversation: &str,
         event: &StoredEvent,
     ) -> Result<(), DbError> {
-        let done = sqlx::query(
-            "INSERT INTO events (conversation_id, seq, turn_id, kind, body, at_ms) VALUES ($1, $2, $3, $4, $5, $6)",
-        )
-        .bind(conversation)
-        .bind(event.seq)
-        .bind(event.turn_id.clone())
-        .bind(&event.kind)
-        .bind(&event.body)
-        .bind(now_ms())
-        .execute(&self.pool)
-        .await;
+        // On PostgreSQL the same statement rings every replica's doorbell (see `bells.rs`).
+        let sql = match self.backend {
+            Backend::Sqlite => {
+                "INSERT INTO events (conversation_id, seq, turn_id, kind, body, at_ms)
+                 VALUES ($1, $2, $3, $4, $5, $6)"
+            }
+            Backend::Postgres => {
+                "WITH added AS (INSERT INTO events (conversation_id, seq, turn_id, kind, body, at_ms)
+                     VALUES ($1, $2, $3, $4, $5, $6) RETURNING conversation_id)
+                 SELECT pg_notify('mcp_host_events', conversation_id) FROM added"
+            }
+        };
+        let done = sqlx::query(sql)
+            .bind(conversation)
+            .bind(event.seq)
+            .bind(event.turn_id.clone())
+            .bind(&event.kind)
+            .bind(&event.body)
+            .bind(now_ms())
+            .execute(&self.pool)
+            .await;
         match done {
             Ok(_) => Ok(()),
             Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {
@@ -442,16 +452,24 @@ impl Db {
         turn: &str,
         body: &str,
     ) -> Result<(), DbError> {
-        sqlx::query(
-            "INSERT INTO inbox (id, replica, turn_id, body, at_ms) VALUES ($1, $2, $3, $4, $5)",
-        )
-        .bind(new_id())
-        .bind(replica)
-        .bind(turn)
-        .bind(body)
-        .bind(now_ms())
-        .execute(&self.pool)
-        .await?;
+        let sql = match self.backend {
+            Backend::Sqlite => {
+                "INSERT INTO inbox (id, replica, turn_id, body, at_ms) VALUES ($1, $2, $3, $4, $5)"
+            }
+            Backend::Postgres => {
+                "WITH added AS (INSERT INTO inbox (id, replica, turn_id, body, at_ms)
+                     VALUES ($1, $2, $3, $4, $5) RETURNING replica)
+                 SELECT pg_notify('mcp_host_inbox', replica) FROM added"
+            }
+        };
+        sqlx::query(sql)
+            .bind(new_id())
+            .bind(replica)
+            .bind(turn)
+            .bind(body)
+            .bind(now_ms())
+            .execute(&self.pool)
+            .await?;
         Ok(())
     }
 

@@ -14,6 +14,7 @@
 
 pub mod access;
 mod api;
+mod bells;
 mod credentials;
 pub mod db;
 pub mod hub;
@@ -220,6 +221,12 @@ pub async fn serve(
         announce(&format!("sign in: {public_url}/signin?token={secret}"));
     }
     let housekeeping = tokio::spawn(housekeeping(hub.clone()));
+    let bells = match (&listen.database_url, hub.db.backend) {
+        (Some(url), db::Backend::Postgres) => {
+            Some(tokio::spawn(bells::listen(hub.clone(), url.clone())))
+        }
+        _ => None,
+    };
     let app = api::router(state, listen.max_body);
     let closed = CancellationToken::new();
     let server = tokio::spawn(listener::serve(
@@ -231,6 +238,9 @@ pub async fn serve(
     stop.cancelled().await;
     drain(&hub, listen.drain).await;
     housekeeping.abort();
+    if let Some(bells) = bells {
+        bells.abort();
+    }
     closed.cancel();
     let _ = server.await;
     Ok(())
@@ -255,10 +265,10 @@ async fn housekeeping(hub: Arc<Hub>) {
     let lease = Duration::from_millis(u64::try_from(hub.service.lease_ms).unwrap_or(10_000));
     let mut renew = tokio::time::interval(lease / 3);
     let mut sweep = tokio::time::interval(lease / 2);
-    let mut inbox = tokio::time::interval(hub.service.poll);
+    let mut next_inbox = tokio::time::Instant::now();
     let mut idle = tokio::time::interval(Duration::from_secs(1).min(hub.service.idle_stop));
     let mut prune = tokio::time::interval(PRUNE_EVERY);
-    for t in [&mut renew, &mut sweep, &mut inbox, &mut idle, &mut prune] {
+    for t in [&mut renew, &mut sweep, &mut idle, &mut prune] {
         t.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     }
     loop {
@@ -274,7 +284,14 @@ async fn housekeeping(hub: Arc<Hub>) {
                 }
                 Err(e) => Err(e),
             },
-            _ = inbox.tick() => hub.take_inbox().await,
+            () = tokio::time::sleep_until(next_inbox) => {
+                next_inbox = tokio::time::Instant::now() + hub.poll_interval();
+                hub.take_inbox().await
+            }
+            () = hub.inbox_bell.notified() => {
+                next_inbox = tokio::time::Instant::now() + hub.poll_interval();
+                hub.take_inbox().await
+            }
             _ = idle.tick() => {
                 hub.stop_idle().await;
                 Ok(())

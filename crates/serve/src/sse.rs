@@ -119,7 +119,7 @@ async fn next(f: &mut Follow) -> Option<SseEvent> {
         }
         tokio::select! {
             () = &mut rung => {}
-            () = tokio::time::sleep(hub.service.poll) => {}
+            () = tokio::time::sleep(hub.poll_interval()) => {}
             () = hub.draining.cancelled() => {
                 f.done = true;
                 return Some(reconnect("this replica is shutting down"));

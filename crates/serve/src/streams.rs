@@ -1,6 +1,7 @@
-//! Waking the SSE streams of a conversation when its log grows on this replica. The log in
-//! the database is the only source of events; this is just the doorbell. A stream on another
-//! replica hears nothing and finds the new events at its next poll.
+//! Waking the SSE streams of a conversation when its log grows. The log in the database is
+//! the only source of events; this is just the doorbell, rung by this replica's pump, and
+//! on PostgreSQL by other replicas' writes too (`bells.rs`); a stream also looks at every
+//! poll, for a bell that was missed.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -61,6 +62,14 @@ impl Streams {
     pub fn notify(&self, conversation: &str) {
         let bells = self.bells.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(b) = bells.get(conversation) {
+            b.notify_waiters();
+        }
+    }
+
+    /// Wakes every stream, to look for what a missed bell would have announced.
+    pub fn notify_all(&self) {
+        let bells = self.bells.lock().unwrap_or_else(|e| e.into_inner());
+        for b in bells.values() {
             b.notify_waiters();
         }
     }

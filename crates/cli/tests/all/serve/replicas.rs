@@ -25,9 +25,18 @@ fn replicas<'a>(
         let mut s = Setup::new(sb, cat, model);
         s.data = Some(sb.path().join(name));
         s.database_url = Some(database.to_string());
-        s.extra = ["--replica", name, "--lease-ms", "1000", "--poll-ms", "50"]
-            .map(String::from)
-            .to_vec();
+        // Polls too rare to matter within a test: what one replica writes reaches the other
+        // through the database's notifications.
+        s.extra = [
+            "--replica",
+            name,
+            "--lease-ms",
+            "1000",
+            "--poll-ms",
+            "600000",
+        ]
+        .map(String::from)
+        .to_vec();
         s.extra.push("--credential-key-file".into());
         s.extra.push(key.display().to_string());
         s
