@@ -140,6 +140,10 @@ pub struct ServeArgs {
     /// A client must send a request's whole header within this many milliseconds.
     #[arg(long, default_value_t = 10_000, value_name = "MS")]
     pub header_timeout_ms: u64,
+    /// `/metrics` answers only `Authorization: Bearer <the token in FILE>` (default: anyone
+    /// who reaches the service).
+    #[arg(long, value_name = "FILE")]
+    pub metrics_token_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -131,7 +131,7 @@ pub fn session_cookie(headers: &HeaderMap, secure: bool) -> Option<String> {
     crate::signin::cookie(headers, session_cookie_name(secure))
 }
 
-fn bearer(headers: &HeaderMap) -> Option<&str> {
+pub fn bearer(headers: &HeaderMap) -> Option<&str> {
     headers
         .get(header::AUTHORIZATION)?
         .to_str()

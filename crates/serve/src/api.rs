@@ -139,7 +139,26 @@ async fn readyz(State(state): State<AppState>) -> Response {
     }
 }
 
-async fn metrics(State(state): State<AppState>) -> Response {
+async fn metrics(
+    State(state): State<AppState>,
+    method: Method,
+    uri: OriginalUri,
+    headers: axum::http::HeaderMap,
+) -> Response {
+    if let Some(wanted) = &state.metrics_token {
+        let presented = crate::access::bearer(&headers);
+        if !presented.is_some_and(|p| crate::access::same_secret(wanted, p)) {
+            return crate::access::refuse(
+                &state,
+                None,
+                &method,
+                uri.path(),
+                StatusCode::UNAUTHORIZED,
+                "no metrics token",
+            )
+            .await;
+        }
+    }
     let hub = &state.hub;
     let connections = hub
         .all_servers()

@@ -95,7 +95,8 @@ pub struct Listen {
     pub addr: SocketAddr,
     /// The URL people reach this service at (for `Host`/`Origin` checks and cookies).
     pub public_url: String,
-    /// Loopback-only, one admin user signed in with a one-time link; no identity provider.
+    /// Loopback-only, one admin user signed in with a link printed at start (its secret is
+    /// in memory only and lasts as long as the process); no identity provider.
     pub single_user: bool,
     pub database_url: Option<String>,
     pub max_body: usize,
@@ -107,6 +108,9 @@ pub struct Listen {
     /// Sign people in with this OpenID Connect provider.
     pub oidc: Option<oidc::OidcSettings>,
     pub connections: listener::ConnectionLimits,
+    /// The bearer token `/metrics` asks for (none: it answers anyone who passes the Host
+    /// check, as Prometheus scrapers usually expect).
+    pub metrics_token: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -142,6 +146,8 @@ pub struct AppState {
     /// Where people reach the service (the OpenID Connect callback is under it).
     pub public_url: String,
     pub secure_cookies: bool,
+    /// When set, `/metrics` answers only a scraper presenting it as a bearer token.
+    pub metrics_token: Option<Arc<String>>,
 }
 
 /// The name `--single-user` signs in as.
@@ -214,6 +220,7 @@ pub async fn serve(
         public_url: public_url.clone(),
         signins: Arc::default(),
         secure_cookies: public_url.starts_with("https://") || addr.ip().is_loopback(),
+        metrics_token: listen.metrics_token.clone().map(Arc::new),
     };
     announce(&format!("mcp-host serve: listening on http://{addr}"));
     announce(&format!("database: {}", hub.db.describe().await?));

@@ -134,6 +134,10 @@ pub async fn run(config: &ConfigArgs, args: ServeArgs) -> anyhow::Result<ExitCod
             std::thread::available_parallelism().map_or(2, std::num::NonZero::get)
         }),
         oidc,
+        metrics_token: match &args.metrics_token_file {
+            Some(f) => Some(metrics_token(f)?),
+            None => None,
+        },
         connections: mcp_host_serve::listener::ConnectionLimits {
             max_connections: args.max_connections,
             header_read: Duration::from_millis(args.header_timeout_ms.max(1)),
@@ -145,6 +149,18 @@ pub async fn run(config: &ConfigArgs, args: ServeArgs) -> anyhow::Result<ExitCod
     })
     .await?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The token in `file`; an empty one is refused, not taken as "no token" (which would leave
+/// `/metrics` open by mistake).
+fn metrics_token(file: &std::path::Path) -> anyhow::Result<String> {
+    let text = std::fs::read_to_string(file)
+        .with_context(|| format!("cannot read the metrics token {}", file.display()))?;
+    let token = text.trim();
+    if token.is_empty() {
+        anyhow::bail!("the metrics token file {} is empty", file.display());
+    }
+    Ok(token.to_string())
 }
 
 /// The sealing key: from `--credential-key-file`, else `MCP_HOST_CREDENTIAL_KEY`, else the

@@ -68,3 +68,24 @@ fn a_slow_server_moves_its_own_latency_histogram() {
         "{after}"
     );
 }
+
+#[test]
+fn with_a_metrics_token_only_a_scraper_presenting_it_reads_metrics() {
+    let sb = Sandbox::new();
+    let model = Model::start(0);
+    let cat = catalogue(&sb, json!({}));
+    let file = sb.write("metrics.token", "scrape-secret\n");
+    let mut setup = Setup::new(&sb, &cat, &model);
+    setup.extra = vec!["--metrics-token-file".into(), file.display().to_string()];
+    let service = setup.start();
+    let get = |auth: &[(&str, &str)]| request(&service.addr, "GET", "/metrics", auth, None);
+    assert_eq!(get(&[]).status, 401);
+    assert_eq!(get(&[("Authorization", "Bearer wrong")]).status, 401);
+    let ok = get(&[("Authorization", "Bearer scrape-secret")]);
+    assert_eq!(ok.status, 200);
+    assert!(ok.body.contains("mcp_host_"), "{}", ok.body);
+    // An empty token file is a mistake, not "no token": the service does not start.
+    let empty = sb.write("empty.token", "\n");
+    setup.extra = vec!["--metrics-token-file".into(), empty.display().to_string()];
+    assert!(setup.start_refused().contains("is empty"));
+}
