@@ -52,10 +52,7 @@ fn another_users_objects_are_not_found_and_each_refusal_is_logged() {
         202
     );
     let asked = events.until("approval_requested");
-    let call_id = asked.last().unwrap().data["subject"]["call_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let call_id = asked.last().unwrap().call_id();
     let alice_tokens = alice.get("/api/tokens").json();
     let token_id = alice_tokens[0]["id"].as_str().unwrap().to_string();
 
@@ -196,10 +193,7 @@ fn the_services_own_secrets_reach_no_hook() {
         202
     );
     let asked = events.until("approval_requested");
-    let call_id = asked.last().unwrap().data["subject"]["call_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let call_id = asked.last().unwrap().call_id();
     assert_eq!(alice.approve(&conv, &call_id, true).status, 202);
     let turn = events.until("turn_ended");
     assert!(turn.iter().any(|e| e.event == "call_ended"), "{turn:#?}");

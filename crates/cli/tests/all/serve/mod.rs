@@ -411,6 +411,16 @@ pub struct Sse {
     pub data: Value,
 }
 
+impl Sse {
+    /// The call an `approval_requested` event asks about.
+    pub fn call_id(&self) -> String {
+        self.data["subject"]["call_id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("not an approval: {self:?}"))
+            .to_string()
+    }
+}
+
 /// A conversation's event stream, read line by line.
 pub struct Events {
     reader: BufReader<TcpStream>,

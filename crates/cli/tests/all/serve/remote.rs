@@ -26,10 +26,7 @@ fn a_remote_sign_in_from_the_page_is_the_users_own_and_sealed() {
     let auth = LocalAuthServer::start(&["/mcp"], Duration::ZERO);
     let sb = Sandbox::new();
     let model = Model::start(0);
-    let cat = catalogue(
-        &sb,
-        json!({"remote": {"type": "http", "url": auth.url("/mcp")}}),
-    );
+    let cat = remote_catalogue(&sb, &auth);
     let setup = Setup::new(&sb, &cat, &model);
     let alice_token = setup.add_user("alice", false);
     let bob_token = setup.add_user("bob", false);
@@ -104,7 +101,7 @@ pub(super) fn call_whoami_until_answered(api: &Api, conv: &str, expected: &str) 
         while let Some(e) = events.next() {
             let kind = e.event.clone();
             if kind == "approval_requested" {
-                let call_id = e.data["subject"]["call_id"].as_str().unwrap().to_string();
+                let call_id = e.call_id();
                 assert_eq!(api.approve(conv, &call_id, true).status, 202);
             }
             seen.push(e);
@@ -115,4 +112,9 @@ pub(super) fn call_whoami_until_answered(api: &Api, conv: &str, expected: &str) 
         seen.iter()
             .any(|e| e.event == "call_ended" && e.data["preview"] == expected)
     });
+}
+
+/// A catalogue of one server, `remote`, behind `auth`'s OAuth.
+pub(super) fn remote_catalogue(sb: &Sandbox, auth: &LocalAuthServer) -> PathBuf {
+    catalogue(sb, json!({"remote": {"type": "http", "url": auth.url("/mcp")}}))
 }

@@ -65,10 +65,7 @@ fn a_turn_on_one_replica_is_followed_resumed_and_answered_from_the_other() {
         202
     );
     let asked = followed.until("approval_requested");
-    let call_id = asked.last().unwrap().data["subject"]["call_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let call_id = asked.last().unwrap().call_id();
     // The client drops; the approval goes in through the replica that is not running the turn.
     drop(followed);
     let last = asked.last().unwrap().id.unwrap();
@@ -153,10 +150,7 @@ fn a_remote_sign_in_through_one_replica_is_used_by_the_other() {
     let auth = LocalAuthServer::start(&["/mcp"], Duration::ZERO);
     let sb = Sandbox::new();
     let model = Model::start(0);
-    let cat = catalogue(
-        &sb,
-        json!({"remote": {"type": "http", "url": auth.url("/mcp")}}),
-    );
+    let cat = super::remote::remote_catalogue(&sb, &auth);
     let [one, two] = replicas(&sb, &cat, &model, &database);
     let token = one.add_user("alice", false);
     one.grant("remote", "*");
