@@ -163,7 +163,8 @@ fn run_and_call_write_one_audit_record_per_call_with_the_same_fields() {
     let summary: Vec<(&str, &str, &str, &str)> = records
         .iter()
         .map(|r| {
-            let keys: Vec<&str> = r.as_object().unwrap().keys().map(String::as_str).collect();
+            let mut keys: Vec<&str> = r.as_object().unwrap().keys().map(String::as_str).collect();
+            keys.sort_unstable();
             assert_eq!(keys, AUDIT_FIELDS, "{r}");
             (
                 r["source"].as_str().unwrap(),

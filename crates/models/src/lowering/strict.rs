@@ -289,7 +289,7 @@ mod tests {
                     "either": {"anyOf": [{"type": "string"}, {"type": "integer"}, {"type": "null"}]},
                     "maybe": {"type": ["string", "null"]}
                 },
-                "required": ["either", "limit", "maybe", "mode", "path", "when"],
+                "required": ["path", "limit", "mode", "when", "either", "maybe"],
                 "additionalProperties": false
             })
         );

@@ -116,5 +116,8 @@ pub(super) fn call_whoami_until_answered(api: &Api, conv: &str, expected: &str) 
 
 /// A catalogue of one server, `remote`, behind `auth`'s OAuth.
 pub(super) fn remote_catalogue(sb: &Sandbox, auth: &LocalAuthServer) -> PathBuf {
-    catalogue(sb, json!({"remote": {"type": "http", "url": auth.url("/mcp")}}))
+    catalogue(
+        sb,
+        json!({"remote": {"type": "http", "url": auth.url("/mcp")}}),
+    )
 }
