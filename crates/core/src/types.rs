@@ -134,3 +134,28 @@ pub struct CallOutcome {
     #[serde(rename = "isError")]
     pub is_error: bool,
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::Value;
+
+    /// A form's fields are shown in the order the server wrote them, a call's arguments in
+    /// the order the model did: JSON objects keep their order through every crate (the
+    /// workspace's `serde_json` has `preserve_order`; hashes sort explicitly).
+    #[test]
+    fn json_objects_keep_the_order_they_were_written_in() {
+        let schema: Value =
+            serde_json::from_str(r#"{"last_name": 1, "first_name": 2, "age": 3}"#).unwrap();
+        let keys: Vec<&str> = schema
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(keys, ["last_name", "first_name", "age"]);
+        assert_eq!(
+            schema.to_string(),
+            r#"{"last_name":1,"first_name":2,"age":3}"#
+        );
+    }
+}
