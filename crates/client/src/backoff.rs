@@ -15,12 +15,24 @@ pub struct Backoff {
 }
 
 impl Backoff {
-    /// `unit` is a random number in `[0, 1)`; passing it in keeps this function pure.
+    /// `unit` is a random number in `[0, 1)`; passing it in keeps this function pure. Total:
+    /// a jittered delay past what a `Duration` holds is the longest one (`mul_f64` would
+    /// panic there), and a draw that is not a number counts as the middle.
     pub fn delay(&self, attempt: u32, unit: f64) -> Duration {
         let exp = attempt.saturating_sub(1).min(30);
         let raw = self.base.saturating_mul(1u32 << exp).min(self.max);
-        let factor = 1.0 - self.jitter + 2.0 * self.jitter * unit.clamp(0.0, 1.0);
-        raw.mul_f64(factor.max(0.0))
+        let unit = if unit.is_nan() {
+            0.5
+        } else {
+            unit.clamp(0.0, 1.0)
+        };
+        let jitter = if self.jitter.is_nan() {
+            0.0
+        } else {
+            self.jitter.clamp(0.0, 1.0)
+        };
+        let factor = 1.0 - jitter + 2.0 * jitter * unit;
+        Duration::try_from_secs_f64(raw.as_secs_f64() * factor).unwrap_or(Duration::MAX)
     }
 }
 
@@ -98,6 +110,61 @@ mod tests {
             "the first one has left the window"
         );
         assert!(!budget.try_spend(Instant::now()));
+    }
+
+    mod properties {
+        use super::*;
+        use proptest::collection::vec;
+        use proptest::prelude::*;
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(1000))]
+
+            /// Any settings, any attempt, any random draw (NaN and infinities included):
+            /// a delay is computed without a panic, stays within the jittered cap, and does
+            /// not shrink as attempts go on.
+            #[test]
+            fn a_delay_is_total_bounded_by_the_jittered_cap_and_never_shrinks(
+                base in any::<u64>(),
+                max in any::<u64>(),
+                jitter in 0.0f64..=1.0,
+                attempt in any::<u32>(),
+                unit in any::<f64>(),
+            ) {
+                let b = Backoff {
+                    base: Duration::from_millis(base),
+                    max: Duration::from_secs(max),
+                    jitter,
+                };
+                let d = b.delay(attempt, unit);
+                let cap = b.max.as_secs_f64() * (1.0 + jitter);
+                prop_assert!(d.as_secs_f64() <= cap * (1.0 + 1e-9) + 1e-9, "{d:?} over {cap}");
+                prop_assert!(b.delay(attempt.saturating_add(1), unit) >= d);
+            }
+
+            /// However restarts are spaced, no window of the budget's length ever holds
+            /// more than the budget allows, and a restart is refused only when it would.
+            #[test]
+            fn no_window_holds_more_restarts_than_the_budget(
+                max in 0usize..6,
+                window_ms in 1u64..5_000,
+                gaps in vec(0u64..3_000, 1..60),
+            ) {
+                let window = Duration::from_millis(window_ms);
+                let mut budget = RestartBudget::new(max, window);
+                let start = Instant::now();
+                let mut at = start;
+                let mut granted: Vec<Instant> = Vec::new();
+                for gap in gaps {
+                    at += Duration::from_millis(gap);
+                    let recent = granted.iter().filter(|t| at.duration_since(**t) < window).count();
+                    prop_assert_eq!(budget.try_spend(at), recent < max);
+                    if recent < max {
+                        granted.push(at);
+                    }
+                }
+            }
+        }
     }
 }
 

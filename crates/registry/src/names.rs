@@ -188,4 +188,50 @@ mod tests {
         assert_eq!(t.resolve("a__search").unwrap().server.as_str(), "a");
         assert_eq!(t.resolve("b__search").unwrap().server.as_str(), "b");
     }
+
+    mod properties {
+        use super::*;
+        use proptest::collection::vec;
+        use proptest::prelude::*;
+        use std::collections::BTreeSet;
+
+        /// Server and tool names from a small alphabet (so that names collide after
+        /// sanitising all the time), with non-ASCII, empty and over-long ones among them.
+        fn any_key() -> impl Strategy<Value = ToolKey> {
+            let part = || prop_oneof!["[ab._ é-]{0,5}", "[a-z]{50,70}"];
+            (part(), part()).prop_map(|(server, tool)| key(&server, &tool))
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(400))]
+
+            /// Every distinct tool gets exactly one name the model APIs accept, that name
+            /// resolves back to it, and the names depend only on the set of tools, never on
+            /// the order they came in.
+            #[test]
+            fn every_tool_gets_one_valid_name_that_resolves_to_it_whatever_the_order(
+                keys in vec(any_key(), 0..40),
+                turn in any::<usize>(),
+            ) {
+                let table = NameTable::allocate(keys.clone());
+                let distinct: BTreeSet<ToolKey> = keys.iter().cloned().collect();
+                prop_assert_eq!(table.len(), distinct.len());
+                for k in &distinct {
+                    let name = table.name_of(k).expect("every tool is named");
+                    prop_assert!(valid(name), "{name:?}");
+                    prop_assert_eq!(table.resolve(name), Some(k));
+                }
+                let mut reordered = keys;
+                reordered.reverse();
+                if !reordered.is_empty() {
+                    let by = turn % reordered.len();
+                    reordered.rotate_left(by);
+                }
+                let again = NameTable::allocate(reordered);
+                for k in &distinct {
+                    prop_assert_eq!(again.name_of(k), table.name_of(k));
+                }
+            }
+        }
+    }
 }
