@@ -15,4 +15,6 @@ pub use rules::{Condition, Rule, RuleSource};
 pub use turn::{AnswerScope, Answers, Origin, Tagged, Turn};
 
 #[cfg(test)]
+mod properties;
+#[cfg(test)]
 mod tests;
