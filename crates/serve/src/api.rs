@@ -209,16 +209,12 @@ fn default_token_days() -> Option<u32> {
     Some(TOKEN_DAYS)
 }
 
-fn days(n: u32) -> std::time::Duration {
-    std::time::Duration::from_secs(u64::from(n) * 86_400)
-}
-
 async fn create_token(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
     Json(body): Json<TokenBody>,
 ) -> ApiResult {
-    let lifetime = body.expires_in_days.map(days);
+    let lifetime = body.expires_in_days.map(crate::users::days);
     let (id, token) = (state.hub.db)
         .create_token(&caller.user, &body.label, lifetime)
         .await?;
@@ -574,7 +570,11 @@ async fn admin_add_user(
         .upsert_user(&body.name, body.admin, &body.groups)
         .await?;
     let (id, token) = (state.hub.db)
-        .create_token(&user, "made by an admin", Some(days(TOKEN_DAYS)))
+        .create_token(
+            &user,
+            "made by an admin",
+            Some(crate::users::days(TOKEN_DAYS)),
+        )
         .await?;
     Ok((
         StatusCode::CREATED,

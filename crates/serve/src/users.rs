@@ -7,6 +7,11 @@ use crate::db::{Db, DbError, new_id, new_secret, now_ms, secret_hash};
 use sqlx::Row;
 use std::time::Duration;
 
+/// `n` days, as a token's lifetime.
+pub fn days(n: u32) -> Duration {
+    Duration::from_secs(u64::from(n) * 86_400)
+}
+
 /// How long revoked and expired tokens and logged refusals are kept.
 pub const KEPT_FOR: Duration = Duration::from_secs(30 * 86_400);
 /// An answer still in an inbox after this long was for a turn that ended long ago.
@@ -33,12 +38,16 @@ fn user_from(row: &sqlx::any::AnyRow) -> Result<User, DbError> {
         id: row.try_get("id")?,
         name: row.try_get("name")?,
         admin: row.try_get::<i64, _>("admin")? != 0,
-        groups: groups
-            .split(',')
-            .filter(|g| !g.is_empty())
-            .map(str::to_string)
-            .collect(),
+        groups: groups_of(&groups),
     })
+}
+
+/// The groups a stored `groups_list` names.
+fn groups_of(list: &str) -> Vec<String> {
+    list.split(',')
+        .filter(|g| !g.is_empty())
+        .map(str::to_string)
+        .collect()
 }
 
 /// Whether a stored principal (`*`, `user:<id>`, `group:<name>`) covers `user`.
@@ -153,13 +162,16 @@ impl Db {
             .fetch_optional(&self.pool)
             .await?;
         let Some(row) = found else { return Ok(None) };
-        let user = user_from(&row)?;
+        let mut user = user_from(&row)?;
+        let list = groups.join(",");
         sqlx::query("UPDATE users SET groups_list = $1 WHERE id = $2")
-            .bind(groups.join(","))
+            .bind(&list)
             .bind(&user.id)
             .execute(&self.pool)
             .await?;
-        self.user(&user.id).await
+        // What a read of the row would now give, without reading it again.
+        user.groups = groups_of(&list);
+        Ok(Some(user))
     }
 
     async fn insert_subject(

@@ -22,9 +22,8 @@ pub async fn run(config: &ConfigArgs, args: ServeArgs) -> anyhow::Result<ExitCod
     // Before any HTTPS client is made (model providers, identity providers, remote servers).
     mcp_host_auth::install_crypto_provider();
     let env: BTreeMap<String, String> = std::env::vars().collect();
-    let lookup = |k: &str| env.get(k).cloned();
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
-    let paths = ConfigPaths::from_env(&lookup, cwd);
+    let paths = ConfigPaths::from_env(&|k: &str| env.get(k).cloned(), cwd);
     let data_dir = args
         .data_dir
         .clone()
@@ -35,6 +34,14 @@ pub async fn run(config: &ConfigArgs, args: ServeArgs) -> anyhow::Result<ExitCod
     if let Some(admin) = args.admin {
         return administer(&database_url, &data_dir, admin).await;
     }
+    let sealing = Arc::new(sealing_key(&args, &env, &data_dir)?);
+    // The service's own secrets, read above, go no further: not into `${VAR}` expansion
+    // in the catalogue, nor the environment of a hook or a server.
+    let mut env = env;
+    for secret in SERVICE_SECRETS {
+        env.remove(*secret);
+    }
+    let lookup = |k: &str| env.get(k).cloned();
     let catalogue_file = args.catalogue.clone().unwrap_or(paths.user_file.clone());
     // The catalogue is the user-scope file of a world of its own: no project or local file.
     let catalogue_paths = ConfigPaths {
@@ -80,13 +87,6 @@ pub async fn run(config: &ConfigArgs, args: ServeArgs) -> anyhow::Result<ExitCod
         .replica
         .clone()
         .unwrap_or_else(|| format!("{}-{}", host_name(), std::process::id()));
-    let sealing = Arc::new(sealing_key(&args, &env, &data_dir)?);
-    // The service's own secrets, read above, go no further: not into `${VAR}` expansion
-    // in the catalogue, nor the environment of a hook or a server.
-    let mut env = env;
-    for secret in SERVICE_SECRETS {
-        env.remove(*secret);
-    }
     let service = Service {
         catalogue,
         policy,
@@ -108,12 +108,7 @@ pub async fn run(config: &ConfigArgs, args: ServeArgs) -> anyhow::Result<ExitCod
             issuer: issuer.clone(),
             client_id: client_id.clone(),
             client_secret: match &args.oidc_client_secret_file {
-                Some(f) => Some(
-                    std::fs::read_to_string(f)
-                        .with_context(|| format!("cannot read {}", f.display()))?
-                        .trim()
-                        .to_string(),
-                ),
+                Some(f) => Some(secret_file(f, "OpenID Connect client secret")?),
                 None => None,
             },
             admin_group: args.oidc_admin_group.clone(),
@@ -135,7 +130,7 @@ pub async fn run(config: &ConfigArgs, args: ServeArgs) -> anyhow::Result<ExitCod
         }),
         oidc,
         metrics_token: match &args.metrics_token_file {
-            Some(f) => Some(metrics_token(f)?),
+            Some(f) => Some(secret_file(f, "metrics token")?),
             None => None,
         },
         connections: mcp_host_serve::listener::ConnectionLimits {
@@ -151,16 +146,16 @@ pub async fn run(config: &ConfigArgs, args: ServeArgs) -> anyhow::Result<ExitCod
     Ok(ExitCode::SUCCESS)
 }
 
-/// The token in `file`; an empty one is refused, not taken as "no token" (which would leave
-/// `/metrics` open by mistake).
-fn metrics_token(file: &std::path::Path) -> anyhow::Result<String> {
+/// The secret (`what`) in `file`, trimmed; an empty file is refused, not taken as "no
+/// secret" (which would leave `/metrics` open, or send an empty client secret, by mistake).
+fn secret_file(file: &std::path::Path, what: &str) -> anyhow::Result<String> {
     let text = std::fs::read_to_string(file)
-        .with_context(|| format!("cannot read the metrics token {}", file.display()))?;
-    let token = text.trim();
-    if token.is_empty() {
-        anyhow::bail!("the metrics token file {} is empty", file.display());
+        .with_context(|| format!("cannot read the {what} {}", file.display()))?;
+    let secret = text.trim();
+    if secret.is_empty() {
+        anyhow::bail!("the {what} file {} is empty", file.display());
     }
-    Ok(token.to_string())
+    Ok(secret.to_string())
 }
 
 /// The sealing key: from `--credential-key-file`, else `MCP_HOST_CREDENTIAL_KEY`, else the
@@ -214,7 +209,7 @@ async fn administer(
             token_days,
         } => {
             let user = db.upsert_user(&name, admin, &groups).await?;
-            let lifetime = token_days.map(|d| Duration::from_secs(u64::from(d) * 86_400));
+            let lifetime = token_days.map(mcp_host_serve::users::days);
             let (_, token) = (db.create_token(&user, "made by serve add-user", lifetime)).await?;
             crate::output::outln!("{token}");
         }

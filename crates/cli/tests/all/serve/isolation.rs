@@ -154,14 +154,17 @@ fn another_users_objects_are_not_found_and_each_refusal_is_logged() {
 }
 
 #[test]
-fn the_services_own_secrets_reach_no_hook() {
+fn the_services_own_secrets_reach_no_hook_and_no_catalogue_entry() {
     let sb = Sandbox::new();
     let model = Model::start(0);
     let seen = sb.path().join("hook-env");
+    // A catalogue entry that names the key finds the variable unset.
+    let mut leak = fake_entry(&[], true);
+    leak["env"] = json!({"K": "${MCP_HOST_CREDENTIAL_KEY}"});
     let cat = sb.write(
         "catalogue.json",
         &json!({
-            "mcpServers": {"f": fake_entry(&[], true)},
+            "mcpServers": {"f": fake_entry(&[], true), "leak": leak},
             "hooks": {"PreToolUse": [{"matcher": "f__.*", "hooks": [
                 {"type": "command", "command": format!("env > {}; exit 0", seen.display())}
             ]}]},
@@ -181,8 +184,16 @@ fn the_services_own_secrets_reach_no_hook() {
     ];
     let token = setup.add_user("alice", false);
     setup.grant("f", "*");
+    setup.grant("leak", "*");
     let service = setup.start();
     let alice = Api::new(&service, &token);
+    let servers = alice.get("/api/servers").json();
+    let leak = (servers["servers"].as_array().unwrap().iter()).find(|s| s["name"] == "leak");
+    assert_eq!(
+        leak.unwrap()["transport"],
+        "unusable (see the service log)",
+        "the key was expanded into a catalogue entry: {servers}"
+    );
     alice.enable("f");
     let conv = alice.conversation();
     let mut events = alice.events(&conv, None);
