@@ -18,6 +18,10 @@ if [ -z "${MCP_HOST_TEST_POSTGRES_URL:-}" ]; then
   export MCP_HOST_TEST_POSTGRES_URL
 fi
 cargo test --workspace --locked
+# The deterministic simulation: a fixed budget of seeds, exact replay, and the injected bug
+# found (a longer run is `scripts/sim.sh 20000`).
+scripts/sim.sh 400
+scripts/sim.sh --injected 400
 scripts/interop.sh
 scripts/tui-e2e.sh
 scripts/web-e2e.sh    # the hosted mode's web page in headless Chromium

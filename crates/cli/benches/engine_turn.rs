@@ -55,6 +55,7 @@ async fn start(names: &[&str]) -> (Servers, ToolSource, mcp_host_client::ToolCal
         health_interval: Duration::from_secs(30),
         ask_person: None,
         credentials: None,
+        harness: None,
     };
     let (m, caller) = Manager::start(names.iter().map(|n| setup(n)).collect(), options);
     let mut servers = Vec::new();

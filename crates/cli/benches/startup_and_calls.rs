@@ -50,6 +50,7 @@ fn options() -> ManagerOptions {
         health_interval: Duration::from_secs(30),
         ask_person: None,
         credentials: None,
+        harness: None,
     }
 }
 

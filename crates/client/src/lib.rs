@@ -12,8 +12,10 @@
 pub mod backoff;
 mod changes;
 mod handler;
+pub mod harness;
 mod http;
 pub mod lenient;
+mod lines;
 pub mod listing;
 pub mod manager;
 pub mod procs;

@@ -39,6 +39,9 @@ pub struct ManagerOptions {
     /// Where OAuth credentials are stored (`mcp-host auth login` puts them there); `None`
     /// connects remote servers without OAuth.
     pub credentials: Option<mcp_host_auth::CredentialVault>,
+    /// A deterministic simulation's in-process servers, seeded jitter and state log; `None`
+    /// in the host.
+    pub harness: Option<crate::harness::Harness>,
 }
 
 /// One configured server as the manager receives it.

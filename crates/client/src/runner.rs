@@ -6,6 +6,7 @@
 
 use crate::backoff::{Next, Retrier, RetryPolicy};
 use crate::handler::ClientFeatures;
+use crate::harness::{StateChange, jitter_source};
 use crate::manager::{ManagerOptions, Slot};
 use crate::sandbox::Confined;
 use crate::session::{ConnectError, Endpoint, EraChoice, RequestError, Session};
@@ -25,6 +26,12 @@ const MAX_WARNINGS: usize = 8;
 const HEALTH_TIMEOUT: Duration = Duration::from_secs(10);
 
 fn endpoint(spec: &ServerSpec, opts: &ManagerOptions, confined: &Confined) -> Endpoint {
+    if let Some(harness) = &opts.harness {
+        return Endpoint::InProcess {
+            name: spec.name.clone(),
+            dial: harness.dial.clone(),
+        };
+    }
     match &spec.transport {
         Transport::Stdio {
             command,
@@ -61,6 +68,8 @@ pub(crate) struct Runner {
     slot: Arc<Slot>,
     status: watch::Sender<ServerStatus>,
     opts: ManagerOptions,
+    /// Retry jitter: the OS's randomness, or the harness's seed.
+    jitter: std::sync::Mutex<rand::rngs::StdRng>,
 }
 
 enum Ended {
@@ -142,6 +151,7 @@ impl Runner {
     ) -> Self {
         Self {
             endpoint: endpoint(&spec, &opts, &slot.confined),
+            jitter: std::sync::Mutex::new(jitter_source(opts.harness.as_ref(), &spec.name)),
             spec,
             slot,
             status,
@@ -150,7 +160,28 @@ impl Runner {
     }
 
     fn publish(&self, f: impl FnOnce(&mut ServerStatus)) {
-        self.status.send_modify(f);
+        let mut changed = None;
+        self.status.send_modify(|s| {
+            let before = s.state.clone();
+            f(s);
+            if s.state != before {
+                changed = Some(s.state.clone());
+            }
+        });
+        if let (Some(state), Some(h)) = (changed, &self.opts.harness) {
+            let server = ServerId::new(&self.spec.name);
+            // A simulation that stopped listening has nothing left to check.
+            let at = tokio::time::Instant::now();
+            let _ = h.states.send(StateChange { server, state, at });
+        }
+    }
+
+    /// A draw in [0, 1) for the backoff's jitter.
+    fn draw(&self) -> f64 {
+        use rand::Rng;
+        // A poisoned lock only means a panic elsewhere; the generator is still usable.
+        let mut rng = self.jitter.lock().unwrap_or_else(|p| p.into_inner());
+        rng.random()
     }
 
     fn set_state(&self, state: ServerState) {
@@ -204,7 +235,7 @@ impl Runner {
             Phase::Down { reason, transient } => {
                 let now = tokio::time::Instant::now();
                 Some(
-                    match attempts.retrier.on_failure(transient, now, rand::random()) {
+                    match attempts.retrier.on_failure(transient, now, self.draw()) {
                         Next::GiveUp => Phase::Failed(reason),
                         Next::RetryAfter { attempt, delay } => Phase::Backoff {
                             attempt,

@@ -85,6 +85,8 @@ pub enum SpawnError {
     Sandbox(#[from] SandboxError),
     #[error("cannot start supervisor: {0}")]
     Io(#[from] std::io::Error),
+    #[error("in-process server `{name}` did not start: {reason}")]
+    InProcess { name: String, reason: String },
 }
 
 fn searched_hint(path: &Option<String>) -> String {

@@ -144,6 +144,7 @@ pub fn connect(setup: HostSetup<'_>, guards: Guards) -> Result<Connected, HostEr
         health_interval: Duration::from_secs(30),
         ask_person: setup.ask_person,
         credentials: Some(setup.credentials),
+        harness: None,
     };
     let mut facts = BTreeMap::new();
     let setups = (setup.config.entries.iter())

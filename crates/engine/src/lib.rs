@@ -46,7 +46,7 @@ pub use budget::{Budget, CAP_TOKENS, DEFAULT_RESULT_CHARS, Fit, WARN_TOKENS, est
 pub use compact::{COMPACT_AT, history_tokens};
 pub use conversation::Conversation;
 pub use events::{Approval, Observer, Quiet, Reply};
-pub use gate::Gate;
+pub use gate::{CallFacts, Gate, Gated};
 pub use history::HistoryError;
 pub use hooks::Hooks;
 pub use mcp_host_core::event::{CallRecord, Event, TurnEnd, TurnReport};

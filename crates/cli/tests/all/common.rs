@@ -180,6 +180,7 @@ pub fn manager_options(base: Duration, max: Duration) -> ManagerOptions {
         health_interval: Duration::from_secs(30),
         ask_person: None,
         credentials: None,
+        harness: None,
     }
 }
 

@@ -5,6 +5,7 @@
 
 use super::*;
 use crate::changes::ListChanges;
+use crate::lines::{FromServer, ToServer};
 
 impl Session {
     /// Connects, choosing the era. With `Auto` the host drives the probe itself:
@@ -105,7 +106,7 @@ impl Session {
         match err {
             ConnectError::Handshake {
                 detail, transient, ..
-            } if matches!(endpoint, Endpoint::Stdio { .. }) || !transient => {
+            } if !matches!(endpoint, Endpoint::Http { .. }) || !transient => {
                 tracing::debug!(%detail, "retrying as legacy on a fresh connection");
                 let mut s =
                     Self::open(endpoint, ClientLifecycleMode::Initialize, timeout, features)
@@ -146,8 +147,10 @@ impl Session {
             Ok(Ok(service)) => service,
             Ok(Err(e)) => return Err(conn.fail(endpoint, &e).await),
             Err(_) => {
+                // A remote server may be briefly overloaded; a local one (a process, or
+                // one in this process) that hangs at start will hang again.
+                let transient = matches!(endpoint, Endpoint::Http { .. });
                 let (process, _) = conn.into_parts();
-                let transient = process.is_none();
                 if let Some(mut p) = process {
                     tokio::spawn(async move { p.shutdown().await });
                 }
@@ -272,16 +275,18 @@ impl Parts {
     }
 }
 
-type StdioWire = Wire<ChildStdout, ChildStdin>;
+/// Newline-delimited JSON-RPC from a process's stdio or an in-process pipe.
+type LineWire = Wire<FromServer, ToServer>;
 
-/// A connection being set up. A stdio process and its wire outlive a handshake attempt,
-/// so a fallback to `initialize` talks to the same process; HTTP gets a fresh transport
-/// per attempt (cheap, and a new session for the server).
+/// A connection being set up. A stdio process (or an in-process server) and its wire
+/// outlive a handshake attempt, so a fallback to `initialize` talks to the same process;
+/// HTTP gets a fresh transport per attempt (cheap, and a new session for the server).
 #[allow(clippy::large_enum_variant)] // One per connection attempt, and short-lived.
 enum Conn {
     Stdio {
+        /// `None` for an in-process server.
         process: Option<StdioProcess>,
-        wire: StdioWire,
+        wire: LineWire,
     },
     Http,
 }
@@ -297,7 +302,25 @@ impl Conn {
                 let (process, stdin, stdout) = StdioProcess::spawn(launch, supervisor, host_env)?;
                 Ok(Self::Stdio {
                     process: Some(process),
-                    wire: Wire::new(stdout, stdin, MAX_STDIO_LINE),
+                    wire: Wire::new(
+                        FromServer::Process(stdout),
+                        ToServer::Process(stdin),
+                        MAX_STDIO_LINE,
+                    ),
+                })
+            }
+            Endpoint::InProcess { name, dial } => {
+                let pipe = dial.open(name).map_err(|reason| SpawnError::InProcess {
+                    name: name.clone(),
+                    reason,
+                })?;
+                Ok(Self::Stdio {
+                    process: None,
+                    wire: Wire::new(
+                        FromServer::Pipe(pipe.from_server),
+                        ToServer::Pipe(pipe.to_server),
+                        MAX_STDIO_LINE,
+                    ),
                 })
             }
             Endpoint::Http { .. } => Ok(Self::Http),
@@ -329,7 +352,7 @@ impl Conn {
                 handshake(Correlated::new(inner), handler, mode, timeout, closed).await
             }
             // `Conn::new` made the connection from this endpoint.
-            (Self::Http, Endpoint::Stdio { .. }) => Ok(Err(
+            (Self::Http, Endpoint::Stdio { .. } | Endpoint::InProcess { .. }) => Ok(Err(
                 ClientInitializeError::ConnectionClosed("not an HTTP endpoint".into()),
             )),
         })
@@ -379,7 +402,7 @@ impl Conn {
         };
         match endpoint {
             Endpoint::Http { url, .. } => err.redact_url(url),
-            Endpoint::Stdio { .. } => err,
+            Endpoint::Stdio { .. } | Endpoint::InProcess { .. } => err,
         }
     }
 }

@@ -27,7 +27,6 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::process::{ChildStdin, ChildStdout};
 use tokio::sync::{Notify, OnceCell, mpsc};
 use tokio_util::sync::CancellationToken;
 
@@ -49,6 +48,12 @@ pub enum Endpoint {
         launch: Box<StdioLaunch>,
         supervisor: SupervisorCommand,
         host_env: Arc<BTreeMap<String, String>>,
+    },
+    /// A server in this process behind an in-memory pipe (a simulation's): a stdio server
+    /// in all but the process.
+    InProcess {
+        name: String,
+        dial: crate::harness::Dial,
     },
     Http {
         url: String,
