@@ -3,7 +3,8 @@
 # then runs the Rust tests (the hosted mode's on SQLite and on a private PostgreSQL), the
 # interop test against real servers, the terminal UI driven through tmux, the web page in
 # headless Chromium, the credential tests against a real OS keyring (gnome-keyring in a private
-# D-Bus session), and the conformance scenarios. Works on a fresh machine with the Rust
+# D-Bus session), the conformance scenarios, the deterministic simulation and the fuzz
+# targets (short runs). Works on a fresh machine with the Rust
 # toolchain, Node 20, Python 3 and git.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -27,3 +28,4 @@ scripts/tui-e2e.sh
 scripts/web-e2e.sh    # the hosted mode's web page in headless Chromium
 scripts/keyring-test.sh
 scripts/conformance.sh
+scripts/fuzz.sh       # every fuzz target for 20 s (a longer run: scripts/fuzz.sh TARGET SECONDS)

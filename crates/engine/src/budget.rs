@@ -104,4 +104,66 @@ mod tests {
             Fit::InlineLarge { tokens: 50_000 }
         );
     }
+
+    mod properties {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn rank(f: Fit) -> u8 {
+            match f {
+                Fit::Inline => 0,
+                Fit::InlineLarge { .. } => 1,
+                Fit::Spill { .. } => 2,
+            }
+        }
+
+        fn budgets() -> impl Strategy<Value = Budget> {
+            prop_oneof![
+                (0usize..4_000).prop_map(Budget::standard),
+                (0u64..2_000).prop_map(Budget::configured),
+            ]
+        }
+
+        /// Text of any mix of widths (ASCII, two-, three- and four-byte characters), as
+        /// runs, so long texts are cheap to make.
+        fn text() -> impl Strategy<Value = String> {
+            proptest::collection::vec((0usize..4, 1usize..200), 0..40).prop_map(|runs| {
+                (runs.into_iter())
+                    .map(|(c, n)| ['a', 'é', '€', '😀'][c].to_string().repeat(n))
+                    .collect()
+            })
+        }
+
+        proptest! {
+            /// What is inlined fits every limit; a longer text never fits better than
+            /// its prefix; the warning never sits above the cap.
+            #[test]
+            fn inlined_results_fit_and_growing_never_helps(
+                budget in budgets(),
+                head in text(),
+                tail in text(),
+            ) {
+                prop_assert!(budget.warn_tokens <= budget.cap_tokens);
+                let whole = format!("{head}{tail}");
+                let (a, b) = (budget.fit(&head), budget.fit(&whole));
+                prop_assert!(rank(a) <= rank(b), "{a:?} then {b:?}");
+                if rank(b) < 2 {
+                    prop_assert!(estimate_tokens(&whole) <= budget.cap_tokens);
+                    prop_assert!(whole.chars().count() <= budget.cap_chars);
+                }
+                if let Fit::InlineLarge { tokens } | Fit::Spill { tokens } = b {
+                    prop_assert_eq!(tokens, estimate_tokens(&whole));
+                }
+            }
+
+            /// A configured cap is never exceeded inline, in tokens or in characters.
+            #[test]
+            fn a_configured_cap_holds(cap in 0u64..2_000, t in text()) {
+                let b = Budget::configured(cap);
+                if rank(b.fit(&t)) < 2 {
+                    prop_assert!(estimate_tokens(&t) <= cap);
+                }
+            }
+        }
+    }
 }

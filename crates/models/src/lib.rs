@@ -21,10 +21,15 @@ pub use anthropic::Anthropic;
 pub use choice::{ChoiceError, Chosen, NO_MODEL, PROVIDERS, choose};
 pub use gemini::Gemini;
 pub use lowering::{Dialect, MAX_DEPTH as MAX_SCHEMA_DEPTH, lower};
+/// The stream framers, for the fuzz targets in `fuzz/`.
+#[doc(hidden)]
+pub use ndjson::NdjsonParser;
 pub use ollama::Ollama;
 pub use openai::OpenAiCompatible;
 pub use responses::OpenAiResponses;
 pub use retry::Retry;
+#[doc(hidden)]
+pub use sse::SseParser;
 pub use types::{
     Message, ModelRequest, ModelResponse, Provider, ProviderError, Scripted, StopReason, ToolCall,
     ToolSpec, Usage,

@@ -16,7 +16,7 @@
 //! itself is cheap whatever the schema.
 
 use serde_json::Value;
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Subschemas of the schema with every `$ref` inlined. Real servers' schemas have tens to a
 /// few hundred; an exponential one has billions.
@@ -133,8 +133,10 @@ struct Node<'a> {
     base: String,
 }
 
+/// Ordered maps: which refusal is reported, and which of two equal `$id`s wins, must not
+/// depend on a hasher's seed (a tool's reason would change from run to run).
 struct Graph<'a> {
-    nodes: HashMap<String, Node<'a>>,
+    nodes: BTreeMap<String, Node<'a>>,
     /// Edges by node pointer: (kind, target pointer).
     edges: HashMap<String, Vec<(Edge, String)>>,
 }
@@ -168,7 +170,7 @@ fn decode(fragment: &str) -> String {
 
 impl<'a> Graph<'a> {
     fn build(root: &'a Value) -> Result<Self, BudgetError> {
-        let mut nodes = HashMap::new();
+        let mut nodes = BTreeMap::new();
         let mut stack = vec![(String::new(), root, String::new())];
         while let Some((ptr, value, parent_base)) = stack.pop() {
             if nodes.contains_key(&ptr) {
@@ -186,20 +188,23 @@ impl<'a> Graph<'a> {
         }
         let mut ids: HashMap<&str, String> = HashMap::new();
         let mut anchors: HashMap<(String, &str), String> = HashMap::new();
+        // In document order, the first of two equal `$id`s or anchors wins.
         for (ptr, n) in &nodes {
             if let Some(id) = id_of(n.value) {
-                ids.insert(id, ptr.clone());
+                ids.entry(id).or_insert_with(|| ptr.clone());
             }
             if let Some(a) = n.value.get("$anchor").and_then(Value::as_str) {
-                anchors.insert((n.base.clone(), a), ptr.clone());
+                anchors
+                    .entry((n.base.clone(), a))
+                    .or_insert_with(|| ptr.clone());
             }
         }
         let mut graph = Graph {
             nodes,
             edges: HashMap::new(),
         };
-        let pointers: Vec<String> = graph.nodes.keys().cloned().collect();
-        let mut pending: Vec<String> = pointers;
+        // Popped from the end: the first problem in document order is the one reported.
+        let mut pending: Vec<String> = graph.nodes.keys().rev().cloned().collect();
         let mut done: HashSet<String> = HashSet::new();
         while let Some(ptr) = pending.pop() {
             if !done.insert(ptr.clone()) {
@@ -437,6 +442,9 @@ fn expand(
     memo.insert(ptr.to_string(), (nodes, deepest + 1));
     Ok((nodes, deepest + 1))
 }
+
+#[cfg(test)]
+mod properties;
 
 #[cfg(test)]
 pub(crate) mod tests {

@@ -81,6 +81,18 @@ pub enum CallState {
 /// A server's row and a tool's row are the session's views, shown as they come.
 pub use mcp_host_core::event::{ServerView as ServerRow, ToolView as ToolRow};
 
+/// The markdown renderer's output as plain text lines, `width` cells wide: the entry point
+/// of the fuzz target in `fuzz/`, not an API.
+#[doc(hidden)]
+pub fn markdown_lines(markdown: &str, width: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    let blocks = markdown::parse(markdown, &theme::Theme::new(true));
+    markdown::layout(&blocks, width, &mut out);
+    (out.iter())
+        .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect())
+        .collect()
+}
+
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct StatusInfo {
     /// `provider:model`, or `None` when no model is configured.

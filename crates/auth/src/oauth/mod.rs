@@ -20,7 +20,7 @@ mod unattended;
 
 pub use client::AuthorizingClient;
 pub use enterprise::IdentityProvider;
-pub use persist::{DEFAULT_LOCK_WAIT, ISSUER_IN_FILE, VaultCredentialStore};
+pub use persist::{DEFAULT_LOCK_WAIT, ISSUER_IN_FILE, VaultCredentialStore, canonical_resource};
 pub use store::{CredentialStore, InMemoryCredentialStore, StoredCredentials};
 
 use futures::future::BoxFuture;
