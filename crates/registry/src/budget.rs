@@ -453,6 +453,23 @@ pub(crate) mod tests {
 
     pub(crate) use mcp_host_testkit::expansion_schema;
 
+    /// Found by the property test: the refusal named the unresolvable `$ref` a hash map
+    /// happened to visit first, so a tool's reason changed from run to run.
+    #[test]
+    fn the_first_problem_in_document_order_is_reported_every_time() {
+        let schema = json!({
+            "$defs": {"a": {"$ref": "#/$defs/gone"}, "b": {"$ref": "#/$defs/missing"}},
+            "properties": {"x": {"$ref": "#/$defs/a"}, "y": {"$ref": "#/$defs/b"}}
+        });
+        let first = BudgetError::UnresolvedRef {
+            at: "#/$defs/a".into(),
+            reference: "#/$defs/gone".into(),
+        };
+        for _ in 0..20 {
+            assert_eq!(check(&schema), Err(first.clone()));
+        }
+    }
+
     #[test]
     fn real_shapes_pass_with_their_size() {
         let plain = json!({"type": "object", "properties": {"a": {"type": "string"}, "b": {"anyOf": [{"type": "integer"}, {"type": "null"}]}}});

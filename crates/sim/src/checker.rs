@@ -23,9 +23,15 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 /// The longest a permitted call may take in all: the wait for an announced tool list, the
-/// idle deadline, and the cancellation notice's second.
-pub fn call_deadline() -> Duration {
-    mcp_host_engine::gate::LIST_REFRESH_WAIT + TOOL_TIMEOUT + Duration::from_secs(2)
+/// idle deadline (for a tool that reports progress, the ceiling of
+/// [`MAX_TOTAL_FACTOR`](mcp_host_client::session::MAX_TOTAL_FACTOR) deadlines), and the
+/// cancellation notice's second.
+pub fn call_deadline(tool: &str) -> Duration {
+    let answering = match tool {
+        "chatty" => TOOL_TIMEOUT * mcp_host_client::session::MAX_TOTAL_FACTOR,
+        _ => TOOL_TIMEOUT,
+    };
+    mcp_host_engine::gate::LIST_REFRESH_WAIT + answering + Duration::from_secs(2)
 }
 
 /// What the gate decided on one call.
@@ -39,6 +45,7 @@ pub enum Decided {
 #[derive(Debug)]
 pub struct CallEnd {
     pub nonce: u64,
+    pub tool: &'static str,
     pub began: Instant,
     pub ended: Instant,
     /// The content as JSON, or the failure.
@@ -122,10 +129,11 @@ impl Checker {
             self.violation(format!("call {nonce} ended twice"));
         }
         let took = end.ended.duration_since(end.began);
-        if took > call_deadline() {
+        let deadline = call_deadline(end.tool);
+        if took > deadline {
             self.violation(format!(
-                "call {nonce} took {took:?}, past its deadline {:?}",
-                call_deadline()
+                "call {nonce} ({}) took {took:?}, past its deadline {deadline:?}",
+                end.tool
             ));
         }
         if let Ok(content) = &end.result {

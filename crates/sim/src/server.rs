@@ -71,6 +71,7 @@ pub fn tools(generation: u64) -> Vec<Value> {
         json!({"name": "slow", "description": "Echoes the nonce after ms", "inputSchema": nonce}),
         json!({"name": "hang", "description": "Never answers", "inputSchema": nonce}),
         json!({"name": "forbidden", "description": "Denied by policy", "inputSchema": nonce}),
+        json!({"name": "chatty", "description": "Progress forever", "inputSchema": nonce}),
     ];
     if generation % 2 == 1 {
         tools.push(json!({"name": "fleeting", "description": format!("Generation {generation}"), "inputSchema": nonce}));
@@ -117,7 +118,8 @@ impl Instance {
             }
             self.handle(&line, &mut state, &tx, &crashed);
         }
-        // A crash drops the output at once; a closed input lets queued answers go first.
+        // Whatever was still to come (late answers, progress) stops with the instance.
+        crashed.cancel();
         drop(tx);
         let _ = writer.await;
         if let Ok(mut c) = self.control.lock() {
@@ -149,6 +151,24 @@ impl Instance {
             Answer::Never => return,
             Answer::Crash => {
                 crashed.cancel();
+                return;
+            }
+            Answer::ProgressForever(token) => {
+                let tx = tx.clone();
+                let crashed = crashed.clone();
+                tokio::spawn(async move {
+                    for n in 1u64.. {
+                        tokio::select! {
+                            () = tokio::time::sleep(Duration::from_secs(1)) => {}
+                            () = crashed.cancelled() => return,
+                        }
+                        let note = json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                            "params": {"progressToken": token, "progress": n}});
+                        if tx.send(note.to_string()).is_err() {
+                            return;
+                        }
+                    }
+                });
                 return;
             }
             Answer::After(delay, result) => {
@@ -242,6 +262,12 @@ impl Instance {
         }
         match tool.as_str() {
             "hang" => Answer::Never,
+            // Reports progress every second and never answers: only the ceiling on a
+            // request's whole time (not its idle deadline) can end it.
+            "chatty" => match params.pointer("/_meta/progressToken") {
+                Some(token) => Answer::ProgressForever(token.clone()),
+                None => Answer::Never,
+            },
             "slow" => {
                 let ms = params["arguments"]["ms"].as_u64().unwrap_or(0);
                 Answer::After(Duration::from_millis(ms), text(nonce))
@@ -283,6 +309,7 @@ enum Answer {
     Now(Result<Value, Value>),
     After(Duration, Result<Value, Value>),
     Never,
+    ProgressForever(Value),
     Crash,
 }
 

@@ -370,7 +370,15 @@ impl Sim {
     }
 
     async fn call(&mut self, server: String) {
-        let tools = ["echo", "echo", "slow", "hang", "forbidden", "fleeting"];
+        let tools = [
+            "echo",
+            "echo",
+            "slow",
+            "hang",
+            "forbidden",
+            "fleeting",
+            "chatty",
+        ];
         let tool = tools[self.rng.random_range(0..tools.len())];
         let ms = self.rng.random_range(0..5000);
         let approve = self.rng.random_bool(0.7);
@@ -421,6 +429,7 @@ impl Sim {
             };
             let _ = ends.send(CallEnd {
                 nonce,
+                tool,
                 began,
                 ended: Instant::now(),
                 result,
@@ -473,7 +482,7 @@ impl Sim {
         // Every call ends by its deadline; waiting longer than the longest shows one that did not.
         let open: Vec<(u64, JoinHandle<()>)> =
             self.calls.drain(..).map(|(n, _, t)| (n, t)).collect();
-        let longest = crate::checker::call_deadline() + Duration::from_secs(1);
+        let longest = crate::checker::call_deadline("chatty") + Duration::from_secs(1);
         for (nonce, task) in open {
             if tokio::time::timeout(longest, task).await.is_err() {
                 self.checker.violation(format!("call {nonce} never ended"));
