@@ -9,6 +9,7 @@
 //!   restarts after it stay inside their budgets (counted from the last restart a person
 //!   asked for); a server that lies about its era is never ready, and a ready one speaks
 //!   an era its server speaks;
+//! - the host answers only requests a server made (its pings and elicitations), by their id;
 //! - after shutdown every server's state is `stopped`, no server instance is still
 //!   running, and no task is left (the world counts the runtime's tasks).
 
@@ -268,12 +269,15 @@ impl Checker {
             }
         }
         for (name, control) in controls {
-            let live = control.lock().map(|c| c.live).unwrap_or(0);
+            let (live, wrong) = (control.lock())
+                .map(|c| (c.live, c.wrong_answers.clone()))
+                .unwrap_or_default();
             if live != 0 {
                 found.push(format!(
                     "{live} instances of {name} still run after shutdown"
                 ));
             }
+            found.extend(wrong.into_iter().map(|w| format!("{name}: {w}")));
         }
         for (nonce, d) in &self.decided {
             if matches!(d, Decided::Permitted { .. }) && !self.ended.contains_key(nonce) {

@@ -59,6 +59,8 @@ pub struct Control {
     pub started: u32,
     /// Instances running now.
     pub live: u32,
+    /// Answers from the client to requests no instance made.
+    pub wrong_answers: Vec<String>,
 }
 
 /// The tools of generation `generation`: the three every generation has, and one that
@@ -72,6 +74,7 @@ pub fn tools(generation: u64) -> Vec<Value> {
         json!({"name": "hang", "description": "Never answers", "inputSchema": nonce}),
         json!({"name": "forbidden", "description": "Denied by policy", "inputSchema": nonce}),
         json!({"name": "chatty", "description": "Progress forever", "inputSchema": nonce}),
+        json!({"name": "ask", "description": "Asks the client first", "inputSchema": nonce}),
     ];
     if generation % 2 == 1 {
         tools.push(json!({"name": "fleeting", "description": format!("Generation {generation}"), "inputSchema": nonce}));
@@ -143,8 +146,14 @@ impl Instance {
         let Some(id) = msg.get("id").cloned() else {
             return; // A notification (initialized, cancelled): nothing to answer.
         };
-        if id.is_null() || msg.get("method").is_none() {
-            return; // An answer to a request this server never makes.
+        if msg.get("method").is_none() {
+            return self.answered(&id, state);
+        }
+        if id.is_null() {
+            return;
+        }
+        if method == "tools/call" && msg["params"]["name"] == "ask" {
+            self.ask_client(state, tx);
         }
         let answer = match self.answer(&method, &msg["params"], state) {
             Answer::Now(result) => result,
@@ -284,6 +293,36 @@ impl Instance {
         }
     }
 
+    /// `ask`: before answering, the server asks the client two things of its own (a
+    /// `ping`, and an elicitation the host declines, no person being there), with a string
+    /// id and a number id that a client's own requests also use.
+    fn ask_client(&mut self, state: &mut State, tx: &mpsc::UnboundedSender<String>) {
+        state.asked_count += 1;
+        let n = state.asked_count;
+        let ping = json!({"jsonrpc": "2.0", "id": format!("srv-{n}"), "method": "ping"});
+        let form = json!({"jsonrpc": "2.0", "id": n, "method": "elicitation/create",
+            "params": {"message": "Which?", "requestedSchema": {"type": "object",
+                "properties": {"x": {"type": "string"}}}}});
+        for request in [ping, form] {
+            state.asked.insert(request["id"].to_string());
+            let _ = tx.send(request.to_string());
+        }
+    }
+
+    /// An answer from the client: it must be to a request this instance made (the pipe may
+    /// deliver one twice, so a second answer is not counted against the client).
+    fn answered(&mut self, id: &Value, state: &mut State) {
+        let key = id.to_string();
+        if state.asked.remove(&key) {
+            state.answered.insert(key);
+        } else if !state.answered.contains(&key)
+            && let Ok(mut c) = self.control.lock()
+        {
+            c.wrong_answers
+                .push(format!("the client answered {key}, which was never asked"));
+        }
+    }
+
     /// `tools/list_changed`: pushed in the legacy era, on the open listen stream in the
     /// modern one (none open: nothing may be sent).
     fn announce(&self, state: &State, tx: &mpsc::UnboundedSender<String>) {
@@ -303,6 +342,11 @@ impl Instance {
 struct State {
     modern: bool,
     listen: Option<Value>,
+    asked_count: u64,
+    /// The ids (as JSON text) of requests made to the client and not answered yet, and
+    /// those answered.
+    asked: std::collections::BTreeSet<String>,
+    answered: std::collections::BTreeSet<String>,
 }
 
 enum Answer {

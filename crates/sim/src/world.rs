@@ -378,6 +378,7 @@ impl Sim {
             "forbidden",
             "fleeting",
             "chatty",
+            "ask",
         ];
         let tool = tools[self.rng.random_range(0..tools.len())];
         let ms = self.rng.random_range(0..5000);
