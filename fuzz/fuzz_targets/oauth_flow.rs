@@ -9,14 +9,12 @@
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use mcp_host_auth::{AuthSettings, Grant, OAuth};
+use mcp_host_fuzz::Reply;
 use rmcp::model::{ClientJsonRpcMessage, ClientRequest, JsonRpcMessage, PingRequest, RequestId};
 use rmcp::transport::streamable_http_client::StreamableHttpClient;
 use serde_json::{Value, json};
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Duration;
 
 #[derive(Arbitrary, Debug, Clone)]
 enum Place {
@@ -72,62 +70,50 @@ struct Server {
 fn server() -> &'static Server {
     static SERVER: OnceLock<Server> = OnceLock::new();
     SERVER.get_or_init(|| {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("loopback");
-        let base = format!("http://{}", listener.local_addr().expect("address"));
         let routes: Arc<Mutex<Routes>> = Arc::default();
         let serving = routes.clone();
-        let metadata_url = format!("{base}/.well-known/oauth-protected-resource");
-        std::thread::spawn(move || {
-            for conn in listener.incoming() {
-                let Ok(mut conn) = conn else { continue };
-                let mut reader = BufReader::new(conn.try_clone().expect("clone"));
-                let mut first = String::new();
-                let _ = reader.read_line(&mut first);
-                let path = first.split(' ').nth(1).unwrap_or("/").to_string();
-                let (mut length, mut bearer) = (0usize, None);
-                loop {
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                        break;
-                    }
-                    let lower = line.to_ascii_lowercase();
-                    if let Some(v) = lower.strip_prefix("content-length:") {
-                        length = v.trim().parse().unwrap_or(0);
-                    }
-                    if lower.starts_with("authorization: bearer ") {
-                        bearer = Some(line[22..].trim().to_string());
-                    }
-                }
-                let mut body = vec![0; length.min(1 << 20)];
-                let _ = reader.read_exact(&mut body);
-                let mut routes = serving.lock().expect("routes");
-                let (status, answer, extra) = if path.starts_with("/mcp") {
-                    match bearer {
-                        Some(b) => {
-                            routes.bearers.push(b);
-                            let ok = json!({"jsonrpc": "2.0", "id": 1, "result": {}});
-                            (200, ok.to_string().into_bytes(), String::new())
+        let metadata_url: Arc<OnceLock<String>> = Arc::default();
+        let url = metadata_url.clone();
+        let base = mcp_host_fuzz::serve_loopback(move |request| {
+            let mut routes = serving.lock().expect("routes");
+            let json = "application/json";
+            if request.path.starts_with("/mcp") {
+                return match &request.bearer {
+                    Some(b) => {
+                        routes.bearers.push(b.clone());
+                        let ok = json!({"jsonrpc": "2.0", "id": 1, "result": {}});
+                        Reply {
+                            status: 200,
+                            content_type: json,
+                            headers: String::new(),
+                            body: ok.to_string().into_bytes(),
                         }
-                        None => (
-                            401,
-                            Vec::new(),
-                            format!("www-authenticate: Bearer resource_metadata=\"{metadata_url}\"\r\n"),
-                        ),
                     }
-                } else {
-                    let path = path.split('?').next().unwrap_or("").to_string();
-                    let (s, b) = routes.bodies.get(&path).cloned().unwrap_or((404, Vec::new()));
-                    (s, b, String::new())
+                    None => Reply {
+                        status: 401,
+                        content_type: json,
+                        headers: format!(
+                            "www-authenticate: Bearer resource_metadata=\"{}\"\r\n",
+                            url.get().map(String::as_str).unwrap_or_default()
+                        ),
+                        body: Vec::new(),
+                    },
                 };
-                drop(routes);
-                let head = format!(
-                    "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\n{extra}content-length: {}\r\nconnection: close\r\n\r\n",
-                    answer.len()
-                );
-                let _ = conn.write_all(head.as_bytes());
-                let _ = conn.write_all(&answer);
+            }
+            let path = request.path.split('?').next().unwrap_or("");
+            let (status, body) = routes
+                .bodies
+                .get(path)
+                .cloned()
+                .unwrap_or((404, Vec::new()));
+            Reply {
+                status,
+                content_type: json,
+                headers: String::new(),
+                body,
             }
         });
+        let _ = metadata_url.set(format!("{base}/.well-known/oauth-protected-resource"));
         Server { routes, base }
     })
 }
@@ -227,25 +213,6 @@ fn routes(input: &Input, base: &str) -> HashMap<String, (u16, Vec<u8>)> {
     r
 }
 
-/// One runtime and one client for every input; no connection is kept between inputs.
-fn runtime() -> &'static (tokio::runtime::Runtime, reqwest::Client) {
-    static RT: OnceLock<(tokio::runtime::Runtime, reqwest::Client)> = OnceLock::new();
-    RT.get_or_init(|| {
-        mcp_host_client::install_crypto_provider();
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("runtime");
-        let client = reqwest::Client::builder()
-            .pool_max_idle_per_host(0)
-            .connect_timeout(Duration::from_millis(200))
-            .timeout(Duration::from_secs(2))
-            .build()
-            .expect("client");
-        (rt, client)
-    })
-}
-
 fuzz_target!(|input: Input| {
     let server = server();
     {
@@ -257,7 +224,7 @@ fuzz_target!(|input: Input| {
         };
         r.bearers.clear();
     }
-    let (rt, http) = runtime();
+    let (rt, http) = mcp_host_fuzz::runtime();
     rt.block_on(async {
         let http = http.clone();
         let mut settings = AuthSettings::new("http://127.0.0.1/callback", Grant::ClientSecret);

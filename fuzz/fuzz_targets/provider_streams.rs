@@ -5,12 +5,11 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use mcp_host_fuzz::Reply;
 use mcp_host_models::{
     Anthropic, Gemini, Message, ModelRequest, ModelResponse, Ollama, OpenAiCompatible,
     OpenAiResponses, Provider, ProviderError,
 };
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// The body the server answers with next, and the server's address.
@@ -22,55 +21,15 @@ struct Server {
 fn server() -> &'static Server {
     static SERVER: OnceLock<Server> = OnceLock::new();
     SERVER.get_or_init(|| {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("loopback");
-        let url = format!("http://{}", listener.local_addr().expect("address"));
         let body: Arc<Mutex<Vec<u8>>> = Arc::default();
         let serving = body.clone();
-        std::thread::spawn(move || {
-            for conn in listener.incoming() {
-                let Ok(mut conn) = conn else { continue };
-                let mut reader = BufReader::new(conn.try_clone().expect("clone"));
-                let mut length = 0usize;
-                loop {
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                        break;
-                    }
-                    let lower = line.to_ascii_lowercase();
-                    if let Some(v) = lower.strip_prefix("content-length:") {
-                        length = v.trim().parse().unwrap_or(0);
-                    }
-                }
-                let mut request = vec![0; length];
-                let _ = reader.read_exact(&mut request);
-                let answer = serving.lock().expect("body").clone();
-                let head = format!(
-                    "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-                    answer.len()
-                );
-                let _ = conn.write_all(head.as_bytes());
-                let _ = conn.write_all(&answer);
-            }
+        let url = mcp_host_fuzz::serve_loopback(move |_| Reply {
+            status: 200,
+            content_type: "text/event-stream",
+            headers: String::new(),
+            body: serving.lock().expect("body").clone(),
         });
         Server { body, url }
-    })
-}
-
-/// One runtime and one client for every input (building them per input would be most of
-/// the time); no connection is kept between inputs.
-fn runtime() -> &'static (tokio::runtime::Runtime, reqwest::Client) {
-    static RT: OnceLock<(tokio::runtime::Runtime, reqwest::Client)> = OnceLock::new();
-    RT.get_or_init(|| {
-        mcp_host_client::install_crypto_provider();
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("runtime");
-        let client = reqwest::Client::builder()
-            .pool_max_idle_per_host(0)
-            .build()
-            .expect("client");
-        (rt, client)
     })
 }
 
@@ -79,7 +38,7 @@ async fn complete(
     url: &str,
     request: &ModelRequest,
 ) -> Result<ModelResponse, ProviderError> {
-    let client = runtime().1.clone();
+    let client = mcp_host_fuzz::runtime().1.clone();
     let key = Some("k".to_string());
     match which % 5 {
         0 => {
@@ -104,7 +63,7 @@ fuzz_target!(|data: &[u8]| {
     };
     let server = server();
     *server.body.lock().expect("body") = body.to_vec();
-    runtime().0.block_on(async {
+    mcp_host_fuzz::runtime().0.block_on(async {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let mut request =
             ModelRequest::new("m", vec![Message::User { text: "hi".into() }], Vec::new());
