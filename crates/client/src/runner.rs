@@ -342,14 +342,39 @@ impl Runner {
         }
     }
 
+    /// Runs `work` (a list refresh, which may wait out a server's whole start-up timeout)
+    /// unless the host stops or a person restarts first: neither waits for a server.
+    async fn unless_interrupted<T>(
+        &self,
+        work: impl std::future::Future<Output = T>,
+        stop: &CancellationToken,
+    ) -> Result<T, Ended> {
+        tokio::select! {
+            r = work => Ok(r),
+            () = stop.cancelled() => Err(Ended::Stopped),
+            () = self.slot.restart.notified() => Err(Ended::Restart),
+        }
+    }
+
     /// Runs a ready session until it ends or the host stops.
     async fn serve(&self, session: Arc<Session>, stop: &CancellationToken) -> Ended {
-        if let Err(e) = self.refresh_tools(&session).await {
-            let reason = format!("listing tools failed: {e}");
-            session.shutdown().await;
-            return Ended::Lost(reason);
+        let listed = async {
+            self.refresh_tools(&session).await?;
+            self.refresh_offers(&session).await;
+            Ok::<(), RequestError>(())
+        };
+        match self.unless_interrupted(listed, stop).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                let reason = format!("listing tools failed: {e}");
+                session.shutdown().await;
+                return Ended::Lost(reason);
+            }
+            Err(ended) => {
+                session.shutdown().await;
+                return ended;
+            }
         }
-        self.refresh_offers(&session).await;
         if let Ok(mut s) = self.slot.session.write() {
             *s = Some(session.clone());
         }
@@ -377,13 +402,21 @@ impl Runner {
                     break Ended::Lost(how);
                 }
                 () = session.tools_changed.notified() => {
-                    if let Err(e) = self.refresh_tools(&session).await {
-                        tracing::warn!(server = %self.spec.name, error = %e, "tool refresh failed");
+                    match self.unless_interrupted(self.refresh_tools(&session), stop).await {
+                        Ok(Ok(())) => {}
+                        Ok(Err(e)) => tracing::warn!(server = %self.spec.name, error = %e, "tool refresh failed"),
+                        Err(ended) => {
+                            session.shutdown().await;
+                            break ended;
+                        }
                     }
                     false
                 }
                 () = session.offers_changed.notified() => {
-                    self.refresh_offers(&session).await;
+                    if let Err(ended) = self.unless_interrupted(self.refresh_offers(&session), stop).await {
+                        session.shutdown().await;
+                        break ended;
+                    }
                     false
                 }
                 () = stop.cancelled() => {

@@ -10,8 +10,9 @@
 //!   asked for); a server that lies about its era is never ready, and a ready one speaks
 //!   an era its server speaks;
 //! - the host answers only requests a server made (its pings and elicitations), by their id;
-//! - after shutdown every server's state is `stopped`, no server instance is still
-//!   running, and no task is left (the world counts the runtime's tasks).
+//! - shutdown is quick whatever the servers do (the world times it), and after it every
+//!   server's state is `stopped`, no server instance is still running, and no task is left
+//!   (the world counts the runtime's tasks).
 
 use crate::server::{Control, Received, Speaks};
 use crate::world::{Drawn, TOOL_TIMEOUT};

@@ -30,6 +30,8 @@ use tokio_util::sync::CancellationToken;
 /// How long a server may take to start, and a call to answer, in every run.
 pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(5);
 pub const TOOL_TIMEOUT: Duration = Duration::from_secs(3);
+/// The longest the manager's shutdown may take.
+pub const SHUTDOWN_LIMIT: Duration = Duration::from_secs(3);
 
 /// A server as the seed drew it.
 #[derive(Clone, Debug)]
@@ -490,10 +492,14 @@ impl Sim {
             }
         }
         self.observe();
-        let stopped = tokio::time::timeout(Duration::from_secs(60), self.manager.shutdown()).await;
-        if stopped.is_err() {
+        // Stopping waits for nothing a server does: at most the 2 s a session gives its
+        // transport to close (a stdio server's process gets its own grace, not simulated).
+        let began = Instant::now();
+        self.manager.shutdown().await;
+        let took = began.elapsed();
+        if took > SHUTDOWN_LIMIT {
             self.checker
-                .violation("shutdown did not finish within 60 s".into());
+                .violation(format!("shutdown took {took:?}, over {SHUTDOWN_LIMIT:?}"));
         }
         self.note("shut down".into());
         // What shutdown started (a server's last answers, links draining) gets its time.

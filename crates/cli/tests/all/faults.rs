@@ -224,6 +224,35 @@ async fn shutdown_stops_everything_and_publishes_stopped() {
     assert_eq!(rx.borrow_and_update().state, ServerState::Stopped);
 }
 
+/// Found by the simulation: the host's stop was not heard while a server's tool list was
+/// awaited, so a server that answered the handshake and then never listed its tools held
+/// the host's exit for its whole start-up timeout (30 s by default; two minutes here).
+#[tokio::test]
+async fn shutdown_does_not_wait_for_a_tool_list_that_never_comes() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("requests");
+    let args = [
+        "--fault",
+        "hang-list",
+        "--request-log",
+        log.to_str().unwrap(),
+    ];
+    let (m, _calls) = Manager::start(vec![setup("a", &args, 120_000, 5000)], options());
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !std::fs::read_to_string(&log).is_ok_and(|l| l.contains("tools/list")) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "tools/list was never asked"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let mut rx = m.watch(&ServerId::new("a")).unwrap();
+    tokio::time::timeout(Duration::from_secs(20), m.shutdown())
+        .await
+        .expect("shutdown waited for the tool list");
+    assert_eq!(rx.borrow_and_update().state, ServerState::Stopped);
+}
+
 #[tokio::test]
 async fn prompts_and_resources_are_listed_across_pages_with_bad_entries_reported() {
     let (m, _calls) = Manager::start(

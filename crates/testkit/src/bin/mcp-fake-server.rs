@@ -23,7 +23,7 @@ faults: crash-at-start, hang, garbage, stderr-flood, exit-on-probe,
   probe (adds a `probe` tool that tries what a confinement allows or forbids: see
     testkit's probe.rs),
   string-id (over --http: tools/call answered with its id as a string),
-  silent-discover (server/discover is never answered)
+  silent-discover (server/discover is never answered), hang-list (tools/list is never answered)
   [--discover-delay-ms N] answers server/discover after N ms
   expansion-schema (tool `expand`), slow-schema (tool `deep`), hidden-instructions (tool `notes`)
 tools: echo{message}, add{a,b}, crash, hang, huge, slow{ms,progressEvery}, grow, error, evil, ask (elicitation), plus toolN";
@@ -496,6 +496,8 @@ impl Server {
                 )
             }
             "ping" => self.reply(id, json!({})),
+            // `hang-list`: the handshake is answered, the tool list never is.
+            "tools/list" if self.has("hang-list") => {}
             "tools/list" => self.tools_list(id, &params),
             "prompts/list" => {
                 let prompts = vec![
