@@ -342,7 +342,7 @@ impl Runner {
         }
     }
 
-    /// Runs `work` (a list refresh, which may wait out a server's whole start-up timeout)
+    /// Runs `work` (a list refresh or a liveness check, which may wait out a whole timeout)
     /// unless the host stops or a person restarts first: neither waits for a server.
     async fn unless_interrupted<T>(
         &self,
@@ -428,10 +428,20 @@ impl Runner {
                     break Ended::Restart;
                 }
             };
-            if check && let Err(e) = session.check_alive(HEALTH_TIMEOUT).await {
-                session.shutdown().await;
-                break Ended::Lost(format!("the server stopped answering ({e})"));
+            if !check {
+                continue;
             }
+            // The liveness check may take its whole timeout too; stop and restart win.
+            let ended = match self
+                .unless_interrupted(session.check_alive(HEALTH_TIMEOUT), stop)
+                .await
+            {
+                Ok(Ok(())) => continue,
+                Ok(Err(e)) => Ended::Lost(format!("the server stopped answering ({e})")),
+                Err(ended) => ended,
+            };
+            session.shutdown().await;
+            break ended;
         };
         if let Ok(mut s) = self.slot.session.write() {
             *s = None;

@@ -2,6 +2,7 @@
 //! answers (proptest, shrinking to the smallest counterexample): the orderings the
 //! table-driven cases in `tests.rs` show one at a time hold for every combination.
 
+use crate::tests::{provenance_of, remembered_for};
 use crate::*;
 use mcp_host_core::ServerId;
 use proptest::collection::{btree_set, vec};
@@ -144,16 +145,8 @@ fn decide_in(w: &World) -> Decision {
     } else {
         vec![]
     };
-    let provenance: BTreeSet<ServerId> = w.provenance.iter().map(|s| ServerId::new(s)).collect();
-    let mut remembered = Remembered::default();
-    if let Some(v) = w.remembered {
-        let key = MemoryKey {
-            server: w.server.into(),
-            tool: w.tool.into(),
-            definition_hash: "h".into(),
-        };
-        remembered.answers.insert(key, v);
-    }
+    let provenance = provenance_of(w.provenance.iter().copied());
+    let remembered = remembered_for(w.server, w.tool, "h", w.remembered);
     decide(
         Call {
             server: &server,

@@ -97,19 +97,35 @@ fn by_label(d: &DecidedBy) -> &'static str {
     }
 }
 
-fn run(c: &Case) -> Decision {
-    let server = ServerId::new(c.server);
-    let name = format!("{}__{}", c.server, c.tool);
-    let provenance: BTreeSet<ServerId> = c.provenance.iter().map(|s| ServerId::new(s)).collect();
+/// The servers whose output is in the context.
+pub(crate) fn provenance_of<'a>(servers: impl Iterator<Item = &'a str>) -> BTreeSet<ServerId> {
+    servers.map(ServerId::new).collect()
+}
+
+/// A remembered answer for one tool's definition, or none.
+pub(crate) fn remembered_for(
+    server: &str,
+    tool: &str,
+    definition_hash: &str,
+    answer: Option<Verdict>,
+) -> Remembered {
     let mut remembered = Remembered::default();
-    if let Some(v) = c.remembered {
+    if let Some(v) = answer {
         let key = MemoryKey {
-            server: c.server.into(),
-            tool: c.tool.into(),
-            definition_hash: "h1".into(),
+            server: server.into(),
+            tool: tool.into(),
+            definition_hash: definition_hash.into(),
         };
         remembered.answers.insert(key, v);
     }
+    remembered
+}
+
+fn run(c: &Case) -> Decision {
+    let server = ServerId::new(c.server);
+    let name = format!("{}__{}", c.server, c.tool);
+    let provenance = provenance_of(c.provenance.iter().copied());
+    let remembered = remembered_for(c.server, c.tool, "h1", c.remembered);
     let p = policy();
     let phrases: Vec<String> = c
         .instruction_phrases

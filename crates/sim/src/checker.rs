@@ -19,7 +19,7 @@ use crate::world::{Drawn, TOOL_TIMEOUT};
 use mcp_host_client::backoff::RetryPolicy;
 use mcp_host_client::harness::StateChange;
 use mcp_host_core::{ServerState, ServerStatus};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::time::Instant;
@@ -75,7 +75,7 @@ pub struct Checker {
     policy: RetryPolicy,
     tracks: BTreeMap<String, Track>,
     decided: BTreeMap<u64, Decided>,
-    ended: BTreeMap<u64, ()>,
+    ended: BTreeSet<u64>,
     received_seen: usize,
     violations: Vec<String>,
 }
@@ -100,7 +100,7 @@ impl Checker {
             policy,
             tracks,
             decided: BTreeMap::new(),
-            ended: BTreeMap::new(),
+            ended: BTreeSet::new(),
             received_seen: 0,
             violations: Vec::new(),
         }
@@ -127,7 +127,7 @@ impl Checker {
 
     pub fn call_ended(&mut self, end: CallEnd) {
         let nonce = end.nonce;
-        if self.ended.insert(nonce, ()).is_some() {
+        if !self.ended.insert(nonce) {
             self.violation(format!("call {nonce} ended twice"));
         }
         let took = end.ended.duration_since(end.began);
@@ -281,7 +281,7 @@ impl Checker {
             found.extend(wrong.into_iter().map(|w| format!("{name}: {w}")));
         }
         for (nonce, d) in &self.decided {
-            if matches!(d, Decided::Permitted { .. }) && !self.ended.contains_key(nonce) {
+            if matches!(d, Decided::Permitted { .. }) && !self.ended.contains(nonce) {
                 found.push(format!("call {nonce} has no end"));
             }
         }

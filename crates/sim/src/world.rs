@@ -467,13 +467,9 @@ impl Sim {
             self.calls.retain(|(n, ..)| *n != end.nonce);
             self.checker.call_ended(end);
         }
-        let received = self
-            .fleet
-            .received
-            .lock()
-            .map(|r| r.clone())
-            .unwrap_or_default();
-        self.checker.received(&received);
+        if let Ok(received) = self.fleet.received.lock() {
+            self.checker.received(&received);
+        }
         for id in self.manager.ids() {
             if let Some(status) = self.manager.status(id) {
                 self.checker.status(id.as_str(), &status);
