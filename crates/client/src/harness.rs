@@ -4,7 +4,12 @@
 //! server's task publishes reported in order (a `watch` receiver sees only the latest).
 //! The code under test is the same: the pipe carries the same newline-delimited JSON-RPC
 //! through the same [`Wire`](crate::wire::Wire), session and runner as a process's stdio.
+//! A remote server is reached through [`WebServers`] instead of sockets: its answers are
+//! HTTP's outcomes (a JSON body, an event stream, a status, a refused or reset connection)
+//! and the same Streamable HTTP transport, session and runner as a real server's handle them.
 
+use futures::future::BoxFuture;
+use futures::stream::BoxStream;
 use mcp_host_core::{ServerId, ServerState};
 use rand::SeedableRng;
 use rand::rngs::StdRng;
@@ -38,6 +43,56 @@ impl std::fmt::Debug for Dial {
     }
 }
 
+/// One HTTP request to a simulated remote server, as its server sees it.
+#[derive(Clone, Debug)]
+pub struct WebRequest {
+    /// The server's configured name (its URL says nothing a simulation needs).
+    pub server: String,
+    /// The `Mcp-Session-Id` the request carried.
+    pub session: Option<String>,
+    /// The bearer token the request carried (OAuth's, or a configured `Authorization`
+    /// header's), if any.
+    pub bearer: Option<String>,
+    /// What the request is: a POST's JSON body, a GET of the event stream, or a DELETE.
+    pub kind: WebKind,
+}
+
+#[derive(Clone, Debug)]
+pub enum WebKind {
+    Post(String),
+    Listen,
+    Delete,
+}
+
+/// How a simulated remote server answered (or failed to).
+pub enum WebAnswer {
+    /// 202: a notification or response was taken.
+    Accepted,
+    /// 200 with a JSON body, and the session id header if it set one.
+    Json {
+        body: String,
+        session: Option<String>,
+    },
+    /// 200 with an event stream: each item one event's data; the stream's end is the
+    /// server closing it.
+    Events {
+        events: BoxStream<'static, String>,
+        session: Option<String>,
+    },
+    /// Any other status (a 404 to a request with a session id is that session's expiry).
+    Status(u16),
+    /// The connection was refused: nothing reached the server.
+    Refused,
+    /// The connection broke after the request was sent: it may have been handled.
+    Reset,
+}
+
+/// The remote servers of a simulation. An answer that never comes is a future that never
+/// completes (the transport's own deadlines must end it).
+pub trait WebServers: Send + Sync {
+    fn request(&self, request: WebRequest) -> BoxFuture<'static, WebAnswer>;
+}
+
 /// One state a server's task published, in publication order.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StateChange {
@@ -51,6 +106,8 @@ pub struct StateChange {
 #[derive(Clone)]
 pub struct Harness {
     pub dial: Dial,
+    /// Where servers configured with an HTTP transport are reached.
+    pub web: Arc<dyn WebServers>,
     /// Seeds each server's retry jitter (mixed with its name), so a run replays exactly.
     pub seed: u64,
     pub states: mpsc::UnboundedSender<StateChange>,

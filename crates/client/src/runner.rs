@@ -27,9 +27,20 @@ const HEALTH_TIMEOUT: Duration = Duration::from_secs(10);
 
 fn endpoint(spec: &ServerSpec, opts: &ManagerOptions, confined: &Confined) -> Endpoint {
     if let Some(harness) = &opts.harness {
-        return Endpoint::InProcess {
-            name: spec.name.clone(),
-            dial: harness.dial.clone(),
+        return match &spec.transport {
+            Transport::Http { url, headers } => Endpoint::Http {
+                url: url.clone(),
+                headers: headers.clone(),
+                client: crate::http::HttpClient::InProcess(crate::http::InProcessHttp {
+                    server: spec.name.clone(),
+                    web: harness.web.clone(),
+                }),
+                auth: None,
+            },
+            Transport::Stdio { .. } => Endpoint::InProcess {
+                name: spec.name.clone(),
+                dial: harness.dial.clone(),
+            },
         };
     }
     match &spec.transport {
@@ -55,7 +66,7 @@ fn endpoint(spec: &ServerSpec, opts: &ManagerOptions, confined: &Confined) -> En
         Transport::Http { url, headers } => Endpoint::Http {
             url: url.clone(),
             headers: headers.clone(),
-            client: opts.http_client.clone(),
+            client: opts.http_client.clone().into(),
             auth: None,
         },
     }

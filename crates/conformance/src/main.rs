@@ -40,7 +40,7 @@ async fn main() -> anyhow::Result<()> {
     let endpoint = Endpoint::Http {
         url,
         headers: BTreeMap::new(),
-        client: mcp_host_client::http_client(Duration::from_secs(5))?,
+        client: mcp_host_client::http_client(Duration::from_secs(5))?.into(),
         auth,
     };
     // Nobody sits at this client: forms are answered with their defaults.

@@ -240,7 +240,7 @@ pub async fn sign_in(
     let endpoint = Endpoint::Http {
         url: url.to_string(),
         headers: headers.clone(),
-        client: mcp_host_client::http_client(Duration::from_secs(30))?,
+        client: mcp_host_client::http_client(Duration::from_secs(30))?.into(),
         auth: Some(oauth.clone()),
     };
     let session =

@@ -58,6 +58,9 @@ pub struct CallEnd {
 #[derive(Debug)]
 struct Track {
     speaks: Speaks,
+    /// A remote server: after a connection, its reconnects are counted from the last
+    /// time it was ready (`http_reconnects`), not in a restart window.
+    remote: bool,
     last: ServerState,
     /// When the last backoff was published and how long it said to wait.
     waiting: Option<(Instant, Duration)>,
@@ -86,6 +89,7 @@ impl Checker {
             .map(|d| {
                 let track = Track {
                     speaks: d.profile.speaks,
+                    remote: d.web.is_some(),
                     last: ServerState::Starting,
                     waiting: None,
                     ever_ready: false,
@@ -220,7 +224,12 @@ impl Checker {
             }
         }
         match &change.state {
-            ServerState::Ready => track.ever_ready = true,
+            ServerState::Ready => {
+                track.ever_ready = true;
+                if track.remote {
+                    track.restarts = 0;
+                }
+            }
             ServerState::Backoff {
                 attempt,
                 retry_in,
@@ -241,7 +250,12 @@ impl Checker {
                 track.waiting = Some((change.at, *retry_in));
                 let (spent, budget) = if track.ever_ready {
                     track.restarts += 1;
-                    (track.restarts, policy.restart_budget as u32)
+                    let budget = if track.remote {
+                        policy.http_reconnects
+                    } else {
+                        policy.restart_budget as u32
+                    };
+                    (track.restarts, budget)
                 } else {
                     track.retries += 1;
                     (track.retries, policy.initial_retries)
@@ -273,7 +287,10 @@ impl Checker {
             let (live, wrong) = (control.lock())
                 .map(|c| (c.live, c.wrong_answers.clone()))
                 .unwrap_or_default();
-            if live != 0 {
+            // A remote server's sessions are its own to end (the web checks the host let
+            // go of their streams).
+            let remote = self.tracks.get(name).is_some_and(|t| t.remote);
+            if live != 0 && !remote {
                 found.push(format!(
                     "{live} instances of {name} still run after shutdown"
                 ));

@@ -8,6 +8,7 @@
 pub mod checker;
 pub mod link;
 pub mod server;
+pub mod web;
 pub mod world;
 
 pub use world::{Outcome, run};

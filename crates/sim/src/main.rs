@@ -2,12 +2,20 @@
 //! seeds S..S+N (default 0..200), then runs the first K of them (default 0) once more and
 //! requires the same trace; `MCP_HOST_SIM_SEED=S` replays that one seed and prints its
 //! trace. A violation prints the seed, what broke and the end of the trace, and exits 1.
+//! With `RUST_LOG` set, the host's own logs go to stderr too.
 
 #![allow(clippy::print_stdout, clippy::print_stderr)] // A command-line tool's own output.
 
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    // The host's own logs, for reading a replayed seed (`RUST_LOG=debug`).
+    if std::env::var_os("RUST_LOG").is_some() {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_writer(std::io::stderr)
+            .init();
+    }
     let mut seeds = 200u64;
     let mut from = 0u64;
     let mut trace = false;

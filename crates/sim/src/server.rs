@@ -235,7 +235,7 @@ impl Instance {
                 state.modern = true;
                 handshake(
                     json!({"resultType": "complete", "supportedVersions": [version],
-                    "capabilities": caps,
+                    "capabilities": caps, "ttlMs": 0, "cacheScope": "private",
                     "_meta": {"io.modelcontextprotocol/serverInfo": info}}),
                 )
             }

@@ -8,6 +8,7 @@
 use crate::checker::{CallEnd, Checker, Decided};
 use crate::link::{self, Faults};
 use crate::server::{self, Control, Instance, Profile, Received, Speaks};
+use crate::web::{self, Web, WebFaults, WebProfile};
 use mcp_host_client::harness::{Dial, Harness, Pipe, StateChange};
 use mcp_host_client::{Manager, ManagerOptions, ServerSetup, ToolCaller};
 use mcp_host_core::decision::Mode;
@@ -41,6 +42,8 @@ pub struct Drawn {
     pub to_server: Faults,
     pub from_server: Faults,
     pub trusted: bool,
+    /// A remote server (Streamable HTTP) and how it serves; `None` is a stdio server.
+    pub web: Option<WebProfile>,
 }
 
 /// What a run did, and what the checker found.
@@ -98,39 +101,67 @@ fn draw_servers(rng: &mut StdRng) -> Vec<Drawn> {
                     _ => Duration::ZERO,
                 },
             };
+            let to_server = faulty(rng);
+            let from_server = faulty(rng);
+            let trusted = rng.random_bool(0.5);
+            let web = rng.random_bool(0.35).then(|| WebProfile {
+                faults: match rng.random_range(0..3) {
+                    0 => WebFaults::default(),
+                    1 => WebFaults::all(0.01),
+                    _ => WebFaults::all(0.04),
+                },
+                events: rng.random_bool(0.5),
+                listen: rng.random_bool(0.7),
+                down_for: Duration::from_millis(rng.random_range(0..4000)),
+            });
             Drawn {
                 name: format!("s{i}"),
                 profile,
-                to_server: faulty(rng),
-                from_server: faulty(rng),
-                trusted: rng.random_bool(0.5),
+                to_server,
+                from_server,
+                trusted,
+                web,
             }
         })
         .collect()
 }
 
-/// The servers' shared state, as the dial and the operations see it.
+/// The servers' shared state, as the dial, the web and the operations see it.
 #[derive(Clone)]
-struct Fleet {
-    seed: u64,
+pub(crate) struct Fleet {
+    pub(crate) seed: u64,
     drawn: Arc<BTreeMap<String, Drawn>>,
     controls: Arc<BTreeMap<String, Arc<Mutex<Control>>>>,
     received: Arc<Mutex<Vec<Received>>>,
 }
 
 impl Fleet {
-    /// Starts an instance of `name` behind a faulty link each way.
-    fn dial(&self, name: &str) -> Result<Pipe, String> {
-        let (Some(drawn), Some(control)) = (self.drawn.get(name), self.controls.get(name)) else {
-            return Err(format!("no simulated server `{name}`"));
-        };
-        let start = control
-            .lock()
+    /// A new instance of `name` (one process start, or one remote session), counted.
+    pub(crate) fn instance(&self, name: &str) -> Option<Instance> {
+        let (drawn, control) = (self.drawn.get(name)?, self.controls.get(name)?);
+        let start = (control.lock())
             .map(|mut c| {
                 c.started += 1;
                 c.live += 1;
                 c.started
             })
+            .unwrap_or(0);
+        Some(Instance {
+            name: name.to_string(),
+            profile: drawn.profile.clone(),
+            control: control.clone(),
+            log: self.received.clone(),
+            rng: server::instance_rng(self.seed, name, start * 3),
+        })
+    }
+
+    /// Starts an instance of `name` behind a faulty link each way.
+    fn dial(&self, name: &str) -> Result<Pipe, String> {
+        let (Some(drawn), Some(instance)) = (self.drawn.get(name), self.instance(name)) else {
+            return Err(format!("no simulated server `{name}`"));
+        };
+        let start = (self.controls.get(name))
+            .and_then(|c| c.lock().ok().map(|c| c.started))
             .unwrap_or(0);
         let rng = |salt: u32| server::instance_rng(self.seed, name, start * 3 + salt);
         // host ⇄ link ⇄ server, each arrow one duplex.
@@ -145,13 +176,6 @@ impl Fleet {
             drawn.from_server,
             rng(2),
         ));
-        let instance = Instance {
-            name: name.to_string(),
-            profile: drawn.profile.clone(),
-            control: control.clone(),
-            log: self.received.clone(),
-            rng: rng(0),
-        };
         tokio::spawn(instance.run(server_in, server_out));
         Ok(Pipe {
             from_server: host_in,
@@ -179,9 +203,20 @@ fn policy() -> Policy {
 }
 
 fn setup(d: &Drawn) -> Result<ServerSetup, String> {
-    let raw = mcp_host_config::RawServer {
-        command: Some("simulated".into()),
-        ..mcp_host_config::RawServer::default()
+    let raw = match d.web {
+        // The address is never dialled: the harness reaches remote servers in process.
+        Some(_) => mcp_host_config::RawServer {
+            url: Some(format!("http://127.0.0.1:9/{}", d.name)),
+            headers: BTreeMap::from([(
+                "Authorization".to_string(),
+                format!("Bearer {}", web::token_for(&d.name)),
+            )]),
+            ..mcp_host_config::RawServer::default()
+        },
+        None => mcp_host_config::RawServer {
+            command: Some("simulated".into()),
+            ..mcp_host_config::RawServer::default()
+        },
     };
     let mut spec = raw
         .to_spec(&d.name, mcp_host_config::Scope::Flag, &|_| None)
@@ -191,7 +226,11 @@ fn setup(d: &Drawn) -> Result<ServerSetup, String> {
     spec.facts.trusted = d.trusted;
     Ok(ServerSetup {
         id: ServerId::new(&d.name),
-        transport: TransportKind::Stdio,
+        transport: if d.web.is_some() {
+            TransportKind::Http
+        } else {
+            TransportKind::Stdio
+        },
         spec: Some(spec),
         initial: ServerState::Starting,
     })
@@ -219,6 +258,7 @@ fn catalogue(m: &Manager, drawn: &BTreeMap<String, Drawn>) -> Catalogue {
 struct Sim {
     rng: StdRng,
     fleet: Fleet,
+    web: Arc<Web>,
     manager: Manager,
     gate: Gate,
     mode: Mode,
@@ -248,8 +288,13 @@ async fn simulate(seed: u64, mut opts: ManagerOptions) -> Outcome {
     };
     let (states_tx, states) = mpsc::unbounded_channel();
     let dialer = fleet.clone();
+    let remote = (drawn.iter())
+        .filter_map(|d| Some((d.name.clone(), d.web?)))
+        .collect();
+    let web = Arc::new(Web::new(fleet.clone(), &remote));
     opts.harness = Some(Harness {
         dial: Dial(Arc::new(move |name: String| dialer.dial(&name))),
+        web: web.clone(),
         seed,
         states: states_tx,
     });
@@ -272,6 +317,7 @@ async fn simulate(seed: u64, mut opts: ManagerOptions) -> Outcome {
         checker: Checker::new(retry, &drawn),
         rng,
         fleet,
+        web,
         manager,
         gate,
         mode,
@@ -501,6 +547,11 @@ impl Sim {
         // What shutdown started (a server's last answers, links draining) gets its time.
         tokio::time::sleep(Duration::from_secs(30)).await;
         self.observe();
+        for finding in self.web.findings() {
+            self.checker.violation(finding);
+        }
+        // A remote server outlives the host, but not the run: its sessions end here.
+        self.web.stop();
         drop(self.gate);
         drop(self.manager);
         tokio::time::sleep(Duration::from_secs(1)).await;

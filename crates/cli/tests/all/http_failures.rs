@@ -57,6 +57,34 @@ fn silent() -> String {
     url
 }
 
+/// Answers every request with the head of an event stream and then nothing, holding the
+/// connection; returns the URL, the connections ever opened and those still open (the
+/// host closing one reads as its end).
+fn silent_stream() -> (String, Arc<AtomicUsize>, Arc<AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let (opened, open) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (ever, now) = (opened.clone(), open.clone());
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let (ever, now) = (ever.clone(), now.clone());
+            std::thread::spawn(move || {
+                let mut s = stream;
+                ever.fetch_add(1, Ordering::SeqCst);
+                now.fetch_add(1, Ordering::SeqCst);
+                let mut buf = [0u8; 65536];
+                if s.read(&mut buf).unwrap_or(0) > 0 {
+                    let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n\r\n";
+                    let _ = s.write_all(head.as_bytes());
+                    while s.read(&mut buf).unwrap_or(0) > 0 {}
+                }
+                now.fetch_sub(1, Ordering::SeqCst);
+            });
+        }
+    });
+    (url, opened, open)
+}
+
 fn http_setup(name: &str, url: &str) -> ServerSetup {
     let raw = RawServer {
         kind: Some("http".into()),
@@ -127,6 +155,43 @@ async fn http_errors_are_retried_only_when_transient() {
         "401 {b} and 404 {c} are not retried like 503 {a}"
     );
     m.shutdown().await;
+}
+
+/// Found by the simulation: rmcp's transport awaits the answer to its first request
+/// without watching its own cancellation, so a handshake the host gave up on kept its task
+/// and connection for as long as the server kept the event stream open (forever, here).
+#[tokio::test]
+async fn a_handshake_given_up_on_leaves_no_connection_open() {
+    use mcp_host_client::{ClientFeatures, Endpoint, EraChoice, Session};
+    let (url, opened, open) = silent_stream();
+    let endpoint = Endpoint::Http {
+        url,
+        headers: Default::default(),
+        client: mcp_host_client::http_client(Duration::from_secs(2))
+            .unwrap()
+            .into(),
+        auth: None,
+    };
+    let timeout = Duration::from_millis(300);
+    let connected = Session::connect(
+        &endpoint,
+        EraChoice::Auto,
+        timeout,
+        ClientFeatures::default(),
+    )
+    .await;
+    assert!(connected.is_err(), "a silent server cannot be connected");
+    assert!(opened.load(Ordering::SeqCst) >= 1);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while open.load(Ordering::SeqCst) != 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{} of {} connections still open after the handshake was given up",
+            open.load(Ordering::SeqCst),
+            opened.load(Ordering::SeqCst)
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 async fn wait_for(m: &Manager, cond: impl Fn(&mcp_host_core::ServerStatus) -> bool) {

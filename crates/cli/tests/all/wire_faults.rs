@@ -70,6 +70,27 @@ async fn an_undecodable_handshake_answer_fails_the_server_at_once_with_the_reaso
     m.shutdown().await;
 }
 
+/// Found by the simulation: a 2026-07-28 server whose `server/discover` answer lacks
+/// required fields was reported only by its refusal of the legacy fallback ("unsupported
+/// protocol version"), which names nothing the server's author could fix.
+#[tokio::test]
+async fn a_modern_server_that_fails_both_eras_is_reported_with_the_probes_reason() {
+    let (m, _calls) = start(vec![setup(
+        "modern",
+        &["--era", "modern", "--fault", "discover-missing-fields"],
+        10_000,
+        5000,
+    )]);
+    let st = wait_status(&m, "modern", |s| s.state.error().is_some()).await;
+    let why = st.state.error().unwrap();
+    assert!(why.contains("server/discover"), "{st:?}");
+    assert!(
+        why.contains("initialize on a fresh connection failed too"),
+        "{st:?}"
+    );
+    m.shutdown().await;
+}
+
 #[tokio::test]
 async fn answers_the_decoder_refuses_fail_that_call_at_once_and_the_server_stays_usable() {
     let cases = [

@@ -108,11 +108,29 @@ impl Session {
                 detail, transient, ..
             } if !matches!(endpoint, Endpoint::Http { .. }) || !transient => {
                 tracing::debug!(%detail, "retrying as legacy on a fresh connection");
-                let mut s =
-                    Self::open(endpoint, ClientLifecycleMode::Initialize, timeout, features)
-                        .await?;
-                s.era_note = Some(format!("{note} ({detail})"));
-                Ok(s)
+                let opened =
+                    Self::open(endpoint, ClientLifecycleMode::Initialize, timeout, features).await;
+                match opened {
+                    Ok(mut s) => {
+                        s.era_note = Some(format!("{note} ({detail})"));
+                        Ok(s)
+                    }
+                    // Both eras failed: the probe's reason is kept, since the legacy
+                    // refusal alone ("unsupported protocol version" from a 2026-07-28
+                    // server whose discover answer was unusable) would hide the cause.
+                    Err(ConnectError::Handshake {
+                        detail: legacy,
+                        transient,
+                        stderr_tail,
+                    }) => Err(ConnectError::Handshake {
+                        detail: format!(
+                            "{note} ({detail}); initialize on a fresh connection failed too: {legacy}"
+                        ),
+                        transient,
+                        stderr_tail,
+                    }),
+                    Err(other) => Err(other),
+                }
             }
             other => Err(other),
         }

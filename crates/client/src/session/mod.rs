@@ -58,7 +58,7 @@ pub enum Endpoint {
     Http {
         url: String,
         headers: BTreeMap<String, String>,
-        client: reqwest::Client,
+        client: crate::http::HttpClient,
         /// OAuth for this server; `None` sends requests as configured (static headers only).
         auth: Option<OAuth>,
     },

@@ -615,6 +615,15 @@ impl Server {
             _ => {
                 self.locked = Locked::Modern;
                 std::thread::sleep(self.opts.discover_delay);
+                if self.has("discover-missing-fields") {
+                    // Valid JSON-RPC, but a DiscoverResult without its required `ttlMs`
+                    // and `cacheScope`.
+                    return self.reply(
+                        id,
+                        json!({"resultType": "complete",
+                        "supportedVersions": ["2026-07-28"], "capabilities": {}}),
+                    );
+                }
                 if self.has("bad-utf16-handshake") {
                     let answer = json!({"resultType": "complete", "supportedVersions": ["2026-07-28"], "capabilities": {},
                         "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "fake", "version": "1.0.0"}}});

@@ -14,10 +14,29 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
+mod in_process;
+mod severable;
+pub use in_process::InProcessHttp;
+use severable::{Sever, Severable};
+
 /// Largest JSON body or SSE event accepted from a server.
 pub const MAX_HTTP_MESSAGE: usize = 64 * 1024 * 1024;
 
 pub use mcp_host_auth::install_crypto_provider;
+
+/// What a remote server's transport sends through: our reqwest client, or a simulation's
+/// servers in this process.
+#[derive(Clone, Debug)]
+pub enum HttpClient {
+    Network(reqwest::Client),
+    InProcess(InProcessHttp),
+}
+
+impl From<reqwest::Client> for HttpClient {
+    fn from(client: reqwest::Client) -> Self {
+        Self::Network(client)
+    }
+}
 
 pub fn http_client(connect_timeout: Duration) -> Result<reqwest::Client, reqwest::Error> {
     install_crypto_provider();
@@ -77,28 +96,58 @@ fn transport<C: StreamableHttpClient>(
     Ok(StreamableHttpClientTransport::with_client(client, config))
 }
 
-/// One connection's Streamable HTTP transport: over our reqwest client, or over the OAuth
-/// client around it. Either way its failures are `StreamableHttpError<reqwest::Error>`, so
-/// they are classified alike.
-pub enum HttpTransport {
-    Plain(StreamableHttpClientTransport<reqwest::Client>),
-    Authorized(StreamableHttpClientTransport<AuthorizingClient>),
+/// One connection's Streamable HTTP transport: over our reqwest client, over the OAuth
+/// client around it, or to a simulation's server. Every way its failures are
+/// `StreamableHttpError<reqwest::Error>`, so they are classified alike; every way its
+/// requests and streams end when it is dropped (see [`severable`]).
+pub struct HttpTransport {
+    over: Over,
+    _sever: Sever,
+}
+
+enum Over {
+    Plain(StreamableHttpClientTransport<Severable<reqwest::Client>>),
+    Authorized(StreamableHttpClientTransport<Severable<AuthorizingClient>>),
+    InProcess(StreamableHttpClientTransport<Severable<InProcessHttp>>),
 }
 
 /// The transport for a fresh connection to the server at `url` over `client`: through
 /// `auth`'s client when the server has OAuth (the `Authorization` header is then the
 /// transport's, not the config's).
 pub fn transport_for(
-    client: &reqwest::Client,
+    client: &HttpClient,
     auth: Option<&OAuth>,
     url: &str,
     headers: &BTreeMap<String, String>,
 ) -> Result<HttpTransport, HeaderError> {
-    Ok(match auth {
-        None => HttpTransport::Plain(transport(client.clone(), url, headers, false)?),
-        Some(auth) => {
-            HttpTransport::Authorized(transport(auth.client(client.clone()), url, headers, true)?)
+    fn severed<C: StreamableHttpClient + Sync>(
+        client: C,
+        url: &str,
+        headers: &BTreeMap<String, String>,
+        oauth: bool,
+    ) -> Result<(StreamableHttpClientTransport<Severable<C>>, Sever), HeaderError> {
+        let (client, sever) = Severable::new(client);
+        Ok((transport(client, url, headers, oauth)?, sever))
+    }
+    let (over, sever) = match (client, auth) {
+        (HttpClient::Network(c), None) => {
+            let (t, sever) = severed(c.clone(), url, headers, false)?;
+            (Over::Plain(t), sever)
         }
+        (HttpClient::Network(c), Some(auth)) => {
+            let (t, sever) = severed(auth.client(c.clone()), url, headers, true)?;
+            (Over::Authorized(t), sever)
+        }
+        // A simulation's servers have no OAuth: the runner attaches it only from a
+        // credential vault, which a simulation does not give the manager.
+        (HttpClient::InProcess(c), _) => {
+            let (t, sever) = severed(c.clone(), url, headers, false)?;
+            (Over::InProcess(t), sever)
+        }
+    };
+    Ok(HttpTransport {
+        over,
+        _sever: sever,
     })
 }
 
@@ -109,23 +158,26 @@ impl Transport<RoleClient> for HttpTransport {
         &mut self,
         item: TxJsonRpcMessage<RoleClient>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        match self {
-            Self::Plain(t) => Either::Left(t.send(item)),
-            Self::Authorized(t) => Either::Right(t.send(item)),
+        match &mut self.over {
+            Over::Plain(t) => Either::Left(t.send(item)),
+            Over::Authorized(t) => Either::Right(Either::Left(t.send(item))),
+            Over::InProcess(t) => Either::Right(Either::Right(t.send(item))),
         }
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
-        match self {
-            Self::Plain(t) => t.receive().await,
-            Self::Authorized(t) => t.receive().await,
+        match &mut self.over {
+            Over::Plain(t) => t.receive().await,
+            Over::Authorized(t) => t.receive().await,
+            Over::InProcess(t) => t.receive().await,
         }
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {
-        match self {
-            Self::Plain(t) => t.close().await,
-            Self::Authorized(t) => t.close().await,
+        match &mut self.over {
+            Over::Plain(t) => t.close().await,
+            Over::Authorized(t) => t.close().await,
+            Over::InProcess(t) => t.close().await,
         }
     }
 }
