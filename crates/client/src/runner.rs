@@ -143,8 +143,10 @@ impl Attempts {
         self.retrier = Retrier::new(self.policy.clone(), self.remote);
     }
 
+    /// The handshake worked: reconnects use its era. The retry budget starts afresh only
+    /// once the server is ready (its tools listed), so a server that shakes hands and then
+    /// fails every listing still runs out of retries instead of being redialled forever.
     fn connected(&mut self, session: &Session) {
-        self.retrier.on_ready();
         self.era = if session.era().is_modern() {
             EraChoice::Modern
         } else {
@@ -222,7 +224,7 @@ impl Runner {
                 Some(Phase::Disabled)
             }
             Phase::Connect => self.connect(attempts, stop).await,
-            Phase::Serve(session) => match self.serve(session, stop).await {
+            Phase::Serve(session) => match self.serve(session, &mut attempts.retrier, stop).await {
                 Ended::Stopped => None,
                 Ended::Lost(reason) => Some(Phase::Down {
                     reason,
@@ -368,7 +370,12 @@ impl Runner {
     }
 
     /// Runs a ready session until it ends or the host stops.
-    async fn serve(&self, session: Arc<Session>, stop: &CancellationToken) -> Ended {
+    async fn serve(
+        &self,
+        session: Arc<Session>,
+        retrier: &mut Retrier,
+        stop: &CancellationToken,
+    ) -> Ended {
         let listed = async {
             self.refresh_tools(&session).await?;
             self.refresh_offers(&session).await;
@@ -391,6 +398,7 @@ impl Runner {
         }
         let era = session.era().clone();
         let note = session.era_note().map(str::to_string);
+        retrier.on_ready();
         self.publish(|s| {
             s.state = ServerState::Ready;
             s.era = Some(era);

@@ -231,15 +231,8 @@ impl Checker {
                 }
             }
             ServerState::Backoff {
-                attempt,
-                retry_in,
-                reason,
+                attempt, retry_in, ..
             } => {
-                // The retrier counts a connection as made once its handshake succeeded,
-                // before the first list (the runner's own words for that loss).
-                if reason.starts_with("listing tools failed") {
-                    track.ever_ready = true;
-                }
                 let (lo, hi) = bounds(&policy, *attempt);
                 if *retry_in < lo || *retry_in > hi {
                     found.push(format!(

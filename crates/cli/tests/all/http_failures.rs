@@ -194,6 +194,30 @@ async fn a_handshake_given_up_on_leaves_no_connection_open() {
     }
 }
 
+/// Found by the simulation: the reconnect budget started afresh at every handshake, so a
+/// remote server that shakes hands and then refuses every listing was redialled forever,
+/// its backoff never growing; the budget now starts afresh only once a server is ready.
+#[tokio::test]
+async fn a_remote_server_that_never_lists_its_tools_runs_out_of_retries() {
+    let (mut server, port) = fake_http_with(0, &["--fault", "list-error"]);
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let (m, _calls) = Manager::start(vec![http_setup("r", &url)], options());
+    let end = wait_status(&m, "r", |s| s.state.label() == "failed").await;
+    assert_eq!(
+        end.restarts, 3,
+        "the first connection's three retries: {end:?}"
+    );
+    assert!(
+        end.state
+            .error()
+            .is_some_and(|e| e.contains("listing tools failed")),
+        "{end:?}"
+    );
+    m.shutdown().await;
+    server.kill().unwrap();
+    server.wait().unwrap();
+}
+
 async fn wait_for(m: &Manager, cond: impl Fn(&mcp_host_core::ServerStatus) -> bool) {
     wait_status(m, "r", cond).await;
 }

@@ -13,13 +13,18 @@
 //!   caller stops the process);
 //! - a response is delivered only for an id this side sent and has not seen answered, with
 //!   the same type (a string `"1"` never answers request `1`); others are dropped, so an
-//!   early or stray response can neither break a handshake nor answer the wrong request.
+//!   early or stray response can neither break a handshake nor answer the wrong request;
+//! - progress is delivered only for a request still waiting: each request's progress token
+//!   goes out unique to this connection (rmcp numbers them from 1 on every connection), so
+//!   a server's progress for a request of an earlier connection, or for one already
+//!   answered, cannot keep another request's idle deadline alive.
 //!
 //! A [`Wire`] is a cheap handle: a handshake that learns the server is of the older era
 //! goes on over the same process with a new handle.
 
 use rmcp::model::{
-    ClientNotification, ErrorCode, ErrorData, JsonRpcError, JsonRpcMessage, RequestId,
+    ClientNotification, ErrorCode, ErrorData, GetMeta, JsonRpcError, JsonRpcMessage,
+    NumberOrString, ProgressToken, RequestId, ServerNotification,
 };
 use rmcp::service::{RoleClient, RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
@@ -175,13 +180,37 @@ fn envelope_problem(head: &Head) -> Option<String> {
 struct Correlation {
     outstanding: HashSet<RequestId>,
     rejected: HashMap<RequestId, String>,
+    /// By the progress token a waiting request carries on the wire: rmcp's own token for
+    /// it, and the request.
+    progress: HashMap<ProgressToken, (ProgressToken, RequestId)>,
 }
 
-#[derive(Debug, Default)]
+impl Correlation {
+    /// `id` is answered or given up on: nothing more is awaited for it.
+    fn settle(&mut self, id: &RequestId) -> bool {
+        self.progress.retain(|_, (_, request)| request != id);
+        self.outstanding.remove(id)
+    }
+}
+
+#[derive(Debug)]
 struct Shared {
     correlation: Mutex<Correlation>,
     /// Why the stream can no longer be trusted (set once, on an over-long line).
     fault: OnceLock<String>,
+    /// Makes this connection's progress tokens its own (fixed width, so a message's length
+    /// does not depend on it).
+    salt: u64,
+}
+
+impl Default for Shared {
+    fn default() -> Self {
+        Self {
+            correlation: Mutex::default(),
+            fault: OnceLock::new(),
+            salt: rand::random(),
+        }
+    }
 }
 
 impl Shared {
@@ -189,17 +218,31 @@ impl Shared {
         self.correlation.lock().ok().map(|mut c| f(&mut c))
     }
 
-    fn note_sent(&self, msg: &TxJsonRpcMessage<RoleClient>) {
+    fn note_sent(&self, msg: &mut TxJsonRpcMessage<RoleClient>) {
         match msg {
             JsonRpcMessage::Request(r) => {
-                self.with(|c| c.outstanding.insert(r.id.clone()));
+                let meta = r.request.get_meta_mut();
+                let tokens = meta.get_progress_token().map(|own| {
+                    let wire = format!("{:016x}-{}", self.salt, own.0);
+                    (own, ProgressToken(NumberOrString::String(wire.into())))
+                });
+                if let Some((_, wire)) = &tokens {
+                    meta.set_progress_token(wire.clone());
+                }
+                let id = r.id.clone();
+                self.with(|c| {
+                    c.outstanding.insert(id.clone());
+                    if let Some((own, wire)) = tokens {
+                        c.progress.insert(wire, (own, id));
+                    }
+                });
             }
             // A request given up on is not waited for: a late answer is dropped here.
             JsonRpcMessage::Notification(n) => {
                 if let ClientNotification::CancelledNotification(c) = &n.notification
                     && let Some(id) = &c.params.request_id
                 {
-                    self.with(|c| c.outstanding.remove(id));
+                    self.with(|c| c.settle(id));
                 }
             }
             _ => {}
@@ -208,7 +251,19 @@ impl Shared {
 
     /// Whether `msg` may reach rmcp: anything but an answer to no pending request. An
     /// error without an id (the server could not read ours) passes, as JSON-RPC allows.
-    fn admits(&self, msg: &RxJsonRpcMessage<RoleClient>) -> bool {
+    fn admits(&self, msg: &mut RxJsonRpcMessage<RoleClient>) -> bool {
+        if let JsonRpcMessage::Notification(n) = msg
+            && let ServerNotification::ProgressNotification(p) = &mut n.notification
+        {
+            let wire = &p.params.progress_token;
+            let own = (self.with(|c| c.progress.get(wire).map(|(own, _)| own.clone()))).flatten();
+            let Some(own) = own else {
+                tracing::debug!(token = %wire.0, "dropped progress for no waiting request");
+                return false;
+            };
+            p.params.progress_token = own;
+            return true;
+        }
         let id = match msg {
             JsonRpcMessage::Response(r) => Some(&r.id),
             JsonRpcMessage::Error(e) => e.id.as_ref(),
@@ -225,7 +280,7 @@ impl Shared {
 
     /// Whether an answer to `id` is awaited; if so it is not any more.
     fn take_outstanding(&self, id: &RequestId) -> bool {
-        self.with(|c| c.outstanding.remove(id)).unwrap_or(false)
+        self.with(|c| c.settle(id)).unwrap_or(false)
     }
 
     /// Fails the request `id` with `reason`, as an error message rmcp routes to it.
@@ -423,8 +478,8 @@ where
             let decoded = decode(&reader.line);
             reader.line.clear();
             match decoded {
-                Decoded::Message(msg) => {
-                    if self.shared.admits(&msg) {
+                Decoded::Message(mut msg) => {
+                    if self.shared.admits(&mut msg) {
                         return Some(*msg);
                     }
                 }
@@ -459,7 +514,8 @@ where
         item: TxJsonRpcMessage<RoleClient>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         // Registered before the bytes leave, so the answer can never arrive first.
-        self.shared.note_sent(&item);
+        let mut item = item;
+        self.shared.note_sent(&mut item);
         let writer = self.writer.clone();
         async move {
             let mut bytes = serde_json::to_vec(&item)?;
@@ -509,14 +565,15 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Correlated<T> {
         &mut self,
         item: TxJsonRpcMessage<RoleClient>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        self.shared.note_sent(&item);
+        let mut item = item;
+        self.shared.note_sent(&mut item);
         self.inner.send(item)
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
         loop {
-            let msg = self.inner.receive().await?;
-            if self.shared.admits(&msg) {
+            let mut msg = self.inner.receive().await?;
+            if self.shared.admits(&mut msg) {
                 return Some(msg);
             }
         }

@@ -1,7 +1,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a panic is the failure report.
 
 use super::*;
-use rmcp::model::{ClientRequest, PingRequest};
+use rmcp::model::{
+    ClientRequest, GetMeta, NumberOrString, PingRequest, ProgressToken, ServerNotification,
+};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 
 fn reason_of(d: Decoded) -> (Option<RequestId>, String) {
@@ -173,4 +175,75 @@ fn serde_json_refuses_exactly_what_is_deeper_than_the_limit() {
     let nest = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
     assert!(serde_json::from_str::<Value>(&nest(MAX_MESSAGE_DEPTH)).is_ok());
     assert!(serde_json::from_str::<Value>(&nest(MAX_MESSAGE_DEPTH + 1)).is_err());
+}
+
+/// Sends a ping carrying rmcp's progress token `token` and returns the token the server
+/// saw on the wire.
+async fn send_ping_with_progress(
+    wire: &mut Wire<Duplex, Duplex>,
+    from_client: &mut BufReader<Duplex>,
+    id: i64,
+    token: u32,
+) -> Value {
+    let mut ping = ClientRequest::PingRequest(PingRequest::default());
+    ping.get_meta_mut()
+        .set_progress_token(ProgressToken(NumberOrString::Number(token.into())));
+    let msg = JsonRpcMessage::request(ping, RequestId::Number(id));
+    wire.send(msg).await.unwrap();
+    let mut line = String::new();
+    from_client.read_line(&mut line).await.unwrap();
+    let sent: Value = serde_json::from_str(&line).unwrap();
+    sent["params"]["_meta"]["progressToken"].clone()
+}
+
+fn progress_line(token: &Value) -> String {
+    let note = serde_json::json!({"jsonrpc": "2.0", "method": "notifications/progress",
+        "params": {"progressToken": token, "progress": 1}});
+    format!("{note}\n")
+}
+
+/// Found by the simulation: rmcp numbers progress tokens from 1 on every connection, so
+/// a server still reporting progress for a request of an earlier connection kept a hung
+/// request of the next one alive (its idle deadline restarts on progress) up to the
+/// ceiling of ten deadlines.
+#[tokio::test]
+async fn progress_reaches_only_the_request_still_waiting_for_it() {
+    let (mut first, _server, mut first_sent) = pair(1024);
+    let earlier = send_ping_with_progress(&mut first, &mut first_sent, 1, 1).await;
+    let (mut wire, mut server, mut from_client) = pair(1024);
+    let token = send_ping_with_progress(&mut wire, &mut from_client, 1, 1).await;
+    assert_ne!(earlier, token, "each connection's tokens are its own");
+    let unknown = serde_json::json!(1);
+    for line in [
+        progress_line(&earlier),
+        progress_line(&unknown),
+        progress_line(&token),
+    ] {
+        server.write_all(line.as_bytes()).await.unwrap();
+    }
+    server
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n")
+        .await
+        .unwrap();
+    // After the answer, progress for the same request is for no waiting request.
+    server
+        .write_all(progress_line(&token).as_bytes())
+        .await
+        .unwrap();
+    drop(server);
+    let got = wire.receive().await.unwrap();
+    let JsonRpcMessage::Notification(n) = &got else {
+        panic!("{got:?}")
+    };
+    let ServerNotification::ProgressNotification(p) = &n.notification else {
+        panic!("{got:?}")
+    };
+    assert_eq!(
+        p.params.progress_token,
+        ProgressToken(NumberOrString::Number(1)),
+        "delivered with rmcp's own token"
+    );
+    let answer = wire.receive().await.unwrap();
+    assert!(matches!(answer, JsonRpcMessage::Response(_)), "{answer:?}");
+    assert!(wire.receive().await.is_none(), "late progress is dropped");
 }

@@ -498,6 +498,10 @@ impl Server {
             "ping" => self.reply(id, json!({})),
             // `hang-list`: the handshake is answered, the tool list never is.
             "tools/list" if self.has("hang-list") => {}
+            // `list-error`: the handshake works, every listing is refused.
+            "tools/list" if self.has("list-error") => {
+                self.error(id, -32603, "the tool list is unavailable", None)
+            }
             "tools/list" => self.tools_list(id, &params),
             "prompts/list" => {
                 let prompts = vec![
