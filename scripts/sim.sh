@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Deterministic simulation of the client side (crates/sim): the real connection manager,
-# sessions, stdio wire and call gate under tokio's paused clock, against simulated servers
-# behind faulty in-memory pipes, one seed deciding everything.
+# sessions, stdio wire, Streamable HTTP transport and call gate under tokio's paused clock,
+# against simulated servers behind faulty in-memory pipes and a faulty simulated HTTP
+# front, one seed deciding everything.
 #
 #   scripts/sim.sh [SEEDS] [FROM]     run seeds FROM..FROM+SEEDS (default 300 from 0), then
-#                                      require the first 20 to replay the same trace
+#                                      require the first 20 to replay the same trace and
+#                                      the seeds to have reached both eras on both
+#                                      transports (the list is MUST_REACH in crates/sim)
 #   MCP_HOST_SIM_SEED=S scripts/sim.sh  replay seed S and print its trace
 #   scripts/sim.sh --injected [SEEDS]  build with the documented injected bug (the restart
 #                                      budget is never spent) and require that the
@@ -38,4 +41,4 @@ if [ "${1:-}" = "--injected" ]; then
   exit 0
 fi
 build
-exec "$BIN" --seeds "${1:-300}" --from "${2:-0}" --replay 20
+exec "$BIN" --seeds "${1:-300}" --from "${2:-0}" --replay 20 --require-coverage

@@ -7,12 +7,15 @@
 //! - each server's published states follow the runner's transitions; a backoff's delay is
 //!   inside the policy's bounds and is waited out; retries before the first connection and
 //!   restarts after it stay inside their budgets (counted from the last restart a person
-//!   asked for); a server that lies about its era is never ready, and a ready one speaks
+//!   asked for; a remote server's reconnects from the last time it was ready); a server that lies about its era is never ready, and a ready one speaks
 //!   an era its server speaks;
 //! - the host answers only requests a server made (its pings and elicitations), by their id;
+//! - every request to a remote server carries that server's own bearer token (the web
+//!   checks it);
 //! - shutdown is quick whatever the servers do (the world times it), and after it every
-//!   server's state is `stopped`, no server instance is still running, and no task is left
-//!   (the world counts the runtime's tasks).
+//!   server's state is `stopped`, no stdio server instance is still running, the host holds
+//!   no remote server's event stream (the web checks), and no task is left (the world
+//!   counts the runtime's tasks).
 
 use crate::server::{Control, Received, Speaks};
 use crate::world::{Drawn, TOOL_TIMEOUT};
@@ -47,6 +50,7 @@ pub enum Decided {
 #[derive(Debug)]
 pub struct CallEnd {
     pub nonce: u64,
+    pub server: String,
     pub tool: &'static str,
     pub began: Instant,
     pub ended: Instant,

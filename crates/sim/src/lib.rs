@@ -1,9 +1,11 @@
 //! Deterministic simulation of mcp-host's client side. The real connection manager,
-//! sessions, stdio wire and call gate run on one thread under tokio's paused clock; the
-//! servers are simulated in the same process behind in-memory pipes that drop, delay,
-//! duplicate, truncate, corrupt, close and hang; a seed decides everything (servers,
-//! faults, schedule, retry jitter), so a failing seed replays the same run. What it covers
-//! and what it does not is in `docs/architecture.md`.
+//! sessions, stdio wire, Streamable HTTP transport and call gate run on one thread under
+//! tokio's paused clock; the servers are simulated in the same process, behind in-memory
+//! pipes that drop, delay, duplicate, truncate, corrupt, close and hang, or behind a
+//! simulated HTTP front that refuses, fails, resets, expires sessions, hangs and cuts
+//! streams; a seed decides everything (servers, faults, schedule, retry jitter), so a
+//! failing seed replays the same run. What it covers and what it does not is in
+//! `docs/architecture.md`.
 
 pub mod checker;
 pub mod link;
@@ -15,7 +17,7 @@ pub use world::{Outcome, run};
 
 use mcp_host_client::backoff::{Backoff, RetryPolicy};
 use mcp_host_client::{ManagerOptions, SupervisorCommand};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -45,20 +47,59 @@ pub fn base_options() -> Result<ManagerOptions, String> {
     })
 }
 
+/// What every run of a budget of seeds reached, together.
+#[derive(Debug, Default)]
+pub struct Covered {
+    pub seeds: u64,
+    pub reached: BTreeSet<String>,
+}
+
+/// What a budget of seeds must reach between them: both eras on both transports ready,
+/// calls answered on both, retries and failures on both. A simulated server that cannot
+/// get ready in an era (as happened: its `server/discover` answer lacked required fields)
+/// would otherwise pass every invariant by never exercising that era.
+pub const MUST_REACH: &[&str] = &[
+    "stdio ready 2025-11-25",
+    "stdio ready 2026-07-28",
+    "http ready 2025-11-25",
+    "http ready 2026-07-28",
+    "stdio call answered",
+    "http call answered",
+    "stdio backoff",
+    "http backoff",
+    "stdio failed",
+    "http failed",
+];
+
+impl Covered {
+    /// What [`MUST_REACH`] names that no run reached.
+    pub fn missing(&self) -> Vec<&'static str> {
+        (MUST_REACH.iter().copied())
+            .filter(|m| !self.reached.contains(*m))
+            .collect()
+    }
+}
+
 /// Runs seeds `first..first + count`, stopping at the first that breaks an invariant.
-pub fn run_seeds(first: u64, count: u64) -> Result<u64, Outcome> {
-    let base = base_options().map_err(|e| Outcome {
-        seed: first,
-        trace: Vec::new(),
-        violations: vec![e],
+pub fn run_seeds(first: u64, count: u64) -> Result<Covered, Box<Outcome>> {
+    let base = base_options().map_err(|e| {
+        Box::new(Outcome {
+            seed: first,
+            trace: Vec::new(),
+            violations: vec![e],
+            covered: BTreeSet::new(),
+        })
     })?;
+    let mut covered = Covered::default();
     for seed in first..first.saturating_add(count) {
         let outcome = run(seed, &base);
         if !outcome.violations.is_empty() {
-            return Err(outcome);
+            return Err(Box::new(outcome));
         }
+        covered.seeds += 1;
+        covered.reached.extend(outcome.covered);
     }
-    Ok(count)
+    Ok(covered)
 }
 
 /// Runs `seed` twice and compares the traces line by line: `Err` names the first line

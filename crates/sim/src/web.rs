@@ -98,8 +98,12 @@ enum Waiter {
 struct Conn {
     serial: u64,
     input: mpsc::UnboundedSender<String>,
-    /// By the request id's JSON text.
+    /// By the id the instance saw (the exchange's number, as JSON text).
     pending: BTreeMap<String, Waiter>,
+    /// The id the host gave each exchange's request, by the id the instance saw: a POST is
+    /// its own exchange, so the answer goes back to the POST it answers even when the ids
+    /// of two connections to the stateless pool collide (each counts from 0).
+    exchanges: BTreeMap<String, Value>,
     listeners: Vec<mpsc::UnboundedSender<String>>,
 }
 
@@ -338,11 +342,13 @@ impl Front {
         let corrupt = self.profile.faults.corrupt;
         let (cut, corrupted) = (fate == Fate::Cut, self.rng.random_bool(corrupt));
         let since = self.since();
+        self.serial += 1;
+        let exchange = self.serial;
         let Some(conn) = self.conns.get_mut(&key) else {
             return Reply::Now(WebAnswer::Status(404));
         };
-        let request_id = msg.get("id").filter(|_| method.is_some());
-        let Some(id) = request_id.map(Value::to_string) else {
+        let request_id = msg.get("id").filter(|_| method.is_some()).cloned();
+        let Some(host_id) = request_id else {
             let _ = conn.input.send(body.to_string());
             return Reply::Now(if fate == Fate::Reset {
                 WebAnswer::Reset
@@ -351,14 +357,20 @@ impl Front {
             });
         };
         let new_session = key.clone().filter(|_| initialize);
+        let exchange = Value::from(exchange);
+        let id = exchange.to_string();
+        conn.exchanges.insert(id.clone(), host_id);
+        let mut forwarded = msg.clone();
+        forwarded["id"] = exchange;
+        let line = forwarded.to_string();
         if fate == Fate::Reset {
-            // Handled, but the answer never reaches the host (it comes later as a stray).
-            let _ = conn.input.send(body.to_string());
+            // Handled, but the answer never reaches the host (it comes later, unasked).
+            let _ = conn.input.send(line);
             return Reply::Now(WebAnswer::Reset);
         }
         let reply = if streamed {
             let (tx, rx) = mpsc::unbounded_channel();
-            let what = format!("{method:?} {id} of session {key:?} at {since:?}");
+            let what = format!("{method:?} of session {key:?} at {since:?}");
             self.streams.push((tx.clone(), what));
             let waiter = Waiter::Events {
                 tx,
@@ -379,7 +391,7 @@ impl Front {
             conn.pending.insert(id, waiter);
             Reply::Body(rx, new_session)
         };
-        let _ = conn.input.send(body.to_string());
+        let _ = conn.input.send(line);
         reply
     }
 
@@ -401,6 +413,7 @@ impl Front {
             serial,
             input,
             pending: BTreeMap::new(),
+            exchanges: BTreeMap::new(),
             listeners: Vec::new(),
         };
         self.conns.insert(key, conn);
@@ -410,13 +423,21 @@ impl Front {
         let Some(conn) = self.conns.get_mut(key).filter(|c| c.serial == serial) else {
             return;
         };
-        let msg: Value = serde_json::from_str(&line).unwrap_or_default();
+        let mut msg: Value = serde_json::from_str(&line).unwrap_or_default();
         let answer = msg.get("method").is_none() && msg.get("id").is_some();
         if !answer {
             return conn.push(line);
         }
+        let exchange = msg["id"].to_string();
+        let line = match conn.exchanges.get(&exchange) {
+            Some(host_id) => {
+                msg["id"] = host_id.clone();
+                msg.to_string()
+            }
+            None => line,
+        };
         let damaged = |line: String, corrupt: bool| if corrupt { corrupt_text(line) } else { line };
-        match conn.pending.remove(&msg["id"].to_string()) {
+        match conn.pending.remove(&exchange) {
             Some(Waiter::Body { tx, corrupt }) => {
                 let _ = tx.send(damaged(line, corrupt));
             }

@@ -20,7 +20,7 @@ use mcp_host_registry::catalogue::{Catalogue, ServerTools};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::json;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -54,6 +54,9 @@ pub struct Outcome {
     /// of one seed must produce the same trace.
     pub trace: Vec<String>,
     pub violations: Vec<String>,
+    /// What the run reached ("http ready 2026-07-28", "stdio call answered", ...), so a
+    /// budget of seeds can be required to reach everything it is meant to exercise.
+    pub covered: BTreeSet<String>,
 }
 
 /// Runs seed `seed` to the end on a fresh single-threaded runtime with a paused clock.
@@ -71,6 +74,7 @@ pub fn run(seed: u64, base: &ManagerOptions) -> Outcome {
             seed,
             trace: Vec::new(),
             violations: vec![format!("no runtime: {e}")],
+            covered: BTreeSet::new(),
         },
     }
 }
@@ -268,6 +272,7 @@ struct Sim {
     ended: mpsc::UnboundedReceiver<CallEnd>,
     calls: Vec<(u64, CancellationToken, JoinHandle<()>)>,
     next_nonce: u64,
+    covered: BTreeSet<String>,
     started: Instant,
     trace: Vec<String>,
 }
@@ -307,6 +312,7 @@ async fn simulate(seed: u64, mut opts: ManagerOptions) -> Outcome {
                 seed,
                 trace: Vec::new(),
                 violations: vec![e],
+                covered: BTreeSet::new(),
             };
         }
     };
@@ -326,6 +332,7 @@ async fn simulate(seed: u64, mut opts: ManagerOptions) -> Outcome {
         ended,
         calls: Vec::new(),
         next_nonce: 1,
+        covered: BTreeSet::new(),
         started: Instant::now(),
         trace: vec![format!("servers {drawn:?} mode {mode:?}")],
     };
@@ -354,6 +361,13 @@ impl Sim {
     fn note(&mut self, line: String) {
         let at = self.now_ms();
         self.trace.push(format!("{at:>7} {line}"));
+    }
+
+    fn transport(&self, server: &str) -> &'static str {
+        match self.fleet.drawn.get(server).and_then(|d| d.web) {
+            Some(_) => "http",
+            None => "stdio",
+        }
     }
 
     fn pick_server(&mut self) -> String {
@@ -470,6 +484,7 @@ impl Sim {
         let sent = self.gate.send(permit, cancel.clone(), None);
         let ends = self.ends.clone();
         let began = Instant::now();
+        let called = server.clone();
         let task = tokio::spawn(async move {
             let outcome = sent.await;
             let result = match outcome {
@@ -478,6 +493,7 @@ impl Sim {
             };
             let _ = ends.send(CallEnd {
                 nonce,
+                server: called,
                 tool,
                 began,
                 ended: Instant::now(),
@@ -501,6 +517,18 @@ impl Sim {
                 change.server,
                 change.state.label()
             ));
+            if change.state == ServerState::Ready
+                && let Some(era) = self.manager.status(&change.server).and_then(|s| s.era)
+            {
+                let transport = self.transport(change.server.as_str());
+                self.covered
+                    .insert(format!("{transport} ready {}", era.version));
+            }
+            if let ServerState::Failed { .. } | ServerState::Backoff { .. } = change.state {
+                let transport = self.transport(change.server.as_str());
+                let what = change.state.label();
+                self.covered.insert(format!("{transport} {what}"));
+            }
             self.checker.state(&change);
         }
         while let Ok(end) = self.ended.try_recv() {
@@ -510,6 +538,10 @@ impl Sim {
                 Err(e) => format!("failed: {e}"),
             };
             self.trace.push(format!("{at:>7} call {} {how}", end.nonce));
+            if end.result.is_ok() {
+                let transport = self.transport(&end.server);
+                self.covered.insert(format!("{transport} call answered"));
+            }
             self.calls.retain(|(n, ..)| *n != end.nonce);
             self.checker.call_ended(end);
         }
@@ -567,6 +599,7 @@ impl Sim {
             seed: self.fleet.seed,
             trace: self.trace,
             violations: self.checker.into_violations(),
+            covered: self.covered,
         }
     }
 }

@@ -14,10 +14,10 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
+mod guarded;
 mod in_process;
-mod severable;
+use guarded::{Guarded, Sever};
 pub use in_process::InProcessHttp;
-use severable::{Sever, Severable};
 
 /// Largest JSON body or SSE event accepted from a server.
 pub const MAX_HTTP_MESSAGE: usize = 64 * 1024 * 1024;
@@ -99,16 +99,16 @@ fn transport<C: StreamableHttpClient>(
 /// One connection's Streamable HTTP transport: over our reqwest client, over the OAuth
 /// client around it, or to a simulation's server. Every way its failures are
 /// `StreamableHttpError<reqwest::Error>`, so they are classified alike; every way its
-/// requests and streams end when it is dropped (see [`severable`]).
+/// exchanges end when it is dropped and carry only their own answers (see [`guarded`]).
 pub struct HttpTransport {
     over: Over,
     _sever: Sever,
 }
 
 enum Over {
-    Plain(StreamableHttpClientTransport<Severable<reqwest::Client>>),
-    Authorized(StreamableHttpClientTransport<Severable<AuthorizingClient>>),
-    InProcess(StreamableHttpClientTransport<Severable<InProcessHttp>>),
+    Plain(StreamableHttpClientTransport<Guarded<reqwest::Client>>),
+    Authorized(StreamableHttpClientTransport<Guarded<AuthorizingClient>>),
+    InProcess(StreamableHttpClientTransport<Guarded<InProcessHttp>>),
 }
 
 /// The transport for a fresh connection to the server at `url` over `client`: through
@@ -125,8 +125,8 @@ pub fn transport_for(
         url: &str,
         headers: &BTreeMap<String, String>,
         oauth: bool,
-    ) -> Result<(StreamableHttpClientTransport<Severable<C>>, Sever), HeaderError> {
-        let (client, sever) = Severable::new(client);
+    ) -> Result<(StreamableHttpClientTransport<Guarded<C>>, Sever), HeaderError> {
+        let (client, sever) = Guarded::new(client);
         Ok((transport(client, url, headers, oauth)?, sever))
     }
     let (over, sever) = match (client, auth) {

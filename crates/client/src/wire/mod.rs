@@ -80,6 +80,16 @@ struct Head {
     error: Option<IgnoredAny>,
 }
 
+/// The id a response answers (a message without `method`, with a non-null id), read
+/// without decoding the rest; `None` for anything else, and for what does not parse.
+pub(crate) fn answered_id(text: &str) -> Option<Value> {
+    let head: Head = serde_json::from_str(text).ok()?;
+    match (head.method, head.id) {
+        (None, Some(id)) if !id.is_null() => Some(id),
+        _ => None,
+    }
+}
+
 /// A member that is there, even as `null` (`Option` alone reads `null` as absent).
 fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
     Value::deserialize(d).map(Some)

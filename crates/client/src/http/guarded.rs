@@ -1,0 +1,349 @@
+//! What every exchange of a Streamable HTTP transport is held to, whatever the server does.
+//! Both found by the simulation.
+//!
+//! - **It ends when the host lets go.** rmcp's transport worker awaits its first request
+//!   (the `initialize` or `server/discover` POST, and the event stream its answer comes on)
+//!   without watching its own cancellation, so a handshake the host gave up on (its start-up
+//!   timeout) left the worker task and its HTTP connection alive until the server ended the
+//!   stream: a server that opens the stream and stays silent kept one connection per
+//!   attempt forever. Every request and stream ends once the transport's [`Sever`] handle
+//!   is dropped.
+//! - **A request's answer comes on that request's own response.** The spec lets a server
+//!   send requests and notifications on any stream, but a response only on the stream of
+//!   the POST it answers (or a resumption of it). rmcp merges every stream into one, so a
+//!   late answer of an earlier connection's request, sent on this connection's stream with
+//!   a colliding id (every connection counts from 0), answered a different call. A
+//!   response on another request's stream, or on the standalone GET stream, is dropped; a
+//!   JSON body that answers another id fails its request.
+
+use crate::wire::answered_id;
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use reqwest::header::{HeaderName, HeaderValue};
+use rmcp::model::{ClientJsonRpcMessage, JsonRpcMessage};
+use rmcp::transport::streamable_http_client::{
+    SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
+    StreamableHttpResponseLimits,
+};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::Arc;
+use tokio_util::sync::{CancellationToken, DropGuard};
+
+type Events = BoxStream<'static, Result<sse_stream::Sse, SseError>>;
+
+/// An HTTP client whose exchanges end when the transport is dropped and carry only their
+/// own answers.
+#[derive(Clone)]
+pub struct Guarded<C> {
+    inner: C,
+    cut: CancellationToken,
+}
+
+/// Held by the transport; dropping it ends everything its client still has open.
+pub struct Sever(#[allow(dead_code)] DropGuard);
+
+/// Which answers a stream may carry.
+#[derive(Clone)]
+enum Answers {
+    /// Only the answer to this id (a POST's stream).
+    To(Value),
+    /// Any (a resumed stream: the request it belongs to is not known here).
+    Any,
+    /// None (a notification's POST, the standalone GET stream).
+    None,
+}
+
+impl<C> Guarded<C> {
+    pub fn new(inner: C) -> (Self, Sever) {
+        let cut = CancellationToken::new();
+        let sever = Sever(cut.clone().drop_guard());
+        (Self { inner, cut }, sever)
+    }
+
+    /// `call`, unless the transport is dropped first, with `check` applied to what it
+    /// returns.
+    async fn guard<T, E>(
+        &self,
+        call: impl Future<Output = Result<T, StreamableHttpError<E>>>,
+        check: impl FnOnce(T, &CancellationToken) -> Result<T, StreamableHttpError<E>>,
+    ) -> Result<T, StreamableHttpError<E>>
+    where
+        E: std::error::Error + Send + Sync + 'static,
+    {
+        tokio::select! {
+            r = call => r.and_then(|t| check(t, &self.cut)),
+            () = self.cut.cancelled() => Err(StreamableHttpError::TransportChannelClosed),
+        }
+    }
+}
+
+/// The answers a POST of `message` may bring back.
+fn answers_to(message: &ClientJsonRpcMessage) -> Answers {
+    match message {
+        JsonRpcMessage::Request(r) => serde_json::to_value(&r.id).map_or(Answers::Any, Answers::To),
+        _ => Answers::None,
+    }
+}
+
+/// `events`, ending when the transport is dropped, without the answers it may not carry.
+fn guarded_events(events: Events, cut: &CancellationToken, answers: Answers) -> Events {
+    events
+        .take_until(cut.clone().cancelled_owned())
+        .filter(move |event| {
+            let keep = match (event, &answers) {
+                (_, Answers::Any) | (Err(_), _) => true,
+                (Ok(sse), answers) => {
+                    let answered = sse.data.as_deref().and_then(answered_id);
+                    match (answered, answers) {
+                        (None, _) => true,
+                        (Some(id), Answers::To(own)) => id == *own,
+                        (Some(_), _) => false,
+                    }
+                }
+            };
+            if !keep {
+                tracing::debug!("dropped an answer sent on another request's stream");
+            }
+            std::future::ready(keep)
+        })
+        .boxed()
+}
+
+fn guarded_answer<E: std::error::Error + Send + Sync + 'static>(
+    response: StreamableHttpPostResponse,
+    cut: &CancellationToken,
+    answers: Answers,
+) -> Result<StreamableHttpPostResponse, StreamableHttpError<E>> {
+    match response {
+        StreamableHttpPostResponse::Sse(events, session) => Ok(StreamableHttpPostResponse::Sse(
+            guarded_events(events, cut, answers),
+            session,
+        )),
+        StreamableHttpPostResponse::Json(message, session) => {
+            let id = match &message {
+                JsonRpcMessage::Response(r) => serde_json::to_value(&r.id).ok(),
+                JsonRpcMessage::Error(e) => {
+                    e.id.as_ref().and_then(|id| serde_json::to_value(id).ok())
+                }
+                _ => None,
+            };
+            match (id, &answers) {
+                (Some(id), Answers::To(own)) if id != *own => {
+                    Err(StreamableHttpError::UnexpectedServerResponse(
+                        format!("the answer to request {own} is for request {id}").into(),
+                    ))
+                }
+                _ => Ok(StreamableHttpPostResponse::Json(message, session)),
+            }
+        }
+        accepted => Ok(accepted),
+    }
+}
+
+impl<C: StreamableHttpClient + Sync> StreamableHttpClient for Guarded<C> {
+    type Error = C::Error;
+
+    async fn post_message(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<C::Error>> {
+        let answers = answers_to(&message);
+        let call = (self.inner).post_message(uri, message, session_id, auth_header, custom_headers);
+        self.guard(call, |r, cut| guarded_answer(r, cut, answers))
+            .await
+    }
+
+    async fn post_message_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<C::Error>> {
+        let answers = answers_to(&message);
+        let call = self.inner.post_message_with_max_sse_event_size(
+            uri,
+            message,
+            session_id,
+            auth_header,
+            custom_headers,
+            max_sse_event_size,
+        );
+        self.guard(call, |r, cut| guarded_answer(r, cut, answers))
+            .await
+    }
+
+    async fn post_message_with_response_limits(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        limits: StreamableHttpResponseLimits,
+    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<C::Error>> {
+        let answers = answers_to(&message);
+        let call = self.inner.post_message_with_response_limits(
+            uri,
+            message,
+            session_id,
+            auth_header,
+            custom_headers,
+            limits,
+        );
+        self.guard(call, |r, cut| guarded_answer(r, cut, answers))
+            .await
+    }
+
+    async fn delete_session(
+        &self,
+        uri: Arc<str>,
+        session_id: Arc<str>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<(), StreamableHttpError<C::Error>> {
+        let call = (self.inner).delete_session(uri, session_id, auth_header, custom_headers);
+        self.guard(call, |(), _| Ok(())).await
+    }
+
+    async fn get_stream(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<Events, StreamableHttpError<C::Error>> {
+        let answers = resumed(&last_event_id);
+        let call =
+            (self.inner).get_stream(uri, session_id, last_event_id, auth_header, custom_headers);
+        self.guard(call, |e, cut| Ok(guarded_events(e, cut, answers)))
+            .await
+    }
+
+    async fn get_stream_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> Result<Events, StreamableHttpError<C::Error>> {
+        let answers = resumed(&last_event_id);
+        let call = self.inner.get_stream_with_max_sse_event_size(
+            uri,
+            session_id,
+            last_event_id,
+            auth_header,
+            custom_headers,
+            max_sse_event_size,
+        );
+        self.guard(call, |e, cut| Ok(guarded_events(e, cut, answers)))
+            .await
+    }
+}
+
+/// A GET that resumes a stream (`Last-Event-ID`) may carry the answer of the request that
+/// stream belonged to; the standalone stream carries none.
+fn resumed(last_event_id: &Option<String>) -> Answers {
+    match last_event_id {
+        Some(_) => Answers::Any,
+        None => Answers::None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // Test code: a panic is the failure report.
+
+    use super::*;
+    use rmcp::model::ServerJsonRpcMessage;
+
+    fn event(data: &str) -> Result<sse_stream::Sse, SseError> {
+        Ok(sse_stream::Sse {
+            data: Some(data.to_string()),
+            ..Default::default()
+        })
+    }
+
+    fn stream_of(lines: &[&str]) -> Events {
+        let events: Vec<_> = lines.iter().map(|l| event(l)).collect();
+        futures::stream::iter(events).boxed()
+    }
+
+    async fn kept(events: Events) -> Vec<String> {
+        events
+            .map(|e| e.unwrap().data.unwrap_or_default())
+            .collect()
+            .await
+    }
+
+    const OTHER: &str = r#"{"jsonrpc":"2.0","id":2,"result":{}}"#;
+    const OWN: &str = r#"{"jsonrpc":"2.0","id":3,"result":{}}"#;
+    const ASKS: &str = r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#;
+    const NOTE: &str = r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{}}"#;
+
+    #[tokio::test]
+    async fn a_requests_stream_carries_only_its_own_answer() {
+        let cut = CancellationToken::new();
+        let lines = [
+            OTHER,
+            ASKS,
+            NOTE,
+            r#"{"jsonrpc":"2.0","id":"3","result":{}}"#,
+            OWN,
+        ];
+        let got = kept(guarded_events(
+            stream_of(&lines),
+            &cut,
+            Answers::To(3.into()),
+        ))
+        .await;
+        assert_eq!(
+            got,
+            [ASKS, NOTE, OWN],
+            "another id, and a string \"3\", are dropped"
+        );
+    }
+
+    #[tokio::test]
+    async fn the_standalone_stream_carries_no_answer_and_a_resumed_one_may() {
+        let cut = CancellationToken::new();
+        let lines = [OTHER, ASKS];
+        let standalone = guarded_events(stream_of(&lines), &cut, resumed(&None));
+        assert_eq!(kept(standalone).await, [ASKS]);
+        let resuming = guarded_events(stream_of(&lines), &cut, resumed(&Some("7".into())));
+        assert_eq!(kept(resuming).await, [OTHER, ASKS]);
+    }
+
+    #[tokio::test]
+    async fn a_json_body_answering_another_request_fails_that_request() {
+        let cut = CancellationToken::new();
+        let body: ServerJsonRpcMessage = serde_json::from_str(OTHER).unwrap();
+        let response = StreamableHttpPostResponse::Json(body, None);
+        let got = guarded_answer::<std::io::Error>(response, &cut, Answers::To(3.into()));
+        let Err(e) = got else { panic!("accepted") };
+        assert!(e.to_string().contains("is for request 2"), "{e}");
+        let own: ServerJsonRpcMessage = serde_json::from_str(OWN).unwrap();
+        let response = StreamableHttpPostResponse::Json(own, None);
+        assert!(guarded_answer::<std::io::Error>(response, &cut, Answers::To(3.into())).is_ok());
+    }
+
+    #[tokio::test]
+    async fn dropping_the_transport_ends_its_streams() {
+        let (guarded, sever) = Guarded::new(());
+        let open = futures::stream::pending::<Result<sse_stream::Sse, SseError>>().boxed();
+        let mut events = guarded_events(open, &guarded.cut, Answers::Any);
+        drop(sever);
+        assert!(events.next().await.is_none());
+    }
+}
