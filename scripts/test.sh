@@ -22,7 +22,7 @@ cargo test --workspace --locked
 # The deterministic simulation: a fixed budget of seeds, exact replay, and the injected bug
 # found (a longer run is `scripts/sim.sh 20000`).
 scripts/sim.sh 400
-scripts/sim.sh --injected 400
+scripts/sim.sh --injected 1000  # stops at the first seed that finds it
 scripts/interop.sh
 scripts/tui-e2e.sh
 scripts/web-e2e.sh    # the hosted mode's web page in headless Chromium

@@ -81,6 +81,8 @@ pub enum WebAnswer {
     },
     /// Any other status (a 404 to a request with a session id is that session's expiry).
     Status(u16),
+    /// 401 with this `WWW-Authenticate` challenge: the server wants (new) authorization.
+    Unauthorized(String),
     /// The connection was refused: nothing reached the server.
     Refused,
     /// The connection broke after the request was sent: it may have been handled.

@@ -3,8 +3,8 @@
 //! per configured server. OAuth is `mcp-host-auth`'s: a remote [`Endpoint`] carries its
 //! `OAuth` handle, and the transport sends through the client that handle gives.
 //!
-//! rmcp is used only inside `session/` (the lifecycle and requests), `http` (the Streamable
-//! HTTP transport and its failures), `wire/` (our stdio transport under rmcp's service),
+//! rmcp is used only inside `session/` (the lifecycle and requests), `http/` (the Streamable
+//! HTTP transport, its guards and its failures), `wire/` (our stdio transport under rmcp's service),
 //! `handler` (rmcp's `ClientHandler`), `listing` and `reading` (decoding rmcp's results);
 //! everything this crate exports speaks the neutral types of `mcp-host-core`, and those of
 //! `mcp-host-auth` where a connection needs OAuth.

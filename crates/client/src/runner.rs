@@ -288,6 +288,10 @@ impl Runner {
 
     /// One connection attempt, in the era that worked last (or probing for it).
     async fn connect(&self, attempts: &mut Attempts, stop: &CancellationToken) -> Option<Phase> {
+        // This attempt answers every restart asked for until now: a second request that
+        // came before it (a double click) must not cut the next wait short and start the
+        // server again on its own. Found by the simulation.
+        let _ = futures::FutureExt::now_or_never(self.slot.restart.notified());
         self.set_state(ServerState::Starting);
         let features = ClientFeatures {
             elicitation_defaults: self.spec.elicitation_defaults,

@@ -4,7 +4,9 @@
 //!   call ends, by its deadline;
 //! - nothing reaches a server that the gate did not permit: every `tools/call` a server
 //!   received carries the nonce of a permitted call, for that server and tool;
-//! - each server's published states follow the runner's transitions; a backoff's delay is
+//! - each server's published states follow the runner's transitions, and one that waits
+//!   for a person (failed, needing a sign-in, disabled) starts again only when a person
+//!   asked; a backoff's delay is
 //!   inside the policy's bounds and is waited out; retries before the first connection and
 //!   restarts after it stay inside their budgets (counted from the last restart a person
 //!   asked for; a remote server's reconnects from the last time it was ready); a server that lies about its era is never ready, and a ready one speaks
@@ -206,6 +208,16 @@ impl Checker {
         if !allowed(&track.last, &change.state) {
             found.push(format!(
                 "{}: {from} → {to} is not a transition",
+                change.server
+            ));
+        }
+        let waits_for_a_person = matches!(
+            track.last,
+            ServerState::Failed { .. } | ServerState::NeedsAuth { .. } | ServerState::Disabled
+        );
+        if change.state == ServerState::Starting && waits_for_a_person && !track.restart_pending {
+            found.push(format!(
+                "{}: left {from} on its own, though only a person's restart may end it",
                 change.server
             ));
         }

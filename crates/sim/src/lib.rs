@@ -55,7 +55,7 @@ pub struct Covered {
 }
 
 /// What a budget of seeds must reach between them: both eras on both transports ready,
-/// calls answered on both, retries and failures on both. A simulated server that cannot
+/// calls answered on both, retries and failures on both, a remote server wanting a sign-in. A simulated server that cannot
 /// get ready in an era (as happened: its `server/discover` answer lacked required fields)
 /// would otherwise pass every invariant by never exercising that era.
 pub const MUST_REACH: &[&str] = &[
@@ -69,6 +69,7 @@ pub const MUST_REACH: &[&str] = &[
     "http backoff",
     "stdio failed",
     "http failed",
+    "http needs_auth",
 ];
 
 impl Covered {

@@ -5,8 +5,9 @@
 //! server sends meanwhile (its own requests, progress), and a GET opens the session's
 //! stream for the rest. The faults are HTTP's: a refused connection, a 503, a connection
 //! reset after the request was handled, a session that expires, a request that hangs, an
-//! event stream cut before its answer, a corrupted body, and a server that crashes (its
-//! session is gone) and is unreachable for a while after. Every request must carry the
+//! event stream cut before its answer, a corrupted body, a server that crashes (its
+//! session is gone) and is unreachable for a while after, and a token that expires (every
+//! request refused with 401 until a person signs in again). Every request must carry the
 //! bearer token of this server's audience and no other.
 
 use crate::server::{self, Instance};
@@ -62,6 +63,9 @@ pub struct WebProfile {
     pub listen: bool,
     /// The longest a crashed server stays unreachable.
     pub down_for: Duration,
+    /// How long the host's token is honoured (from the start, and again from each time a
+    /// person signs in): after it every request is refused with 401 until they do.
+    pub token_life: Option<Duration>,
 }
 
 /// The bearer token a server of audience `server` accepts.
@@ -131,6 +135,7 @@ struct Front {
     rng: StdRng,
     down_until: Option<Instant>,
     began: Instant,
+    token_expires: Option<Instant>,
     /// By session id; `None` is the stateless pool.
     conns: BTreeMap<Option<String>, Conn>,
     serial: u64,
@@ -164,6 +169,7 @@ impl Web {
                     ),
                     down_until: None,
                     began: Instant::now(),
+                    token_expires: profile.token_life.map(|life| Instant::now() + life),
                     conns: BTreeMap::new(),
                     serial: 0,
                     streams: Vec::new(),
@@ -189,6 +195,22 @@ impl Web {
             }
         }
         found
+    }
+
+    /// A person signed in to `server` again: its token is honoured for another life.
+    pub fn sign_in(&self, server: &str) {
+        if let Some(front) = self.fronts.get(server)
+            && let Ok(mut f) = front.lock()
+        {
+            f.token_expires = f.profile.token_life.map(|life| Instant::now() + life);
+        }
+    }
+
+    /// Whether `server`'s token has expired (a person's sign-in is what helps).
+    pub fn wants_sign_in(&self, server: &str) -> bool {
+        (self.fronts.get(server))
+            .and_then(|f| f.lock().ok().map(|f| f.expired()))
+            .unwrap_or(false)
     }
 
     /// Takes every server down, so their instances end (a remote server outlives the host,
@@ -232,6 +254,10 @@ fn events(rx: mpsc::UnboundedReceiver<String>) -> BoxStream<'static, String> {
 }
 
 impl Front {
+    fn expired(&self) -> bool {
+        self.token_expires.is_some_and(|t| Instant::now() >= t)
+    }
+
     /// Time since the run began, as the trace counts it.
     fn since(&self) -> Duration {
         Instant::now().duration_since(self.began)
@@ -272,6 +298,13 @@ impl Front {
         }
         if self.down_until.is_some_and(|t| Instant::now() < t) {
             return Reply::Now(WebAnswer::Refused);
+        }
+        if self.expired() {
+            let challenge = format!(
+                "Bearer error=\"invalid_token\", resource_metadata=\"http://127.0.0.1:9/.well-known/oauth-protected-resource/{}\"",
+                self.name
+            );
+            return Reply::Now(WebAnswer::Unauthorized(challenge));
         }
         let fate = self.fate();
         match fate {

@@ -117,6 +117,9 @@ fn draw_servers(rng: &mut StdRng) -> Vec<Drawn> {
                 events: rng.random_bool(0.5),
                 listen: rng.random_bool(0.7),
                 down_for: Duration::from_millis(rng.random_range(0..4000)),
+                token_life: rng
+                    .random_bool(0.3)
+                    .then(|| Duration::from_secs(rng.random_range(5..60))),
             });
             Drawn {
                 name: format!("s{i}"),
@@ -395,9 +398,20 @@ impl Sim {
             }
             70..=79 => {
                 if self.settled(&name) {
+                    // What a person does for a server that wants a sign-in: sign in, then
+                    // have it connect again.
+                    let sign_in = self.web.wants_sign_in(&name);
+                    if sign_in {
+                        self.web.sign_in(&name);
+                    }
                     self.checker.restart_requested(&name);
                     self.manager.reconnect(&ServerId::new(&name));
-                    self.note(format!("step {step}: restart {name}"));
+                    let what = if sign_in {
+                        "sign in and restart"
+                    } else {
+                        "restart"
+                    };
+                    self.note(format!("step {step}: {what} {name}"));
                 }
             }
             80..=87 => {
@@ -427,7 +441,12 @@ impl Sim {
         let state = self.manager.status(&ServerId::new(name)).map(|s| s.state);
         matches!(
             state,
-            Some(ServerState::Ready | ServerState::Failed { .. } | ServerState::Disabled)
+            Some(
+                ServerState::Ready
+                    | ServerState::Failed { .. }
+                    | ServerState::NeedsAuth { .. }
+                    | ServerState::Disabled
+            )
         )
     }
 
@@ -445,6 +464,13 @@ impl Sim {
         let tool = tools[self.rng.random_range(0..tools.len())];
         let ms = self.rng.random_range(0..5000);
         let approve = self.rng.random_bool(0.7);
+        // A person's own call (a direct tool command) is its own approval; a model's may
+        // be asked about. Neither gets past a deny rule.
+        let source = if self.rng.random_bool(0.2) {
+            CallSource::Person
+        } else {
+            CallSource::Model
+        };
         let nonce = self.next_nonce;
         self.next_nonce += 1;
         let catalogue = catalogue(&self.manager, &self.fleet.drawn);
@@ -458,17 +484,21 @@ impl Sim {
             provenance: &Default::default(),
             remembered: &Remembered::default(),
         };
-        let gated = self
-            .gate
-            .decide(entry, &args, facts, CallSource::Model)
-            .await;
+        let gated = self.gate.decide(entry, &args, facts, source).await;
         let permit = match gated {
             Gated::Allowed(permit, _) => Some(permit),
             Gated::Ask(asked, _) if approve => Some(self.gate.approved(asked)),
             Gated::Ask(..) | Gated::Denied(_) => None,
         };
         let verdict = if permit.is_some() { "sent" } else { "refused" };
-        self.note(format!("call {nonce}: {server}/{tool} {verdict}"));
+        self.note(format!(
+            "call {nonce}: {server}/{tool} by {source:?} {verdict}"
+        ));
+        if tool == "forbidden" && permit.is_some() {
+            self.checker.violation(format!(
+                "call {nonce}: a tool a rule denies was let through"
+            ));
+        }
         let Some(permit) = permit else {
             self.checker.decided(nonce, Decided::Refused);
             return;
@@ -524,7 +554,10 @@ impl Sim {
                 self.covered
                     .insert(format!("{transport} ready {}", era.version));
             }
-            if let ServerState::Failed { .. } | ServerState::Backoff { .. } = change.state {
+            if let ServerState::Failed { .. }
+            | ServerState::Backoff { .. }
+            | ServerState::NeedsAuth { .. } = change.state
+            {
                 let transport = self.transport(change.server.as_str());
                 let what = change.state.label();
                 self.covered.insert(format!("{transport} {what}"));

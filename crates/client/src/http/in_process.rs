@@ -11,7 +11,7 @@ use futures::stream::BoxStream;
 use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::model::ClientJsonRpcMessage;
 use rmcp::transport::streamable_http_client::{
-    HttpStatusError, SseError, StreamableHttpClient, StreamableHttpError,
+    AuthRequiredError, HttpStatusError, SseError, StreamableHttpClient, StreamableHttpError,
     StreamableHttpPostResponse,
 };
 use std::collections::HashMap;
@@ -80,6 +80,11 @@ fn failed(status: u16, had_session: bool) -> Error {
     }
 }
 
+/// A 401, as rmcp's reqwest client reports one that carries a challenge.
+fn unauthorized(challenge: String) -> Error {
+    StreamableHttpError::AuthRequired(AuthRequiredError::new(challenge))
+}
+
 /// A connection that failed: refused (nothing was sent) or reset (it may have been handled).
 fn lost(kind: std::io::ErrorKind) -> Error {
     StreamableHttpError::Io(kind.into())
@@ -116,6 +121,7 @@ impl StreamableHttpClient for InProcessHttp {
                 Ok(StreamableHttpPostResponse::Sse(events(e), session))
             }
             WebAnswer::Status(status) => Err(failed(status, had_session)),
+            WebAnswer::Unauthorized(challenge) => Err(unauthorized(challenge)),
             WebAnswer::Refused => Err(lost(std::io::ErrorKind::ConnectionRefused)),
             WebAnswer::Reset => Err(lost(std::io::ErrorKind::ConnectionReset)),
         }
@@ -139,6 +145,7 @@ impl StreamableHttpClient for InProcessHttp {
         match answer {
             WebAnswer::Status(405) => Err(StreamableHttpError::ServerDoesNotSupportDeleteSession),
             WebAnswer::Status(status) => Err(failed(status, true)),
+            WebAnswer::Unauthorized(challenge) => Err(unauthorized(challenge)),
             WebAnswer::Refused => Err(lost(std::io::ErrorKind::ConnectionRefused)),
             WebAnswer::Reset => Err(lost(std::io::ErrorKind::ConnectionReset)),
             WebAnswer::Accepted | WebAnswer::Json { .. } | WebAnswer::Events { .. } => Ok(()),
@@ -161,6 +168,7 @@ impl StreamableHttpClient for InProcessHttp {
             WebAnswer::Events { events: e, .. } => Ok(events(e)),
             WebAnswer::Status(405) => Err(StreamableHttpError::ServerDoesNotSupportSse),
             WebAnswer::Status(status) => Err(failed(status, had_session)),
+            WebAnswer::Unauthorized(challenge) => Err(unauthorized(challenge)),
             WebAnswer::Refused => Err(lost(std::io::ErrorKind::ConnectionRefused)),
             WebAnswer::Reset => Err(lost(std::io::ErrorKind::ConnectionReset)),
             WebAnswer::Accepted | WebAnswer::Json { .. } => {
