@@ -21,6 +21,19 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// Which of some exclusive events happens, given each one's chance (summing to at most 1):
+/// its index, or `None` for none of them. One draw, so a seed's sequence stays the same
+/// whatever the chances are.
+pub(crate) fn pick(rng: &mut rand::rngs::StdRng, chances: &[f64]) -> Option<usize> {
+    use rand::Rng;
+    let roll: f64 = rng.random();
+    let mut edge = 0.0;
+    chances.iter().position(|p| {
+        edge += p;
+        roll < edge
+    })
+}
+
 /// The manager's options for every run (the harness is added per seed): a short backoff
 /// with jitter, so retries and restarts happen often inside a run.
 pub fn base_options() -> Result<ManagerOptions, String> {

@@ -51,28 +51,24 @@ enum Fate {
 }
 
 fn fate(rng: &mut StdRng, f: &Faults, len: usize) -> Fate {
-    let roll: f64 = rng.random();
-    let mut edge = 0.0;
-    let mut hit = |p: f64| {
-        edge += p;
-        roll < edge
-    };
-    if hit(f.delay) {
-        Fate::Delay(Duration::from_millis(rng.random_range(1..3000)))
-    } else if hit(f.drop) {
-        Fate::Drop
-    } else if hit(f.duplicate) {
-        Fate::Duplicate
-    } else if hit(f.truncate) {
-        Fate::Truncate(rng.random_range(0..len.max(1)))
-    } else if hit(f.corrupt) {
-        Fate::Corrupt(rng.random_range(0..len.max(1)))
-    } else if hit(f.close) {
-        Fate::Close
-    } else if hit(f.hang) {
-        Fate::Hang
-    } else {
-        Fate::Pass
+    let chances = [
+        f.delay,
+        f.drop,
+        f.duplicate,
+        f.truncate,
+        f.corrupt,
+        f.close,
+        f.hang,
+    ];
+    match crate::pick(rng, &chances) {
+        Some(0) => Fate::Delay(Duration::from_millis(rng.random_range(1..3000))),
+        Some(1) => Fate::Drop,
+        Some(2) => Fate::Duplicate,
+        Some(3) => Fate::Truncate(rng.random_range(0..len.max(1))),
+        Some(4) => Fate::Corrupt(rng.random_range(0..len.max(1))),
+        Some(5) => Fate::Close,
+        Some(6) => Fate::Hang,
+        _ => Fate::Pass,
     }
 }
 

@@ -265,26 +265,15 @@ impl Front {
 
     fn fate(&mut self) -> Fate {
         let f = self.profile.faults;
-        let roll: f64 = self.rng.random();
-        let mut edge = 0.0;
-        let mut hit = |p: f64| {
-            edge += p;
-            roll < edge
-        };
-        if hit(f.refuse) {
-            Fate::Refuse
-        } else if hit(f.unavailable) {
-            Fate::Unavailable
-        } else if hit(f.reset) {
-            Fate::Reset
-        } else if hit(f.expire) {
-            Fate::Expire
-        } else if hit(f.hang) {
-            Fate::Hang
-        } else if hit(f.cut) {
-            Fate::Cut
-        } else {
-            Fate::Serve
+        let chances = [f.refuse, f.unavailable, f.reset, f.expire, f.hang, f.cut];
+        match crate::pick(&mut self.rng, &chances) {
+            Some(0) => Fate::Refuse,
+            Some(1) => Fate::Unavailable,
+            Some(2) => Fate::Reset,
+            Some(3) => Fate::Expire,
+            Some(4) => Fate::Hang,
+            Some(5) => Fate::Cut,
+            _ => Fate::Serve,
         }
     }
 
