@@ -61,6 +61,9 @@ pub struct WebProfile {
     pub events: bool,
     /// A GET opens the session's stream (else 405).
     pub listen: bool,
+    /// A session's requests are only accepted (202) and answered on its GET stream: not
+    /// what the spec says, but what some servers do and rmcp waits for.
+    pub answers_on_get: bool,
     /// The longest a crashed server stays unreachable.
     pub down_for: Duration,
     /// How long the host's token is honoured (from the start, and again from each time a
@@ -96,6 +99,8 @@ enum Waiter {
         cut: bool,
         corrupt: bool,
     },
+    /// Accepted; the answer goes on the session's GET stream.
+    Listener { corrupt: bool },
 }
 
 /// One session (or the stateless pool) and the instance behind it.
@@ -118,7 +123,7 @@ impl Conn {
         let streams = (self.pending.values())
             .filter_map(|w| match w {
                 Waiter::Events { tx, .. } => Some(tx),
-                Waiter::Body { .. } => None,
+                Waiter::Body { .. } | Waiter::Listener { .. } => None,
             })
             .chain(&self.listeners);
         for tx in streams {
@@ -390,7 +395,11 @@ impl Front {
             let _ = conn.input.send(line);
             return Reply::Now(WebAnswer::Reset);
         }
-        let reply = if streamed {
+        let reply = if self.profile.answers_on_get && key.is_some() && !initialize && !streamed {
+            conn.pending
+                .insert(id, Waiter::Listener { corrupt: corrupted });
+            Reply::Now(WebAnswer::Accepted)
+        } else if streamed {
             let (tx, rx) = mpsc::unbounded_channel();
             let what = format!("{method:?} of session {key:?} at {since:?}");
             self.streams.push((tx.clone(), what));
@@ -472,6 +481,10 @@ impl Front {
             }
             // The stream ends (its sender dropped) without the answer.
             Some(Waiter::Events { cut: true, .. }) => {}
+            Some(Waiter::Listener { corrupt }) => {
+                let line = damaged(line, corrupt);
+                let _ = (conn.listeners.iter()).any(|tx| tx.send(line.clone()).is_ok());
+            }
             None => conn.push(line),
         }
     }

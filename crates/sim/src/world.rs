@@ -108,18 +108,22 @@ fn draw_servers(rng: &mut StdRng) -> Vec<Drawn> {
             let to_server = faulty(rng);
             let from_server = faulty(rng);
             let trusted = rng.random_bool(0.5);
-            let web = rng.random_bool(0.35).then(|| WebProfile {
-                faults: match rng.random_range(0..3) {
-                    0 => WebFaults::default(),
-                    1 => WebFaults::all(0.01),
-                    _ => WebFaults::all(0.04),
-                },
-                events: rng.random_bool(0.5),
-                listen: rng.random_bool(0.7),
-                down_for: Duration::from_millis(rng.random_range(0..4000)),
-                token_life: rng
-                    .random_bool(0.3)
-                    .then(|| Duration::from_secs(rng.random_range(5..60))),
+            let web = rng.random_bool(0.35).then(|| {
+                let listen = rng.random_bool(0.7);
+                WebProfile {
+                    faults: match rng.random_range(0..3) {
+                        0 => WebFaults::default(),
+                        1 => WebFaults::all(0.01),
+                        _ => WebFaults::all(0.04),
+                    },
+                    events: rng.random_bool(0.5),
+                    listen,
+                    answers_on_get: listen && rng.random_bool(0.2),
+                    down_for: Duration::from_millis(rng.random_range(0..4000)),
+                    token_life: rng
+                        .random_bool(0.3)
+                        .then(|| Duration::from_secs(rng.random_range(5..60))),
+                }
             });
             Drawn {
                 name: format!("s{i}"),

@@ -13,22 +13,26 @@
 //!   the POST it answers (or a resumption of it). rmcp merges every stream into one, so a
 //!   late answer of an earlier connection's request, sent on this connection's stream with
 //!   a colliding id (every connection counts from 0), answered a different call. A
-//!   response on another request's stream, or on the standalone GET stream, is dropped; a
-//!   JSON body that answers another id fails its request.
+//!   response on another request's stream is dropped, and so is one on the standalone GET
+//!   stream unless its request's POST was only accepted (202: some servers answer there,
+//!   and rmcp waits for it); a JSON body that answers another id fails its request at
+//!   once, with the reason.
 
 use crate::wire::answered_id;
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use reqwest::header::{HeaderName, HeaderValue};
-use rmcp::model::{ClientJsonRpcMessage, JsonRpcMessage};
+use rmcp::model::{
+    ClientJsonRpcMessage, ErrorCode, ErrorData, JsonRpcError, JsonRpcMessage, RequestId,
+};
 use rmcp::transport::streamable_http_client::{
     SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
     StreamableHttpResponseLimits,
 };
 use serde_json::Value;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 type Events = BoxStream<'static, Result<sse_stream::Sse, SseError>>;
@@ -39,7 +43,12 @@ type Events = BoxStream<'static, Result<sse_stream::Sse, SseError>>;
 pub struct Guarded<C> {
     inner: C,
     cut: CancellationToken,
+    accepted: Accepted,
 }
+
+/// The requests (by id, as JSON text) whose POST the server only accepted: their answers
+/// may come on the standalone stream.
+type Accepted = Arc<Mutex<HashSet<String>>>;
 
 /// Held by the transport; dropping it ends everything its client still has open.
 pub struct Sever(#[allow(dead_code)] DropGuard);
@@ -48,18 +57,59 @@ pub struct Sever(#[allow(dead_code)] DropGuard);
 #[derive(Clone)]
 enum Answers {
     /// Only the answer to this id (a POST's stream).
-    To(Value),
+    To(Value, Accepted),
     /// Any (a resumed stream: the request it belongs to is not known here).
     Any,
-    /// None (a notification's POST, the standalone GET stream).
-    None,
+    /// Only those to requests the server accepted without answering (the standalone GET
+    /// stream, a notification's POST).
+    Accepted(Accepted),
+}
+
+impl Answers {
+    fn admit(&self, id: &Value) -> bool {
+        match self {
+            Self::To(own, _) => id == own,
+            Self::Any => true,
+            Self::Accepted(accepted) => (accepted.lock())
+                .map(|mut a| a.remove(&id.to_string()))
+                .unwrap_or(false),
+        }
+    }
 }
 
 impl<C> Guarded<C> {
     pub fn new(inner: C) -> (Self, Sever) {
         let cut = CancellationToken::new();
         let sever = Sever(cut.clone().drop_guard());
-        (Self { inner, cut }, sever)
+        let accepted = Accepted::default();
+        (
+            Self {
+                inner,
+                cut,
+                accepted,
+            },
+            sever,
+        )
+    }
+
+    /// The answers a POST of `message` may bring back.
+    fn answers_to(&self, message: &ClientJsonRpcMessage) -> Answers {
+        match message {
+            JsonRpcMessage::Request(r) => match serde_json::to_value(&r.id) {
+                Ok(id) => Answers::To(id, self.accepted.clone()),
+                Err(_) => Answers::Any,
+            },
+            _ => Answers::Accepted(self.accepted.clone()),
+        }
+    }
+
+    /// A GET that resumes a stream (`Last-Event-ID`) may carry the answer of the request
+    /// that stream belonged to; the standalone stream only those of accepted requests.
+    fn resumed(&self, last_event_id: &Option<String>) -> Answers {
+        match last_event_id {
+            Some(_) => Answers::Any,
+            None => Answers::Accepted(self.accepted.clone()),
+        }
     }
 
     /// `call`, unless the transport is dropped first, with `check` applied to what it
@@ -79,30 +129,16 @@ impl<C> Guarded<C> {
     }
 }
 
-/// The answers a POST of `message` may bring back.
-fn answers_to(message: &ClientJsonRpcMessage) -> Answers {
-    match message {
-        JsonRpcMessage::Request(r) => serde_json::to_value(&r.id).map_or(Answers::Any, Answers::To),
-        _ => Answers::None,
-    }
-}
-
 /// `events`, ending when the transport is dropped, without the answers it may not carry.
 fn guarded_events(events: Events, cut: &CancellationToken, answers: Answers) -> Events {
     events
         .take_until(cut.clone().cancelled_owned())
         .filter(move |event| {
-            let keep = match (event, &answers) {
-                (_, Answers::Any) | (Err(_), _) => true,
-                (Ok(sse), answers) => {
-                    let answered = sse.data.as_deref().and_then(answered_id);
-                    match (answered, answers) {
-                        (None, _) => true,
-                        (Some(id), Answers::To(own)) => id == *own,
-                        (Some(_), _) => false,
-                    }
-                }
+            let answered = match event {
+                Ok(sse) => sse.data.as_deref().and_then(answered_id),
+                Err(_) => None,
             };
+            let keep = answered.is_none_or(|id| answers.admit(&id));
             if !keep {
                 tracing::debug!("dropped an answer sent on another request's stream");
             }
@@ -130,15 +166,30 @@ fn guarded_answer<E: std::error::Error + Send + Sync + 'static>(
                 _ => None,
             };
             match (id, &answers) {
-                (Some(id), Answers::To(own)) if id != *own => {
-                    Err(StreamableHttpError::UnexpectedServerResponse(
-                        format!("the answer to request {own} is for request {id}").into(),
-                    ))
+                // The request fails at once, with the reason, and the session goes on (an
+                // error from the client here would end the whole transport).
+                (Some(id), Answers::To(own, _)) if id != *own => {
+                    let own_id = serde_json::from_value::<RequestId>(own.clone()).ok();
+                    let why = format!(
+                        "invalid response: the answer to request {own} is for request {id}"
+                    );
+                    let error = ErrorData::new(ErrorCode::INTERNAL_ERROR, why, None);
+                    let failed = JsonRpcMessage::Error(JsonRpcError::new(own_id, error));
+                    Ok(StreamableHttpPostResponse::Json(failed, session))
                 }
                 _ => Ok(StreamableHttpPostResponse::Json(message, session)),
             }
         }
-        accepted => Ok(accepted),
+        StreamableHttpPostResponse::Accepted => {
+            if let Answers::To(own, accepted) = &answers
+                && let Ok(mut a) = accepted.lock()
+            {
+                a.insert(own.to_string());
+            }
+            Ok(StreamableHttpPostResponse::Accepted)
+        }
+        // `non_exhaustive`: whatever rmcp adds later passes as it is.
+        other => Ok(other),
     }
 }
 
@@ -153,7 +204,7 @@ impl<C: StreamableHttpClient + Sync> StreamableHttpClient for Guarded<C> {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<C::Error>> {
-        let answers = answers_to(&message);
+        let answers = self.answers_to(&message);
         let call = (self.inner).post_message(uri, message, session_id, auth_header, custom_headers);
         self.guard(call, |r, cut| guarded_answer(r, cut, answers))
             .await
@@ -168,7 +219,7 @@ impl<C: StreamableHttpClient + Sync> StreamableHttpClient for Guarded<C> {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<C::Error>> {
-        let answers = answers_to(&message);
+        let answers = self.answers_to(&message);
         let call = self.inner.post_message_with_max_sse_event_size(
             uri,
             message,
@@ -190,7 +241,7 @@ impl<C: StreamableHttpClient + Sync> StreamableHttpClient for Guarded<C> {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         limits: StreamableHttpResponseLimits,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<C::Error>> {
-        let answers = answers_to(&message);
+        let answers = self.answers_to(&message);
         let call = self.inner.post_message_with_response_limits(
             uri,
             message,
@@ -222,7 +273,7 @@ impl<C: StreamableHttpClient + Sync> StreamableHttpClient for Guarded<C> {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<Events, StreamableHttpError<C::Error>> {
-        let answers = resumed(&last_event_id);
+        let answers = self.resumed(&last_event_id);
         let call =
             (self.inner).get_stream(uri, session_id, last_event_id, auth_header, custom_headers);
         self.guard(call, |e, cut| Ok(guarded_events(e, cut, answers)))
@@ -238,7 +289,7 @@ impl<C: StreamableHttpClient + Sync> StreamableHttpClient for Guarded<C> {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> Result<Events, StreamableHttpError<C::Error>> {
-        let answers = resumed(&last_event_id);
+        let answers = self.resumed(&last_event_id);
         let call = self.inner.get_stream_with_max_sse_event_size(
             uri,
             session_id,
@@ -249,15 +300,6 @@ impl<C: StreamableHttpClient + Sync> StreamableHttpClient for Guarded<C> {
         );
         self.guard(call, |e, cut| Ok(guarded_events(e, cut, answers)))
             .await
-    }
-}
-
-/// A GET that resumes a stream (`Last-Event-ID`) may carry the answer of the request that
-/// stream belonged to; the standalone stream carries none.
-fn resumed(last_event_id: &Option<String>) -> Answers {
-    match last_event_id {
-        Some(_) => Answers::Any,
-        None => Answers::None,
     }
 }
 
@@ -292,6 +334,10 @@ mod tests {
     const ASKS: &str = r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#;
     const NOTE: &str = r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{}}"#;
 
+    fn to(id: i64) -> Answers {
+        Answers::To(id.into(), Accepted::default())
+    }
+
     #[tokio::test]
     async fn a_requests_stream_carries_only_its_own_answer() {
         let cut = CancellationToken::new();
@@ -302,12 +348,7 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":"3","result":{}}"#,
             OWN,
         ];
-        let got = kept(guarded_events(
-            stream_of(&lines),
-            &cut,
-            Answers::To(3.into()),
-        ))
-        .await;
+        let got = kept(guarded_events(stream_of(&lines), &cut, to(3))).await;
         assert_eq!(
             got,
             [ASKS, NOTE, OWN],
@@ -316,13 +357,27 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn the_standalone_stream_carries_no_answer_and_a_resumed_one_may() {
-        let cut = CancellationToken::new();
+    async fn the_standalone_stream_carries_only_answers_to_accepted_requests_once() {
+        let (guarded, _sever) = Guarded::new(());
         let lines = [OTHER, ASKS];
-        let standalone = guarded_events(stream_of(&lines), &cut, resumed(&None));
-        assert_eq!(kept(standalone).await, [ASKS]);
-        let resuming = guarded_events(stream_of(&lines), &cut, resumed(&Some("7".into())));
-        assert_eq!(kept(resuming).await, [OTHER, ASKS]);
+        let standalone = guarded.resumed(&None);
+        let got = kept(guarded_events(stream_of(&lines), &guarded.cut, standalone)).await;
+        assert_eq!(got, [ASKS], "no request was only accepted");
+        // The POST of request 2 was answered 202: its answer may come here, once.
+        let post = Answers::To(2.into(), guarded.accepted.clone());
+        let accepted = StreamableHttpPostResponse::Accepted;
+        guarded_answer::<std::io::Error>(accepted, &guarded.cut, post).unwrap();
+        let twice = [OTHER, OTHER, ASKS];
+        let standalone = guarded.resumed(&None);
+        let got = kept(guarded_events(stream_of(&twice), &guarded.cut, standalone)).await;
+        assert_eq!(got, [OTHER, ASKS]);
+        let resuming = guarded.resumed(&Some("7".into()));
+        let got = kept(guarded_events(stream_of(&lines), &guarded.cut, resuming)).await;
+        assert_eq!(
+            got,
+            [OTHER, ASKS],
+            "a resumed stream may carry its request's answer"
+        );
     }
 
     #[tokio::test]
@@ -330,12 +385,15 @@ mod tests {
         let cut = CancellationToken::new();
         let body: ServerJsonRpcMessage = serde_json::from_str(OTHER).unwrap();
         let response = StreamableHttpPostResponse::Json(body, None);
-        let got = guarded_answer::<std::io::Error>(response, &cut, Answers::To(3.into()));
-        let Err(e) = got else { panic!("accepted") };
-        assert!(e.to_string().contains("is for request 2"), "{e}");
+        let got = guarded_answer::<std::io::Error>(response, &cut, to(3)).unwrap();
+        let StreamableHttpPostResponse::Json(JsonRpcMessage::Error(e), _) = got else {
+            panic!("taken as the answer")
+        };
+        assert_eq!(e.id, Some(RequestId::Number(3)), "request 3 fails");
+        assert!(e.error.message.contains("is for request 2"), "{e:?}");
         let own: ServerJsonRpcMessage = serde_json::from_str(OWN).unwrap();
         let response = StreamableHttpPostResponse::Json(own, None);
-        assert!(guarded_answer::<std::io::Error>(response, &cut, Answers::To(3.into())).is_ok());
+        assert!(guarded_answer::<std::io::Error>(response, &cut, to(3)).is_ok());
     }
 
     #[tokio::test]
