@@ -220,10 +220,17 @@ impl Runner {
         stop: &CancellationToken,
     ) -> Option<Phase> {
         match phase {
-            Phase::Connect if !self.slot.enabled.load(std::sync::atomic::Ordering::SeqCst) => {
-                Some(Phase::Disabled)
+            Phase::Connect => {
+                // This attempt answers every restart asked for until now: a second request
+                // that came before it (a double click) must not cut the next wait short and
+                // start the server again on its own (found by the simulation). Taken before
+                // `enabled` is read: a disable that comes after the read wakes the next wait.
+                let _ = futures::FutureExt::now_or_never(self.slot.restart.notified());
+                if !self.slot.enabled.load(std::sync::atomic::Ordering::SeqCst) {
+                    return Some(Phase::Disabled);
+                }
+                self.connect(attempts, stop).await
             }
-            Phase::Connect => self.connect(attempts, stop).await,
             Phase::Serve(session) => match self.serve(session, &mut attempts.retrier, stop).await {
                 Ended::Stopped => None,
                 Ended::Lost(reason) => Some(Phase::Down {
@@ -288,10 +295,6 @@ impl Runner {
 
     /// One connection attempt, in the era that worked last (or probing for it).
     async fn connect(&self, attempts: &mut Attempts, stop: &CancellationToken) -> Option<Phase> {
-        // This attempt answers every restart asked for until now: a second request that
-        // came before it (a double click) must not cut the next wait short and start the
-        // server again on its own. Found by the simulation.
-        let _ = futures::FutureExt::now_or_never(self.slot.restart.notified());
         self.set_state(ServerState::Starting);
         let features = ClientFeatures {
             elicitation_defaults: self.spec.elicitation_defaults,

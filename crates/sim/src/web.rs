@@ -429,7 +429,7 @@ impl Front {
     /// Starts an instance for a session (or the stateless pool) and the tasks that feed it
     /// and route what it says.
     fn open(&mut self, key: Option<String>, fleet: &Fleet, me: &Arc<Mutex<Front>>) {
-        let Some(instance) = fleet.instance(&self.name) else {
+        let Some((instance, _)) = fleet.instance(&self.name) else {
             return;
         };
         let (to_instance, instance_in) = tokio::io::duplex(64 * 1024);

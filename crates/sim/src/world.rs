@@ -147,8 +147,9 @@ pub(crate) struct Fleet {
 }
 
 impl Fleet {
-    /// A new instance of `name` (one process start, or one remote session), counted.
-    pub(crate) fn instance(&self, name: &str) -> Option<Instance> {
+    /// A new instance of `name` (one process start, or one remote session), counted, and
+    /// which start of that server it is.
+    pub(crate) fn instance(&self, name: &str) -> Option<(Instance, u32)> {
         let (drawn, control) = (self.drawn.get(name)?, self.controls.get(name)?);
         let start = (control.lock())
             .map(|mut c| {
@@ -157,23 +158,22 @@ impl Fleet {
                 c.started
             })
             .unwrap_or(0);
-        Some(Instance {
+        let instance = Instance {
             name: name.to_string(),
             profile: drawn.profile.clone(),
             control: control.clone(),
             log: self.received.clone(),
             rng: server::instance_rng(self.seed, name, start * 3),
-        })
+        };
+        Some((instance, start))
     }
 
     /// Starts an instance of `name` behind a faulty link each way.
     fn dial(&self, name: &str) -> Result<Pipe, String> {
-        let (Some(drawn), Some(instance)) = (self.drawn.get(name), self.instance(name)) else {
+        let (Some(drawn), Some((instance, start))) = (self.drawn.get(name), self.instance(name))
+        else {
             return Err(format!("no simulated server `{name}`"));
         };
-        let start = (self.controls.get(name))
-            .and_then(|c| c.lock().ok().map(|c| c.started))
-            .unwrap_or(0);
         let rng = |salt: u32| server::instance_rng(self.seed, name, start * 3 + salt);
         // host ⇄ link ⇄ server, each arrow one duplex.
         let (host_out, link_in) = tokio::io::duplex(64 * 1024);

@@ -29,7 +29,6 @@ use rmcp::transport::streamable_http_client::{
     SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
     StreamableHttpResponseLimits,
 };
-use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::sync::{Arc, Mutex};
@@ -46,18 +45,20 @@ pub struct Guarded<C> {
     accepted: Accepted,
 }
 
-/// The requests (by id, as JSON text) whose POST the server only accepted: their answers
-/// may come on the standalone stream.
-type Accepted = Arc<Mutex<HashSet<String>>>;
+/// The requests whose POST the server only accepted: their answers may come on the
+/// standalone stream.
+type Accepted = Arc<Mutex<HashSet<RequestId>>>;
 
 /// Held by the transport; dropping it ends everything its client still has open.
-pub struct Sever(#[allow(dead_code)] DropGuard);
+pub struct Sever {
+    _cut: DropGuard,
+}
 
 /// Which answers a stream may carry.
 #[derive(Clone)]
 enum Answers {
     /// Only the answer to this id (a POST's stream).
-    To(Value, Accepted),
+    To(RequestId, Accepted),
     /// Any (a resumed stream: the request it belongs to is not known here).
     Any,
     /// Only those to requests the server accepted without answering (the standalone GET
@@ -66,13 +67,13 @@ enum Answers {
 }
 
 impl Answers {
-    fn admit(&self, id: &Value) -> bool {
+    fn admit(&self, id: &RequestId) -> bool {
         match self {
             Self::To(own, _) => id == own,
             Self::Any => true,
-            Self::Accepted(accepted) => (accepted.lock())
-                .map(|mut a| a.remove(&id.to_string()))
-                .unwrap_or(false),
+            Self::Accepted(accepted) => {
+                (accepted.lock()).map(|mut a| a.remove(id)).unwrap_or(false)
+            }
         }
     }
 }
@@ -80,7 +81,9 @@ impl Answers {
 impl<C> Guarded<C> {
     pub fn new(inner: C) -> (Self, Sever) {
         let cut = CancellationToken::new();
-        let sever = Sever(cut.clone().drop_guard());
+        let sever = Sever {
+            _cut: cut.clone().drop_guard(),
+        };
         let accepted = Accepted::default();
         (
             Self {
@@ -95,10 +98,7 @@ impl<C> Guarded<C> {
     /// The answers a POST of `message` may bring back.
     fn answers_to(&self, message: &ClientJsonRpcMessage) -> Answers {
         match message {
-            JsonRpcMessage::Request(r) => match serde_json::to_value(&r.id) {
-                Ok(id) => Answers::To(id, self.accepted.clone()),
-                Err(_) => Answers::Any,
-            },
+            JsonRpcMessage::Request(r) => Answers::To(r.id.clone(), self.accepted.clone()),
             _ => Answers::Accepted(self.accepted.clone()),
         }
     }
@@ -147,6 +147,11 @@ fn guarded_events(events: Events, cut: &CancellationToken, answers: Answers) -> 
         .boxed()
 }
 
+/// An id as JSON spells it, so a string `"2"` and a number `2` read differently.
+fn id_text(id: &RequestId) -> String {
+    serde_json::to_string(id).unwrap_or_default()
+}
+
 fn guarded_answer<E: std::error::Error + Send + Sync + 'static>(
     response: StreamableHttpPostResponse,
     cut: &CancellationToken,
@@ -159,22 +164,21 @@ fn guarded_answer<E: std::error::Error + Send + Sync + 'static>(
         )),
         StreamableHttpPostResponse::Json(message, session) => {
             let id = match &message {
-                JsonRpcMessage::Response(r) => serde_json::to_value(&r.id).ok(),
-                JsonRpcMessage::Error(e) => {
-                    e.id.as_ref().and_then(|id| serde_json::to_value(id).ok())
-                }
+                JsonRpcMessage::Response(r) => Some(&r.id),
+                JsonRpcMessage::Error(e) => e.id.as_ref(),
                 _ => None,
             };
             match (id, &answers) {
                 // The request fails at once, with the reason, and the session goes on (an
                 // error from the client here would end the whole transport).
-                (Some(id), Answers::To(own, _)) if id != *own => {
-                    let own_id = serde_json::from_value::<RequestId>(own.clone()).ok();
+                (Some(id), Answers::To(own, _)) if id != own => {
                     let why = format!(
-                        "invalid response: the answer to request {own} is for request {id}"
+                        "invalid response: the answer to request {} is for request {}",
+                        id_text(own),
+                        id_text(id)
                     );
                     let error = ErrorData::new(ErrorCode::INTERNAL_ERROR, why, None);
-                    let failed = JsonRpcMessage::Error(JsonRpcError::new(own_id, error));
+                    let failed = JsonRpcMessage::Error(JsonRpcError::new(Some(own.clone()), error));
                     Ok(StreamableHttpPostResponse::Json(failed, session))
                 }
                 _ => Ok(StreamableHttpPostResponse::Json(message, session)),
@@ -184,7 +188,7 @@ fn guarded_answer<E: std::error::Error + Send + Sync + 'static>(
             if let Answers::To(own, accepted) = &answers
                 && let Ok(mut a) = accepted.lock()
             {
-                a.insert(own.to_string());
+                a.insert(own.clone());
             }
             Ok(StreamableHttpPostResponse::Accepted)
         }
@@ -335,7 +339,7 @@ mod tests {
     const NOTE: &str = r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{}}"#;
 
     fn to(id: i64) -> Answers {
-        Answers::To(id.into(), Accepted::default())
+        Answers::To(RequestId::Number(id), Accepted::default())
     }
 
     #[tokio::test]
@@ -364,7 +368,7 @@ mod tests {
         let got = kept(guarded_events(stream_of(&lines), &guarded.cut, standalone)).await;
         assert_eq!(got, [ASKS], "no request was only accepted");
         // The POST of request 2 was answered 202: its answer may come here, once.
-        let post = Answers::To(2.into(), guarded.accepted.clone());
+        let post = Answers::To(RequestId::Number(2), guarded.accepted.clone());
         let accepted = StreamableHttpPostResponse::Accepted;
         guarded_answer::<std::io::Error>(accepted, &guarded.cut, post).unwrap();
         let twice = [OTHER, OTHER, ASKS];

@@ -1,6 +1,7 @@
-//! Building the Streamable HTTP transport (rmcp's client, our reqwest client and caps, and
-//! OAuth's client around it when the server has OAuth) and classifying its failures by
-//! type, never by message text.
+//! Building the Streamable HTTP transport (rmcp's client over our reqwest client and caps,
+//! OAuth's client around it when the server has OAuth, or a simulation's in-process
+//! servers; always inside [`guarded`]'s wrapper) and classifying its failures by type,
+//! never by message text.
 
 use futures::future::Either;
 use mcp_host_auth::{AuthorizingClient, OAuth};

@@ -80,12 +80,13 @@ struct Head {
     error: Option<IgnoredAny>,
 }
 
-/// The id a response answers (a message without `method`, with a non-null id), read
-/// without decoding the rest; `None` for anything else, and for what does not parse.
-pub(crate) fn answered_id(text: &str) -> Option<Value> {
+/// The id a response answers (a message without `method`, with a string or integer id),
+/// read without decoding the rest; `None` for anything else, and for what does not parse
+/// (no request has such an id, so it can answer none).
+pub(crate) fn answered_id(text: &str) -> Option<RequestId> {
     let head: Head = serde_json::from_str(text).ok()?;
     match (head.method, head.id) {
-        (None, Some(id)) if !id.is_null() => Some(id),
+        (None, Some(id)) => serde_json::from_value(id).ok(),
         _ => None,
     }
 }
@@ -521,10 +522,9 @@ where
 
     fn send(
         &mut self,
-        item: TxJsonRpcMessage<RoleClient>,
+        mut item: TxJsonRpcMessage<RoleClient>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         // Registered before the bytes leave, so the answer can never arrive first.
-        let mut item = item;
         self.shared.note_sent(&mut item);
         let writer = self.writer.clone();
         async move {
@@ -573,9 +573,8 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Correlated<T> {
 
     fn send(
         &mut self,
-        item: TxJsonRpcMessage<RoleClient>,
+        mut item: TxJsonRpcMessage<RoleClient>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        let mut item = item;
         self.shared.note_sent(&mut item);
         self.inner.send(item)
     }
