@@ -7,16 +7,19 @@
 use crate::connections::Connections;
 use mcp_host_core::{ServerId, ServerState, sanitize::one_line};
 use mcp_host_registry::catalogue::{Catalogue, ServerTools};
+use mcp_host_registry::search::hybrid::Embedder;
 use mcp_host_store::pins::{PinError, PinStore};
 use std::sync::Arc;
 use tokio::sync::Mutex;
 
 /// Builds a catalogue from the ready servers, with their configured facts, and checks its
-/// pins. Returns what a person should be told: servers that are not ready, tools that were
-/// skipped.
+/// pins; its searches rank with `embedder` too (which keeps tool vectors between
+/// snapshots). Returns what a person should be told: servers that are not ready, tools
+/// that were skipped.
 pub async fn snapshot(
     servers: &dyn Connections,
     pins: &PinStore,
+    embedder: &Arc<Embedder>,
 ) -> Result<(Catalogue, Vec<String>), PinError> {
     let mut warnings = Vec::new();
     let mut ready = Vec::new();
@@ -54,7 +57,7 @@ pub async fn snapshot(
             instructions: servers.instructions(&id),
         });
     }
-    let mut catalogue = Catalogue::build(ready);
+    let mut catalogue = Catalogue::build(ready).with_embedder(embedder.clone());
     catalogue.check_pins(pins).await?;
     Ok((catalogue, warnings))
 }
@@ -79,6 +82,7 @@ enum Source {
     /// Rebuilt from the servers when they moved.
     Live {
         pins: PinStore,
+        embedder: Arc<Embedder>,
         last: Mutex<Option<(Seen, Arc<Catalogue>)>>,
     },
 }
@@ -96,6 +100,7 @@ impl ToolSource {
     pub fn live(pins: PinStore) -> Self {
         Self(Source::Live {
             pins,
+            embedder: Embedder::new(),
             last: Mutex::new(None),
         })
     }
@@ -107,10 +112,12 @@ impl ToolSource {
         servers: &dyn Connections,
     ) -> Result<(Self, Arc<Catalogue>, Vec<String>), PinError> {
         let at = seen(servers);
-        let (catalogue, warnings) = snapshot(servers, &pins).await?;
+        let embedder = Embedder::new();
+        let (catalogue, warnings) = snapshot(servers, &pins, &embedder).await?;
         let catalogue = Arc::new(catalogue);
         let source = Self(Source::Live {
             pins,
+            embedder,
             last: Mutex::new(Some((at, catalogue.clone()))),
         });
         Ok((source, catalogue, warnings))
@@ -120,7 +127,11 @@ impl ToolSource {
     pub async fn current(&self, servers: &dyn Connections) -> Result<Arc<Catalogue>, PinError> {
         match &self.0 {
             Source::Fixed(c) => Ok(c.clone()),
-            Source::Live { pins, last } => {
+            Source::Live {
+                pins,
+                embedder,
+                last,
+            } => {
                 let mut last = last.lock().await;
                 let now = seen(servers);
                 if let Some((at, catalogue)) = last.as_ref()
@@ -128,7 +139,7 @@ impl ToolSource {
                 {
                     return Ok(catalogue.clone());
                 }
-                let (catalogue, _) = snapshot(servers, pins).await?;
+                let (catalogue, _) = snapshot(servers, pins, embedder).await?;
                 let catalogue = Arc::new(catalogue);
                 *last = Some((now, catalogue.clone()));
                 Ok(catalogue)

@@ -1,7 +1,13 @@
-//! Lexical retrieval over the catalogue: BM25 with field weights (a tool's name counts more
-//! than its description), identifiers split at `snake_case`, `kebab-case` and `camelCase`
-//! boundaries, English stemming and stop words. Built in memory from the catalogue snapshot;
-//! a query is a few postings walks over a dense score array.
+//! Tool retrieval. Lexically: BM25 with field weights (a tool's name counts more than its
+//! description), identifiers split at `snake_case`, `kebab-case` and `camelCase` boundaries
+//! while prose keeps its words whole ("GitHub" stays one word), English stemming and stop
+//! words, generic verbs in names weighed like description words, and numbers and ids in
+//! descriptions left out. Semantically: a static embedding model ([`embed`]) fused with the
+//! lexical ranking ([`hybrid`]). Built in memory from the catalogue snapshot; a query is a
+//! few postings walks over a dense score array, plus one pass over the tool vectors.
+
+pub mod embed;
+pub mod hybrid;
 
 use rust_stemmers::{Algorithm, Stemmer};
 use std::collections::HashMap;
@@ -17,12 +23,49 @@ pub struct DocText {
     pub param_descriptions: Vec<String>,
 }
 
-const WEIGHT_NAME: f32 = 3.0;
-const WEIGHT_TITLE: f32 = 2.0;
-const WEIGHT_SERVER: f32 = 1.0;
-const WEIGHT_DESCRIPTION: f32 = 1.0;
-const WEIGHT_PARAM_NAME: f32 = 1.5;
-const WEIGHT_PARAM_DESCRIPTION: f32 = 0.25;
+/// How much each field and rule counts. [`Tuning::HOST`] is what the host uses;
+/// [`Tuning::PLAIN`] is textbook BM25 over name and description, the evaluation's baseline.
+#[derive(Clone, Copy, Debug)]
+pub struct Tuning {
+    pub name: f32,
+    pub title: f32,
+    pub server: f32,
+    pub description: f32,
+    pub param_name: f32,
+    pub param_description: f32,
+    /// Weight of a generic verb ("get", "list") in a name, instead of `name`.
+    pub generic_verb: f32,
+    /// Query words add their [`QUERY_EXPANSIONS`] at this weight (0: none).
+    pub expansion: f32,
+    /// Prose keeps `camelCase` words whole and descriptions drop numbers and ids.
+    pub prose_rules: bool,
+}
+
+impl Tuning {
+    pub const HOST: Self = Self {
+        name: 3.0,
+        title: 2.0,
+        server: 1.0,
+        description: 1.0,
+        param_name: 1.5,
+        param_description: 0.25,
+        generic_verb: 1.0,
+        expansion: 0.7,
+        prose_rules: true,
+    };
+    pub const PLAIN: Self = Self {
+        name: 1.0,
+        title: 0.0,
+        server: 0.0,
+        description: 1.0,
+        param_name: 0.0,
+        param_description: 0.0,
+        generic_verb: 1.0,
+        expansion: 0.0,
+        prose_rules: false,
+    };
+}
+
 const K1: f32 = 1.2;
 const B: f32 = 0.75;
 
@@ -30,6 +73,13 @@ const STOP_WORDS: &[&str] = &[
     "a", "an", "and", "are", "as", "at", "be", "by", "can", "do", "does", "for", "from", "how",
     "i", "in", "is", "it", "its", "me", "my", "of", "on", "or", "please", "that", "the", "this",
     "to", "use", "what", "when", "where", "which", "with", "you", "your",
+];
+
+/// Verbs so many tool names start with that they say little about which tool is meant.
+const GENERIC_VERBS: &[&str] = &[
+    "get", "list", "create", "add", "update", "delete", "remove", "set", "put", "move", "fetch",
+    "retrieve", "run", "make", "new", "read", "write", "edit", "modify", "find", "search", "query",
+    "check", "do", "execute", "show", "describe",
 ];
 
 /// How people ask versus how tools are named: a query word adds these words with a lower
@@ -74,11 +124,79 @@ const QUERY_EXPANSIONS: &[(&str, &[&str])] = &[
     ("unstage", &["reset"]),
     ("several", &["multiple"]),
     ("many", &["multiple"]),
+    // From the evaluation set's dev part: the words people use for things tools name
+    // otherwise, file types for the products that open them, and common short forms.
+    ("spreadsheet", &["excel", "workbook", "worksheet", "sheet"]),
+    ("xlsx", &["excel", "workbook"]),
+    ("tab", &["sheet", "worksheet"]),
+    ("deck", &["presentation", "slide", "powerpoint"]),
+    ("slides", &["presentation", "slide"]),
+    ("pptx", &["presentation", "powerpoint"]),
+    ("docx", &["document", "word"]),
+    ("ticket", &["issue"]),
+    ("tickets", &["issue"]),
+    ("bug", &["issue"]),
+    ("bugs", &["issue"]),
+    ("pr", &["pull", "request"]),
+    ("repo", &["repository"]),
+    ("meeting", &["event", "calendar"]),
+    ("meetings", &["event", "calendar"]),
+    ("invite", &["event", "calendar"]),
+    ("appointment", &["event", "calendar"]),
+    ("schedule", &["calendar", "event"]),
+    ("book", &["create", "event"]),
+    ("available", &["free", "busy"]),
+    ("free", &["freebusy"]),
+    ("mail", &["email"]),
+    ("inbox", &["email"]),
+    ("relocate", &["move"]),
+    ("drop", &["delete", "remove"]),
+    ("rid", &["delete"]),
+    ("cancel", &["delete"]),
+    ("stage", &["add"]),
+    ("land", &["merge"]),
+    ("squash", &["merge"]),
+    ("approve", &["review"]),
+    ("reply", &["comment"]),
+    ("note", &["comment"]),
+    ("owner", &["assign"]),
+    ("iteration", &["sprint", "cycle"]),
+    ("wiki", &["page", "confluence"]),
+    ("nearby", &["local", "place"]),
+    ("video", &["videos"]),
+    ("press", &["news"]),
+    ("pictures", &["image", "images"]),
+    ("photos", &["image", "images"]),
+    ("online", &["web", "search"]),
+    ("internet", &["web", "search"]),
+    ("k8s", &["kubernetes"]),
+    ("cluster", &["kubernetes"]),
+    ("pod", &["kubernetes"]),
+    ("modified", &["status", "diff"]),
+    ("uncommitted", &["status", "diff"]),
+    ("translate", &["translation"]),
+    ("record", &["item", "row"]),
+    ("row", &["record", "item"]),
 ];
-const EXPANSION_WEIGHT: f32 = 0.5;
 
-/// Splits identifiers and prose into lower-case words.
+/// Splits an identifier (or any text) into lower-case words at every naming convention:
+/// `get_currentTime-v2` is `get current time v 2`.
+pub fn identifier_words(text: &str) -> Vec<String> {
+    split(text, true)
+}
+
+/// Splits prose into lower-case words at non-alphanumeric characters only, so product
+/// names written in `CamelCase` ("GitHub", "PostgreSQL") stay one word.
+pub fn prose_words(text: &str) -> Vec<String> {
+    split(text, false)
+}
+
+/// The words of `text` as the baseline and the identifier fields see them.
 pub fn words(text: &str) -> Vec<String> {
+    identifier_words(text)
+}
+
+fn split(text: &str, identifiers: bool) -> Vec<String> {
     let mut out = Vec::new();
     let mut cur = String::new();
     let mut prev: Option<char> = None;
@@ -88,7 +206,7 @@ pub fn words(text: &str) -> Vec<String> {
             prev = None;
             continue;
         }
-        if let Some(p) = prev {
+        if let (Some(p), true) = (prev, identifiers) {
             let camel = p.is_lowercase() && c.is_uppercase();
             let digit_edge = p.is_ascii_digit() != c.is_ascii_digit();
             if camel || digit_edge {
@@ -108,9 +226,33 @@ fn flush(cur: &mut String, out: &mut Vec<String>) {
     }
 }
 
+/// A word in a description that is a value rather than meaning: a number, a date, an id
+/// or hash ("2024", "a1b2c3d4", "usr_8f3k2"). Short mixed words ("s3", "ec2", "2fa") stay.
+fn is_value(word: &str) -> bool {
+    let digits = word.chars().filter(char::is_ascii_digit).count();
+    digits == word.chars().count() || (digits > 0 && word.len() > 4)
+}
+
+/// Whether `word` is one of the verbs too many tool names share to tell tools apart.
+pub fn is_generic(word: &str) -> bool {
+    GENERIC_VERBS.contains(&word)
+}
+
+/// Keeps the `limit` best (highest score, then lowest document) hits, sorted.
+pub(crate) fn top(hits: &mut Vec<(usize, f32)>, limit: usize) {
+    let by_score = |a: &(usize, f32), b: &(usize, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
+    if hits.len() > limit && limit > 0 {
+        hits.select_nth_unstable_by(limit - 1, by_score);
+        hits.truncate(limit);
+    }
+    hits.sort_by(by_score);
+    hits.truncate(limit);
+}
+
 /// The index. Documents are numbered in the order they were added.
 pub struct Index {
     stemmer: Stemmer,
+    tuning: Tuning,
     postings: HashMap<String, Vec<(u32, f32)>>,
     doc_len: Vec<f32>,
     avg_len: f32,
@@ -126,25 +268,70 @@ impl std::fmt::Debug for Index {
 }
 
 impl Index {
+    /// The host's index of `docs`.
     pub fn build<'a>(docs: impl IntoIterator<Item = &'a DocText>) -> Self {
+        Self::tuned(docs, Tuning::HOST)
+    }
+
+    pub fn tuned<'a>(docs: impl IntoIterator<Item = &'a DocText>, tuning: Tuning) -> Self {
         let stemmer = Stemmer::create(Algorithm::English);
         let mut postings: HashMap<String, Vec<(u32, f32)>> = HashMap::new();
         let mut doc_len = Vec::new();
+        let prose = if tuning.prose_rules {
+            prose_words
+        } else {
+            identifier_words
+        };
         for (i, d) in docs.into_iter().enumerate() {
             let mut tf: HashMap<String, f32> = HashMap::new();
-            let mut add = |text: &str, weight: f32| {
-                for t in terms(&stemmer, text) {
-                    *tf.entry(t).or_default() += weight;
+            let mut add = |words: Vec<String>, weight: f32, generic: f32, values: bool| {
+                if weight == 0.0 {
+                    return;
+                }
+                for w in words {
+                    if STOP_WORDS.contains(&w.as_str()) || (!values && is_value(&w)) {
+                        continue;
+                    }
+                    let weight = if GENERIC_VERBS.contains(&w.as_str()) {
+                        generic
+                    } else {
+                        weight
+                    };
+                    *tf.entry(stemmer.stem(&w).into_owned()).or_default() += weight;
                 }
             };
-            add(&d.name, WEIGHT_NAME);
-            add(&d.title, WEIGHT_TITLE);
-            add(&d.server, WEIGHT_SERVER);
-            add(&d.description, WEIGHT_DESCRIPTION);
-            d.param_names.iter().for_each(|p| add(p, WEIGHT_PARAM_NAME));
-            d.param_descriptions
-                .iter()
-                .for_each(|p| add(p, WEIGHT_PARAM_DESCRIPTION));
+            let keep_values = !tuning.prose_rules;
+            add(
+                identifier_words(&d.name),
+                tuning.name,
+                tuning.generic_verb,
+                true,
+            );
+            add(prose(&d.title), tuning.title, tuning.title, true);
+            add(
+                identifier_words(&d.server),
+                tuning.server,
+                tuning.server,
+                true,
+            );
+            add(
+                prose(&d.description),
+                tuning.description,
+                tuning.description,
+                keep_values,
+            );
+            for p in &d.param_names {
+                add(
+                    identifier_words(p),
+                    tuning.param_name,
+                    tuning.param_name,
+                    true,
+                );
+            }
+            for p in &d.param_descriptions {
+                let w = tuning.param_description;
+                add(prose(p), w, w, keep_values);
+            }
             doc_len.push(tf.values().sum());
             let doc = u32::try_from(i).unwrap_or(u32::MAX);
             for (term, weight) in tf {
@@ -158,6 +345,7 @@ impl Index {
         };
         Self {
             stemmer,
+            tuning,
             postings,
             doc_len,
             avg_len: avg_len.max(f32::EPSILON),
@@ -172,22 +360,43 @@ impl Index {
         self.doc_len.is_empty()
     }
 
-    /// The query's terms with their weights: its own words at 1, expansions lower.
+    /// The stemmed form of a word, as the index holds it.
+    pub fn stem(&self, word: &str) -> String {
+        self.stemmer.stem(word).into_owned()
+    }
+
+    /// The query's terms with their weights: its own words at 1, expansions lower; a
+    /// `camelCase` word also adds its parts at the expansion weight.
     fn query_terms(&self, query: &str) -> Vec<(String, f32)> {
         let mut weighted: HashMap<String, f32> = HashMap::new();
-        for word in words(query) {
-            if let Some((_, extra)) = QUERY_EXPANSIONS.iter().find(|(w, _)| *w == word) {
-                for e in *extra {
-                    let t = self.stemmer.stem(e).into_owned();
-                    let w = weighted.entry(t).or_default();
-                    *w = w.max(EXPANSION_WEIGHT);
-                }
-            }
-            if !STOP_WORDS.contains(&word.as_str()) {
-                weighted.insert(self.stemmer.stem(&word).into_owned(), 1.0);
+        let lower = |weighted: &mut HashMap<String, f32>, word: &str, weight: f32| {
+            let w = weighted.entry(self.stem(word)).or_default();
+            *w = w.max(weight);
+        };
+        let (own, parts) = if self.tuning.prose_rules {
+            (prose_words(query), identifier_words(query))
+        } else {
+            (identifier_words(query), Vec::new())
+        };
+        for word in &own {
+            if let Some((_, extra)) = QUERY_EXPANSIONS.iter().find(|(w, _)| w == word) {
+                extra
+                    .iter()
+                    .for_each(|e| lower(&mut weighted, e, self.tuning.expansion));
             }
         }
-        let mut out: Vec<(String, f32)> = weighted.into_iter().collect();
+        for word in parts.iter().filter(|p| !own.contains(p)) {
+            lower(&mut weighted, word, self.tuning.expansion);
+        }
+        // A number or id in a request ("PAY-77", "4.2.1") names a value, not a tool.
+        let values = self.tuning.prose_rules;
+        for word in own
+            .iter()
+            .filter(|w| !(STOP_WORDS.contains(&w.as_str()) || values && is_value(w)))
+        {
+            weighted.insert(self.stem(word), 1.0);
+        }
+        let mut out: Vec<(String, f32)> = weighted.into_iter().filter(|(_, w)| *w > 0.0).collect();
         out.sort_by(|a, b| a.0.cmp(&b.0));
         out
     }
@@ -213,23 +422,9 @@ impl Index {
             .enumerate()
             .filter(|(_, s)| *s > 0.0)
             .collect();
-        let by_score = |a: &(usize, f32), b: &(usize, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
-        if hits.len() > limit && limit > 0 {
-            hits.select_nth_unstable_by(limit - 1, by_score);
-            hits.truncate(limit);
-        }
-        hits.sort_by(by_score);
-        hits.truncate(limit);
+        top(&mut hits, limit);
         hits
     }
-}
-
-fn terms(stemmer: &Stemmer, text: &str) -> Vec<String> {
-    words(text)
-        .into_iter()
-        .filter(|w| !STOP_WORDS.contains(&w.as_str()))
-        .map(|w| stemmer.stem(&w).into_owned())
-        .collect()
 }
 
 #[cfg(test)]
@@ -239,8 +434,12 @@ mod tests {
     #[test]
     fn identifiers_split_at_every_convention() {
         assert_eq!(
-            words("get_currentTime-v2 HTTPServer"),
+            identifier_words("get_currentTime-v2 HTTPServer"),
             ["get", "current", "time", "v", "2", "httpserver"]
+        );
+        assert_eq!(
+            prose_words("Open a GitHub issue"),
+            ["open", "a", "github", "issue"]
         );
     }
 

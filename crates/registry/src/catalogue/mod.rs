@@ -9,7 +9,10 @@ use crate::lint::{self, Flag};
 use crate::names::{NameTable, ToolKey};
 use crate::pins::{self, PinCheck};
 use crate::schema::{self, Checker, Problem};
+use crate::search::hybrid::{Embedder, SemanticIndex};
 use crate::search::{DocText, Index};
+
+mod ranking;
 use mcp_host_core::pins::PinRecords;
 use mcp_host_core::{
     PromptDescriptor, ResourceDescriptor, ResourceTemplateDescriptor, ServerFacts, ServerId,
@@ -18,7 +21,7 @@ use mcp_host_core::{
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// One server's contribution to a snapshot.
 #[derive(Clone, Debug)]
@@ -216,6 +219,12 @@ pub struct Catalogue {
     by_name: HashMap<String, usize>,
     by_key: HashMap<ToolKey, usize>,
     index: Index,
+    /// Set by [`Catalogue::with_embedder`]: semantic ranking beside the lexical one.
+    embedder: Option<Arc<Embedder>>,
+    /// The tools' vectors, computed on the first search (only deferred catalogues search).
+    semantic: OnceLock<SemanticIndex>,
+    /// The first non-blank line of each server's instructions, as sent.
+    instructions: BTreeMap<ServerId, String>,
     /// Findings about a server: in its instructions, and each of its tools whose text
     /// reads as instructions to the model.
     server_flags: BTreeMap<ServerId, Vec<Flag>>,
@@ -237,7 +246,13 @@ impl Catalogue {
             templates.extend(tagged(&s.server, std::mem::take(&mut s.templates)));
         }
         let mut server_flags: BTreeMap<ServerId, Vec<Flag>> = BTreeMap::new();
+        let mut instructions = BTreeMap::new();
         for s in &servers {
+            if let Some(line) = (s.instructions.as_deref().unwrap_or_default().lines())
+                .find(|l| !l.trim().is_empty())
+            {
+                instructions.insert(s.server.clone(), line.to_string());
+            }
             let found = lint::instructions_flags(s.instructions.as_deref().unwrap_or_default());
             if !found.is_empty() {
                 server_flags.insert(s.server.clone(), found);
@@ -292,8 +307,17 @@ impl Catalogue {
             by_name,
             by_key,
             index,
+            embedder: None,
+            semantic: OnceLock::new(),
+            instructions,
             server_flags,
         }
+    }
+
+    /// The first line of `server`'s instructions, if it sent any; check
+    /// [`Catalogue::server_flags`] before showing it to a model.
+    pub fn instructions(&self, server: &ServerId) -> Option<&str> {
+        self.instructions.get(server).map(String::as_str)
     }
 
     /// Findings about `server` itself (its instructions, and its tools that read as
@@ -371,15 +395,6 @@ impl Catalogue {
             .get(name)
             .ok_or_else(|| Refusal::UnknownTool(name.to_string()))?;
         self.prepare_call(entry, args).map(|()| entry)
-    }
-
-    /// The best `limit` entries for `query`, best first.
-    pub fn search(&self, query: &str, limit: usize) -> Vec<(&Entry, f32)> {
-        self.index
-            .search(query, limit)
-            .into_iter()
-            .map(|(i, s)| (&self.entries[i], s))
-            .collect()
     }
 
     /// Compares every entry with its pin in `pins` (pinning new ones) and records the result.
@@ -505,7 +520,7 @@ fn without_examples(text: &str) -> String {
     out
 }
 
-fn doc_text(e: &Entry) -> DocText {
+pub(crate) fn doc_text(e: &Entry) -> DocText {
     let props = e
         .tool
         .input_schema
