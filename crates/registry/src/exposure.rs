@@ -278,10 +278,12 @@ impl Exposure {
             .and_then(Value::as_u64)
             .map_or(5, |l| l as usize)
             .clamp(1, MAX_SEARCH_LIMIT);
+        // Tools that cannot be called are ranked too; ask for enough that `limit` remain.
         let hits: Vec<Value> = catalogue
-            .search(query, limit)
+            .search(query, limit + MAX_SEARCH_LIMIT)
             .into_iter()
             .filter(|(e, _)| e.callable)
+            .take(limit)
             .map(|(e, _)| {
                 json!({
                     "name": e.name,

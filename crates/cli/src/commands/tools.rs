@@ -11,6 +11,7 @@ use anyhow::bail;
 use mcp_host_engine::session::views::describe_flag;
 use mcp_host_registry::catalogue::Entry;
 use mcp_host_registry::pins::{self, PinCheck};
+use mcp_host_registry::search::hybrid::Ranking;
 use serde_json::{Value, json};
 use std::process::ExitCode;
 
@@ -39,11 +40,14 @@ pub async fn run(host: &Host, args: ToolsArgs) -> anyhow::Result<ExitCode> {
             catalogue.check_pins(&store).await?;
         }
         let shown: Vec<(&Entry, Option<f32>)> = match &args.search {
-            Some(q) => catalogue
-                .search(q, args.limit)
-                .into_iter()
-                .map(|(e, s)| (e, Some(s)))
-                .collect(),
+            Some(q) => {
+                if catalogue.ranking() == Ranking::Lexical {
+                    crate::output::errln!("ranking: {}", Ranking::Lexical.describe());
+                }
+                (catalogue.search(q, args.limit).into_iter())
+                    .map(|(e, s)| (e, Some(s)))
+                    .collect()
+            }
             None => catalogue.entries().iter().map(|e| (e, None)).collect(),
         };
         if args.json {

@@ -219,6 +219,8 @@ pub struct Catalogue {
     by_name: HashMap<String, usize>,
     by_key: HashMap<ToolKey, usize>,
     index: Index,
+    /// Each server's name as stemmed words (entries are sorted by server, so in order).
+    server_words: Vec<(ServerId, Vec<String>)>,
     /// Set by [`Catalogue::with_embedder`]: semantic ranking beside the lexical one.
     embedder: Option<Arc<Embedder>>,
     /// The tools' vectors, computed on the first search (only deferred catalogues search).
@@ -289,6 +291,7 @@ impl Catalogue {
         }
         let docs: Vec<DocText> = entries.iter().map(doc_text).collect();
         let index = Index::build(&docs);
+        let server_words = ranking::server_words(&index, &entries);
         let by_name = entries
             .iter()
             .enumerate()
@@ -307,6 +310,7 @@ impl Catalogue {
             by_name,
             by_key,
             index,
+            server_words,
             embedder: None,
             semantic: OnceLock::new(),
             instructions,

@@ -85,16 +85,26 @@ impl Catalogue {
             .chain(&identifier_words(query))
             .map(|w| self.index.stem(w))
             .collect();
-        let mut servers: Vec<&ServerId> = self.entries.iter().map(|e| &e.key.server).collect();
-        servers.dedup();
-        servers
-            .into_iter()
-            .filter(|s| {
-                let words = prose_words(s.as_str());
-                !words.is_empty() && words.iter().all(|w| asked.contains(&self.index.stem(w)))
-            })
+        (self.server_words.iter())
+            .filter(|(_, words)| !words.is_empty() && words.iter().all(|w| asked.contains(w)))
+            .map(|(s, _)| s)
             .collect()
     }
+}
+
+/// Each server's name as stemmed words, for [`Catalogue::search`] to see it named.
+pub(super) fn server_words(index: &Index, entries: &[Entry]) -> Vec<(ServerId, Vec<String>)> {
+    let mut servers: Vec<&ServerId> = entries.iter().map(|e| &e.key.server).collect();
+    servers.dedup();
+    (servers.into_iter())
+        .map(|s| {
+            let words = prose_words(s.as_str())
+                .iter()
+                .map(|w| index.stem(w))
+                .collect();
+            (s.clone(), words)
+        })
+        .collect()
 }
 
 /// What a tool's vector is made of: its name's words, title and description.
