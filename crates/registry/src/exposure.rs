@@ -184,7 +184,10 @@ fn excerpt(e: &Entry) -> String {
     } else {
         &e.description
     };
-    let flat = one_line(text, EXCERPT_CHARS * 2);
+    // Descriptions are often several lines (a summary, then "Args:"); the excerpt reads on
+    // across them, with the whitespace folded.
+    let folded = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let flat = one_line(&folded, EXCERPT_CHARS * 2);
     if flat.chars().count() <= EXCERPT_CHARS {
         return flat;
     }
@@ -425,7 +428,7 @@ mod tests {
                 vec![tool(
                     "create_issue",
                     None,
-                    "Create a new issue in a GitHub repository. It takes a title and a body. Labels and assignees are optional and must exist.",
+                    "\nCreate a new issue in a GitHub repository.\nIt takes a title and a body.\n  Labels and assignees are optional and must exist.",
                 )],
             ),
             described(
@@ -470,6 +473,11 @@ mod tests {
         let found = Exposure::for_context_window(1)
             .search_tools(&c, &json!({"query": "open a github issue"}));
         assert_eq!(found["tools"][0]["server"], "gh");
+        assert_eq!(
+            found["tools"][0]["description"],
+            "Create a new issue in a GitHub repository. It takes a title and a body. Labels and assignees are optional and must exist.",
+            "an excerpt reads on across lines"
+        );
         assert_eq!(
             found["ranking"],
             Ranking::Lexical.describe(),
