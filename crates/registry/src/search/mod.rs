@@ -191,11 +191,6 @@ pub fn prose_words(text: &str) -> Vec<String> {
     split(text, false)
 }
 
-/// The words of `text` as the baseline and the identifier fields see them.
-pub fn words(text: &str) -> Vec<String> {
-    identifier_words(text)
-}
-
 fn split(text: &str, identifiers: bool) -> Vec<String> {
     let mut out = Vec::new();
     let mut cur = String::new();
