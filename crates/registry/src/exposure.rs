@@ -71,7 +71,7 @@ pub fn meta_tool_definitions(catalogue: &Catalogue) -> Vec<ToolDefinition> {
     let mut search = String::from(
         "Search the available tools by what you want to do. Most tools are not loaded: find them here, then call load_tools with the names you need, and they become callable on your next step. Name the product or server in the query when you know it.",
     );
-    search.push_str(&server_list(catalogue));
+    search.push_str(catalogue.server_list.get_or_init(|| server_list(catalogue)));
     vec![
         ToolDefinition {
             name: HostTool::SearchTools.name().into(),

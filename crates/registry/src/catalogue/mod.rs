@@ -225,6 +225,9 @@ pub struct Catalogue {
     embedder: Option<Arc<Embedder>>,
     /// The tools' vectors, computed on the first search (only deferred catalogues search).
     semantic: OnceLock<SemanticIndex>,
+    /// `search_tools`' server list, made once per snapshot (every deferred model step
+    /// sends it).
+    pub(crate) server_list: OnceLock<String>,
     /// The first non-blank line of each server's instructions, as sent.
     instructions: BTreeMap<ServerId, String>,
     /// Findings about a server: in its instructions, and each of its tools whose text
@@ -313,6 +316,7 @@ impl Catalogue {
             server_words,
             embedder: None,
             semantic: OnceLock::new(),
+            server_list: OnceLock::new(),
             instructions,
             server_flags,
         }

@@ -5,7 +5,7 @@
 //! [`SemanticIndex`] is the matrix of its tools' vectors; the two rankings are combined by
 //! reciprocal rank fusion, which needs no score calibration between them.
 
-use super::embed::{StaticModel, TableError, normalise};
+use super::embed::{StaticModel, normalise};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -14,33 +14,6 @@ use std::sync::{Arc, Mutex, OnceLock};
 const DOC_TOKENS: usize = 96;
 /// Candidates each ranking contributes to the fusion.
 pub const CANDIDATES: usize = 40;
-/// A vector as int8 components and one scale, a quarter of the f32 bytes: at 10,000 tools
-/// the f32 matrix (5 MB) made a search wait on memory, not on arithmetic.
-fn quantise(v: &[f32], out: &mut Vec<i8>) -> f32 {
-    let max = v.iter().fold(0f32, |m, x| m.max(x.abs()));
-    let scale = if max > 0.0 { max / 127.0 } else { 1.0 };
-    out.extend(
-        v.iter()
-            .map(|x| (x / scale).round().clamp(-127.0, 127.0) as i8),
-    );
-    scale
-}
-
-/// An int8 dot product in sixteen independent i32 lanes, which the compiler vectorises.
-fn dot(a: &[i8], b: &[i8]) -> i32 {
-    let mut lanes = [0i32; 16];
-    let (a16, b16) = (a.chunks_exact(16), b.chunks_exact(16));
-    let tail: i32 = (a16.remainder().iter().zip(b16.remainder()))
-        .map(|(x, y)| i32::from(*x) * i32::from(*y))
-        .sum();
-    for (x, y) in a16.zip(b16) {
-        for i in 0..16 {
-            lanes[i] += i32::from(x[i]) * i32::from(y[i]);
-        }
-    }
-    lanes.iter().sum::<i32>() + tail
-}
-
 /// Reciprocal rank fusion's damping constant (60 in the original paper; smaller lets first
 /// places count more). Tuned on the evaluation set's dev part, with [`SEMANTIC_WEIGHT`].
 const RRF_K: f32 = 10.0;
@@ -65,12 +38,19 @@ impl Ranking {
     }
 }
 
-/// The lazily loaded model and the vectors of every tool definition seen.
+/// What the session keeps of each tool definition it has seen, by definition hash: its
+/// tokens, and its vector as the first snapshot that embedded it weighted it.
+#[derive(Default)]
+struct Seen {
+    tokens: HashMap<String, Arc<[u32]>>,
+    rows: HashMap<String, (Arc<[i8]>, f32)>,
+}
+
+/// The lazily loaded model and what it made of every tool definition seen.
 #[derive(Default)]
 pub struct Embedder {
     model: OnceLock<Option<StaticModel>>,
-    vectors: Mutex<HashMap<String, Arc<[f32]>>>,
-    load_error: OnceLock<TableError>,
+    seen: Mutex<Seen>,
 }
 
 impl std::fmt::Debug for Embedder {
@@ -87,43 +67,11 @@ impl Embedder {
     }
 
     /// The model, loading it on the first call; `None` when this build has none or its
-    /// table is unreadable (then [`Embedder::load_error`] says why).
+    /// table is unreadable (a test reads the built-in one, so that is a build defect).
     pub fn model(&self) -> Option<&StaticModel> {
         self.model
-            .get_or_init(|| match StaticModel::embedded()? {
-                Ok(m) => Some(m),
-                Err(e) => {
-                    let _ = self.load_error.set(e);
-                    None
-                }
-            })
+            .get_or_init(|| StaticModel::embedded()?.ok())
             .as_ref()
-    }
-
-    pub fn load_error(&self) -> Option<&TableError> {
-        self.load_error.get()
-    }
-
-    /// The vector of the tool whose definition hashes to `hash`, embedding `text` once.
-    fn vector(
-        &self,
-        model: &StaticModel,
-        weights: &TokenWeights,
-        hash: &str,
-        text: &str,
-    ) -> Arc<[f32]> {
-        let mut cache = self
-            .vectors
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(v) = cache.get(hash) {
-            return v.clone();
-        }
-        let mut tokens = model.tokens(text);
-        tokens.truncate(DOC_TOKENS);
-        let v: Arc<[f32]> = embed(model, weights, &tokens).into();
-        cache.insert(hash.to_string(), v.clone());
-        v
     }
 }
 
@@ -152,6 +100,33 @@ fn embed(model: &StaticModel, weights: &TokenWeights, tokens: &[u32]) -> Vec<f32
     v
 }
 
+/// A vector as int8 components and one scale, a quarter of the f32 bytes: at 10,000 tools
+/// the f32 matrix (5 MB) made a search wait on memory, not on arithmetic.
+fn quantise(v: &[f32], out: &mut Vec<i8>) -> f32 {
+    let max = v.iter().fold(0f32, |m, x| m.max(x.abs()));
+    let scale = if max > 0.0 { max / 127.0 } else { 1.0 };
+    out.extend(
+        v.iter()
+            .map(|x| (x / scale).round().clamp(-127.0, 127.0) as i8),
+    );
+    scale
+}
+
+/// An int8 dot product in sixteen independent i32 lanes, which the compiler vectorises.
+fn dot(a: &[i8], b: &[i8]) -> i32 {
+    let mut lanes = [0i32; 16];
+    let (a16, b16) = (a.chunks_exact(16), b.chunks_exact(16));
+    let tail: i32 = (a16.remainder().iter().zip(b16.remainder()))
+        .map(|(x, y)| i32::from(*x) * i32::from(*y))
+        .sum();
+    for (x, y) in a16.zip(b16) {
+        for i in 0..16 {
+            lanes[i] += i32::from(x[i]) * i32::from(y[i]);
+        }
+    }
+    lanes.iter().sum::<i32>() + tail
+}
+
 /// One snapshot's tool vectors, row i for document i, quantised.
 pub struct SemanticIndex {
     dims: usize,
@@ -169,28 +144,44 @@ impl std::fmt::Debug for SemanticIndex {
 }
 
 impl SemanticIndex {
-    /// Builds the index of `docs` as (definition hash, text to embed).
+    /// Builds the index of `docs` as (definition hash, text to embed). A definition the
+    /// session has seen is neither tokenised nor embedded again.
     pub fn build(embedder: &Embedder, model: &StaticModel, docs: &[(&str, String)]) -> Self {
+        let mut seen = (embedder.seen.lock()).unwrap_or_else(std::sync::PoisonError::into_inner);
+        let tokens: Vec<Arc<[u32]>> = (docs.iter())
+            .map(|(hash, text)| {
+                let made = seen.tokens.entry((*hash).to_string()).or_insert_with(|| {
+                    let mut t = model.tokens(text);
+                    t.truncate(DOC_TOKENS);
+                    t.into()
+                });
+                made.clone()
+            })
+            .collect();
         let mut weights = TokenWeights {
             docs: docs.len() as u32,
             ..TokenWeights::default()
         };
-        for (_, text) in docs {
-            let mut tokens = model.tokens(text);
-            tokens.truncate(DOC_TOKENS);
-            tokens.sort_unstable();
-            tokens.dedup();
-            for t in tokens {
+        for doc in &tokens {
+            let mut distinct = doc.to_vec();
+            distinct.sort_unstable();
+            distinct.dedup();
+            for t in distinct {
                 *weights.df.entry(t).or_default() += 1;
             }
         }
         let dims = model.dims();
         let mut matrix = Vec::with_capacity(docs.len() * dims);
-        let scales = (docs.iter())
-            .map(|(hash, text)| {
-                quantise(&embedder.vector(model, &weights, hash, text), &mut matrix)
-            })
-            .collect();
+        let mut scales = Vec::with_capacity(docs.len());
+        for ((hash, _), doc) in docs.iter().zip(&tokens) {
+            let (row, scale) = seen.rows.entry((*hash).to_string()).or_insert_with(|| {
+                let mut row = Vec::with_capacity(dims);
+                let scale = quantise(&embed(model, &weights, doc), &mut row);
+                (row.into(), scale)
+            });
+            matrix.extend_from_slice(row);
+            scales.push(*scale);
+        }
         Self {
             dims,
             matrix,
@@ -234,6 +225,40 @@ pub fn fuse(rankings: &[(&[(usize, f32)], f32)], limit: usize) -> Vec<(usize, f3
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn tiny_model() -> StaticModel {
+        let mut t = b"MHSE".to_vec();
+        for n in [1u32, 3, 2] {
+            t.extend(n.to_le_bytes());
+        }
+        for v in [[100i8, 0], [0, 100], [70, 70]] {
+            t.extend(1f32.to_le_bytes());
+            t.extend(v.iter().map(|&x| x as u8));
+        }
+        StaticModel::parse(&t, "play\nlist\nsong").unwrap()
+    }
+
+    #[test]
+    fn a_definition_seen_before_is_neither_tokenised_nor_embedded_again() {
+        let model = tiny_model();
+        let embedder = Embedder::default();
+        let first = SemanticIndex::build(
+            &embedder,
+            &model,
+            &[("h1", "play".into()), ("h2", "list".into())],
+        );
+        // The same definition hash with other text: the session's row is reused, so the
+        // text cannot have been read again.
+        let next = SemanticIndex::build(
+            &embedder,
+            &model,
+            &[("h1", "list".into()), ("h3", "song".into())],
+        );
+        assert_eq!(first.matrix[..2], next.matrix[..2]);
+        let seen = embedder.seen.lock().unwrap();
+        assert_eq!((seen.tokens.len(), seen.rows.len()), (3, 3));
+        assert_eq!(next.search(&model, "play", 1)[0].0, 0);
+    }
 
     #[test]
     fn quantised_dot_products_keep_the_cosine() {
