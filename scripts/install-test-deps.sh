@@ -8,6 +8,7 @@
 set -euo pipefail
 
 DEPS="${MCP_HOST_DEPS:-$HOME/.cache/mcp-host-deps}"
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 NPM_PKGS=(
   "@modelcontextprotocol/conformance@0.1.16"
   "@modelcontextprotocol/server-everything@2026.8.31"
@@ -65,7 +66,10 @@ fi
 READABILIPY_JS="$(find "$DEPS/venv/lib" -type d -path '*readabilipy/javascript' | head -1)"
 if [ -n "$READABILIPY_JS" ] && [ ! -d "$READABILIPY_JS/node_modules" ]; then
   log "npm install (readabilipy's Readability.js)"
-  (cd "$READABILIPY_JS" && npm install --loglevel=error >/dev/null)
+  # From a committed lockfile: its ranges (`jsdom >=12`) resolved afresh once named a
+  # version the registry did not yet serve, failing a clean CI run.
+  cp "$ROOT/scripts/readabilipy/package.json" "$ROOT/scripts/readabilipy/package-lock.json" "$READABILIPY_JS/"
+  (cd "$READABILIPY_JS" && npm ci --loglevel=error >/dev/null)
 fi
 
 # The npx and uvx forms of the interop test run offline from caches filled here.
