@@ -4,7 +4,7 @@
 use crate::file::{ConfigProblem, Origin, Severity};
 
 /// Top-level keys of an `mcpServers` file.
-pub(crate) const TOP_LEVEL: &[&str] = &["mcpServers", "permissions", "hooks"];
+pub(crate) const TOP_LEVEL: &[&str] = &["mcpServers", "permissions", "hooks", "defaults"];
 
 /// Keys of one server entry: the fields of [`crate::RawServer`] as written (a unit test
 /// keeps the two in step).
@@ -26,6 +26,8 @@ pub(crate) const SERVER: &[&str] = &[
     "parallel",
     "maxResultTokens",
     "tools",
+    "enabledTools",
+    "disabledTools",
     "oauth",
     "sandbox",
 ];
@@ -124,7 +126,8 @@ mod tests {
             "url": "https://x", "headers": {"H": "v"}, "enabled": true, "timeout": 1,
             "toolTimeout": 1, "trust": true, "alwaysLoad": true, "allowUnvalidated": true,
             "elicitationDefaults": true, "parallel": true, "maxResultTokens": 1,
-            "tools": {"t": {}}, "oauth": {}, "sandbox": "strict"
+            "tools": {"t": {}}, "oauth": {}, "sandbox": "strict", "enabledTools": ["t"],
+            "disabledTools": ["u"]
         }))
         .unwrap();
         let value = serde_json::to_value(full).unwrap();

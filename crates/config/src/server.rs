@@ -5,7 +5,7 @@
 use crate::expand::{ExpandError, expand};
 use crate::oauth::{OAuthConfig, RawOAuth};
 use crate::sandbox::{SandboxSpec, sandbox_spec};
-use mcp_host_core::ServerFacts;
+use mcp_host_core::{ServerFacts, ToolFilter};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -82,6 +82,13 @@ pub struct RawServer {
     /// Per-tool overrides, by the server's own tool name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub tools: BTreeMap<String, RawToolOptions>,
+    /// Offer only these of the server's tools (by its own names); the rest are not shown to
+    /// anyone, the model or a person (Codex's `enabled_tools`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enabled_tools: Option<Vec<String>>,
+    /// Never offer these of the server's tools (Codex's `disabled_tools`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub disabled_tools: Vec<String>,
     /// OAuth for an http server (only needed for a pre-registered client, a client
     /// metadata document, fixed scopes or machine-to-machine use; discovery and dynamic
     /// registration need nothing here).
@@ -164,7 +171,8 @@ impl SpecError {
 ///
 /// Left out, because they change only what the host does on its side: `enabled`, the
 /// timeouts, `trust` (never believed for a project file), `alwaysLoad`, `parallel` and the
-/// result caps; and `sandbox`, which a project file can only narrow (a user's own file
+/// result caps; the tool filters, which only hide tools of a server already approved whole;
+/// and `sandbox`, which a project file can only narrow (a user's own file
 /// needs no approval). The files named are hashed by path, not contents: an ID token file
 /// is rewritten by its issuer by design, and a key file rotates.
 pub fn definition_hash(raw: &RawServer) -> String {
@@ -188,6 +196,8 @@ pub fn definition_hash(raw: &RawServer) -> String {
         parallel: _,
         max_result_tokens: _,
         tools: _,
+        enabled_tools: _,
+        disabled_tools: _,
         sandbox: _,
     } = raw;
     // serde_json writes struct fields in declaration order and BTreeMaps sorted: canonical.
@@ -243,6 +253,14 @@ impl RawServer {
                 .collect(),
             // Only the host knows, once it has looked at the kernel and the command.
             sealed: false,
+            tool_filter: (self.enabled_tools.is_some() || !self.disabled_tools.is_empty()).then(
+                || {
+                    std::sync::Arc::new(ToolFilter {
+                        only: (self.enabled_tools.as_ref()).map(|t| t.iter().cloned().collect()),
+                        except: self.disabled_tools.iter().cloned().collect(),
+                    })
+                },
+            ),
         }
     }
 

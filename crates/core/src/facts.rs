@@ -4,7 +4,7 @@
 //! config crate fills it; the catalogue carries it with every entry, so whoever holds an
 //! entry can answer these questions without asking the connection layer.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// One server's facts. The default is a server configured with none of these keys.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -27,6 +27,25 @@ pub struct ServerFacts {
     /// tools as read-only even when their annotations are not believed. Set by the host
     /// when it starts the server, never by a file.
     pub sealed: bool,
+    /// Which of the server's tools are offered at all (all of them without one). Shared:
+    /// a spec is copied into every state the server goes through.
+    pub tool_filter: Option<std::sync::Arc<ToolFilter>>,
+}
+
+/// `enabledTools` / `disabledTools`: a tool outside the filter is not in the catalogue, so
+/// neither the model nor a person can see or call it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ToolFilter {
+    /// Only these (by the server's own names), when given.
+    pub only: Option<BTreeSet<String>>,
+    /// Never these.
+    pub except: BTreeSet<String>,
+}
+
+impl ToolFilter {
+    pub fn offers(&self, tool: &str) -> bool {
+        !self.except.contains(tool) && self.only.as_ref().is_none_or(|o| o.contains(tool))
+    }
 }
 
 impl Default for ServerFacts {
@@ -40,11 +59,17 @@ impl Default for ServerFacts {
             max_result_tokens: None,
             tool_result_tokens: BTreeMap::new(),
             sealed: false,
+            tool_filter: None,
         }
     }
 }
 
 impl ServerFacts {
+    /// Whether the server's tool `tool` is offered at all.
+    pub fn offers(&self, tool: &str) -> bool {
+        self.tool_filter.as_ref().is_none_or(|f| f.offers(tool))
+    }
+
     /// The configured result cap for one tool: the tool's own, else the server's.
     pub fn result_tokens(&self, tool: &str) -> Option<u64> {
         self.tool_result_tokens

@@ -18,7 +18,7 @@ pub mod time;
 pub mod types;
 
 pub use definition::ToolDefinition;
-pub use facts::ServerFacts;
+pub use facts::{ServerFacts, ToolFilter};
 pub use state::{Era, ServerState, ServerStatus, TransportKind};
 pub use types::{
     CallOutcome, Content, ListIssue, PromptArgument, PromptDescriptor, ResourceDescriptor,

@@ -266,6 +266,9 @@ impl Catalogue {
         let mut sorted: BTreeMap<ToolKey, (ToolDescriptor, Arc<ServerFacts>)> = BTreeMap::new();
         for s in servers {
             for t in s.tools {
+                if !s.facts.offers(&t.name) {
+                    continue;
+                }
                 let key = ToolKey {
                     server: s.server.clone(),
                     tool: t.name.clone(),
