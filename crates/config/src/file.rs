@@ -100,7 +100,30 @@ pub struct ConfigFile {
     pub servers: Vec<(String, Located<RawServer>)>,
     pub permissions: Option<Located<RawPermissions>>,
     pub hooks: Option<Located<RawHooks>>,
+    pub defaults: Option<Located<RawDefaults>>,
     pub problems: Vec<ConfigProblem>,
+}
+
+/// `"defaults"`: what the interactive and headless hosts use when the command line does not
+/// say. Read from the user's own files only: a cloned project choosing the model's address
+/// or the approval mode would be choosing where prompts go and what runs unasked.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RawDefaults {
+    /// `provider:model`, as `-m` takes it.
+    pub model: Option<String>,
+    /// The model API's base URL, as `--base-url` takes it.
+    pub base_url: Option<String>,
+    /// The interactive host's mode: `ask`, `auto` or `deny`.
+    pub mode: Option<DefaultMode>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DefaultMode {
+    Ask,
+    Auto,
+    Deny,
 }
 
 /// The members of a JSON object in order, duplicates kept (a map would keep only the last
@@ -227,6 +250,17 @@ pub(crate) fn parse_config_slice(file: &Path, full: &str, slice: &str) -> Config
                 out.permissions = crate::check::permissions(origin, raw, &mut out.problems)
             }
             "hooks" => out.hooks = crate::check::hooks(origin, raw, &mut out.problems),
+            "defaults" => match origin.parse::<RawDefaults>(Severity::Error, raw, "defaults") {
+                Ok(value) => {
+                    let (line, column) = origin.at(raw);
+                    out.defaults = Some(Located {
+                        value,
+                        line,
+                        column,
+                    });
+                }
+                Err(p) => out.problems.push(p),
+            },
             // Editors' schema hints are not configuration.
             "$schema" => {}
             "servers" if !has_servers => out.problems.push(origin.problem(

@@ -7,9 +7,11 @@
 
 mod check;
 mod describe;
+mod edit;
 mod expand;
 mod file;
 mod foreign;
+mod import;
 mod keys;
 mod load;
 mod oauth;
@@ -20,8 +22,14 @@ mod trust;
 
 pub use check::{condition_regex, hook_matcher};
 pub use describe::{describe_definition, visible};
+pub use edit::{EditError, ScopeFiles, check_server};
 pub use expand::{ExpandError, expand};
-pub use file::{ConfigFile, ConfigProblem, Located, Severity, parse_config_text};
+pub use file::{
+    ConfigFile, ConfigProblem, DefaultMode, Located, RawDefaults, Severity, parse_config_text,
+};
+pub use import::{
+    Found, HostKind, Imported, InputPrompt, fill_inputs, import_text, known_files, without_secrets,
+};
 pub use load::{
     ConfigPaths, LoadOptions, LoadedConfig, ProjectServer, ServerEntry, ServerReadiness, load,
 };

@@ -4,7 +4,9 @@
 //! flag > local > project > user; the same name overrides. Project servers wait for the
 //! user's approval.
 
-use crate::file::{ConfigFile, ConfigProblem, Severity, parse_config_slice, parse_config_text};
+use crate::file::{
+    ConfigFile, ConfigProblem, RawDefaults, Severity, parse_config_slice, parse_config_text,
+};
 use crate::permissions::{RawHooks, RawPermissions};
 use crate::server::{RawServer, Scope, ServerSpec};
 use crate::trust::{TrustAnswer, TrustLedger};
@@ -110,6 +112,8 @@ pub struct LoadedConfig {
     /// Hooks of the user, local and flag files. A project file's hooks would run commands
     /// from a cloned repository, so they are ignored (and reported).
     pub hooks: Vec<(Scope, PathBuf, RawHooks)>,
+    /// `defaults` of the user's own files, later files' keys winning (user, local, flag).
+    pub defaults: RawDefaults,
 }
 
 impl LoadedConfig {
@@ -188,6 +192,22 @@ pub fn load(
                 perms.value.allow.clear();
             }
             out.permissions.push((scope, file.clone(), perms.value));
+        }
+        if let Some(d) = parsed.defaults {
+            if scope == Scope::Project {
+                out.problems.push(ConfigProblem::new(
+                    Severity::Warning,
+                    &file,
+                    (d.line, d.column),
+                    "defaults",
+                    "a project file cannot choose the model, its address or the mode; ignored",
+                ));
+            } else {
+                let v = d.value;
+                out.defaults.model = v.model.or(out.defaults.model.take());
+                out.defaults.base_url = v.base_url.or(out.defaults.base_url.take());
+                out.defaults.mode = v.mode.or(out.defaults.mode);
+            }
         }
         if let Some(hooks) = parsed.hooks {
             if scope == Scope::Project {
@@ -279,7 +299,7 @@ fn readiness(
 
 /// The project root and its `.mcp.json`: searched from `cwd` upward, stopping at the git
 /// root. Without a `.mcp.json` the root is the git root, or `cwd` outside a repository.
-fn find_project(cwd: &Path) -> (PathBuf, Option<PathBuf>) {
+pub(crate) fn find_project(cwd: &Path) -> (PathBuf, Option<PathBuf>) {
     let mut git_root = None;
     for dir in cwd.ancestors() {
         let candidate = dir.join(".mcp.json");
