@@ -100,7 +100,7 @@ impl Host {
     /// What connecting the servers needs from this host.
     fn setup<'a>(
         &'a self,
-        only: Option<&'a str>,
+        only: Option<&'a [String]>,
         ask_person: Option<tokio::sync::mpsc::UnboundedSender<ElicitationAsk>>,
     ) -> anyhow::Result<HostSetup<'a>> {
         Ok(HostSetup {
@@ -122,7 +122,7 @@ impl Host {
     /// at them: no rule or hook is needed, since nothing is called. The audit log is kept all
     /// the same: what the servers' egress proxies let through or refused while they started
     /// belongs in it whichever command started them.
-    pub fn look(&self, only: Option<&str>) -> anyhow::Result<Connected> {
+    pub fn look(&self, only: Option<&[String]>) -> anyhow::Result<Connected> {
         let setup = self.setup(only, None)?;
         let guards = Guards {
             policy: mcp_host_policy::Policy::default(),
@@ -136,7 +136,7 @@ impl Host {
     /// call: the config's rules and hooks, and the audit log.
     pub fn connect(
         &self,
-        only: Option<&str>,
+        only: Option<&[String]>,
         policy: mcp_host_policy::Policy,
         ask_person: Option<tokio::sync::mpsc::UnboundedSender<ElicitationAsk>>,
     ) -> anyhow::Result<Connected> {
@@ -156,6 +156,67 @@ impl Host {
             .iter()
             .find(|e| e.name == name)
             .map_or("?", |e| e.scope.label())
+    }
+
+    /// The model and base URL a command uses: the command line's, else `MCP_HOST_MODEL`
+    /// (read by the provider choice itself), else the user config's `defaults`. The
+    /// config's base URL goes with the config's model only: it would send another
+    /// provider's requests to the wrong place.
+    pub fn model_and_url(
+        &self,
+        model: Option<&str>,
+        base_url: Option<&str>,
+    ) -> (Option<String>, Option<String>) {
+        let d = &self.config.defaults;
+        if model.is_some()
+            || self
+                .env
+                .get("MCP_HOST_MODEL")
+                .is_some_and(|v| !v.is_empty())
+        {
+            return (model.map(str::to_string), base_url.map(str::to_string));
+        }
+        let url = base_url.map(str::to_string).or_else(|| d.base_url.clone());
+        (d.model.clone(), url)
+    }
+
+    /// The configured servers whose tools could carry the model-visible `name`: what a
+    /// command about one tool starts (see `names::may_own`).
+    pub fn servers_owning(&self, name: &str) -> Vec<String> {
+        (self.config.entries.iter())
+            .filter(|e| mcp_host_registry::names::may_own(&e.name, name))
+            .map(|e| e.name.clone())
+            .collect()
+    }
+
+    /// Refuses, with what to do, a command about servers that cannot start as configured
+    /// (waiting for approval, denied, disabled, broken); `Ok` when any of them can.
+    pub fn startable(&self, names: &[String], asked: &str) -> anyhow::Result<()> {
+        use ServerReadiness as R;
+        let entries: Vec<_> = (self.config.entries.iter())
+            .filter(|e| names.contains(&e.name))
+            .collect();
+        if entries.iter().any(|e| matches!(e.readiness, R::Start(_))) {
+            return Ok(());
+        }
+        let Some(e) = entries.first() else {
+            anyhow::bail!("no configured server has a tool named `{asked}` (see `mcp-host tools`)");
+        };
+        let name = mcp_host_config::visible(&e.name);
+        match &e.readiness {
+            R::PendingApproval => anyhow::bail!(
+                "server `{name}` is from this project's .mcp.json and waits for your approval: mcp-host servers approve {name}"
+            ),
+            R::Denied => anyhow::bail!(
+                "server `{name}` is from this project's .mcp.json and you denied it: mcp-host servers approve {name} to allow it"
+            ),
+            R::Disabled => anyhow::bail!(
+                "server `{name}` is disabled (`\"enabled\": false` in {})",
+                e.file.display()
+            ),
+            R::Invalid(p) => anyhow::bail!("server `{name}` cannot start: {p}"),
+            R::Start(_) => Ok(()),
+        }
     }
 
     /// The longest a one-shot command should wait for servers to settle.

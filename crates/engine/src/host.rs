@@ -38,8 +38,8 @@ pub struct HostSetup<'a> {
     /// Where the supervisors record their servers, so a later host can end leftovers.
     pub record_dir: PathBuf,
     pub credentials: CredentialVault,
-    /// Start only this server (a one-server command).
-    pub only: Option<&'a str>,
+    /// Start only these servers (a command that needs only some).
+    pub only: Option<&'a [String]>,
     /// Where servers' questions for a person go; `None` answers them with their defaults.
     pub ask_person: Option<tokio::sync::mpsc::UnboundedSender<ElicitationAsk>>,
     /// The host's own data and configuration folders, which no server's argument grants.
@@ -148,7 +148,7 @@ pub fn connect(setup: HostSetup<'_>, guards: Guards) -> Result<Connected, HostEr
     };
     let mut facts = BTreeMap::new();
     let setups = (setup.config.entries.iter())
-        .filter(|e| setup.only.is_none_or(|n| n == e.name))
+        .filter(|e| setup.only.is_none_or(|names| names.contains(&e.name)))
         .map(|e| {
             if let ServerReadiness::Start(spec) = &e.readiness {
                 let mut f = spec.facts.clone();

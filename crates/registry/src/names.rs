@@ -56,6 +56,25 @@ fn hashed(base: &str, key: &ToolKey, hash_len: usize) -> String {
     )
 }
 
+/// Whether a tool of `server` could have been given the model-visible `name`, whatever the
+/// other servers' tools are: true for every server whose tools' names could be `name`, so a
+/// command that starts only these servers resolves `name` to the same tool as with all of
+/// them started (a property test holds this). It decides only which servers to start; the
+/// name itself is still resolved through the table.
+pub fn may_own(server: &str, name: &str) -> bool {
+    let prefix = format!("{}{SEPARATOR}", sanitize(server));
+    let common = prefix
+        .bytes()
+        .zip(name.bytes())
+        .take_while(|(a, b)| a == b)
+        .count();
+    // A plain name starts with the whole prefix, and so does a hashed one that was not cut
+    // (`plain_hash`). A cut one is exactly the longest a name may be, and keeps at least
+    // the part of the prefix that fits before the longest hash (`_` and 40 hex digits).
+    let uncut_part = MAX_NAME_LEN - 41;
+    common == prefix.len() || (name.len() == MAX_NAME_LEN && common >= prefix.len().min(uncut_part))
+}
+
 /// The two-way map between model-visible names and tools.
 #[derive(Clone, Debug, Default)]
 pub struct NameTable {
@@ -183,6 +202,19 @@ mod tests {
     }
 
     #[test]
+    fn only_servers_whose_names_lead_a_name_may_own_it() {
+        assert!(may_own("time", "time__get_current_time"));
+        assert!(may_own("a.b", "a_b__t_0123abcd"));
+        assert!(!may_own("timer", "time__get_current_time"));
+        assert!(!may_own("git", "time__get_current_time"));
+        assert!(!may_own("s", "s3__echo"));
+        // Cut to fit: the name keeps only the start of a long server's name.
+        let long = "s".repeat(70);
+        let name = format!("{}_{}", "s".repeat(55), "0".repeat(8));
+        assert!(may_own(&long, &name));
+    }
+
+    #[test]
     fn same_tool_name_on_two_servers_stays_reachable() {
         let t = NameTable::allocate([key("a", "search"), key("b", "search")]);
         assert_eq!(t.resolve("a__search").unwrap().server.as_str(), "a");
@@ -230,6 +262,25 @@ mod tests {
                 let again = NameTable::allocate(reordered);
                 for k in &distinct {
                     prop_assert_eq!(again.name_of(k), table.name_of(k));
+                }
+            }
+
+            /// Starting only the servers that may own a name finds the same tool under it
+            /// as starting them all, and the server that owns it is always among them.
+            #[test]
+            fn the_servers_that_may_own_a_name_resolve_it_as_all_of_them_do(
+                keys in vec(any_key(), 1..40),
+            ) {
+                let table = NameTable::allocate(keys.clone());
+                for k in &keys {
+                    let name = table.name_of(k).expect("every tool is named");
+                    prop_assert!(may_own(k.server.as_str(), name), "{k:?} {name}");
+                    let some: Vec<ToolKey> = (keys.iter())
+                        .filter(|o| may_own(o.server.as_str(), name))
+                        .cloned()
+                        .collect();
+                    let started = NameTable::allocate(some);
+                    prop_assert_eq!(started.resolve(name), Some(k));
                 }
             }
         }

@@ -47,19 +47,24 @@ fn type_name(v: &Value) -> &'static str {
 
 pub async fn run(host: &Host, args: CallArgs) -> anyhow::Result<ExitCode> {
     let arguments = parse_args(args.args.as_deref())?;
-    // `call SERVER TOOL` starts one server; `call NAME` needs every server to know the names.
+    // `call SERVER TOOL` starts that server; `call NAME` the servers that could own the
+    // name (usually one), which resolve it as all of them would.
     let only = match &args.tool {
         Some(_) => {
             if !host.config.entries.iter().any(|e| e.name == args.target) {
-                bail!("no server named `{}` is configured", args.target);
+                bail!(
+                    "no server named `{}` is configured (see `mcp-host mcp list`)",
+                    mcp_host_config::visible(&args.target)
+                );
             }
-            Some(args.target.as_str())
+            vec![args.target.clone()]
         }
-        None => None,
+        None => host.servers_owning(&args.target),
     };
+    host.startable(&only, &args.target)?;
     let policy = compile(&host.config)?;
     let remembered = host.store().await?.remembered().await?;
-    let connected = host.connect(only, policy, None)?;
+    let connected = host.connect(Some(&only), policy, None)?;
     let limit = host.settle_limit();
     with_manager(host, connected, async move |c, cancel| {
         let m = &c.servers;

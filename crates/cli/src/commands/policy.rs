@@ -62,8 +62,28 @@ pub async fn run(host: &Host, command: PolicyCommand) -> anyhow::Result<ExitCode
         }
         _ => None,
     };
+    // Explaining one tool needs only the servers that could own its name.
+    let only = match &command {
+        PolicyCommand::Explain {
+            name,
+            all_servers: false,
+            ..
+        }
+        | PolicyCommand::Remember { name, .. } => {
+            let owners = host.servers_owning(name);
+            host.startable(&owners, name)?;
+            if owners.len() < host.config.entries.len() {
+                crate::output::errln!(
+                    "note: started only {}; --all-servers also finds look-alikes among the other servers' tools",
+                    owners.join(", ")
+                );
+            }
+            Some(owners)
+        }
+        _ => None,
+    };
     let policy = compile(&host.config)?;
-    let connected = host.connect(None, policy, None)?;
+    let connected = host.connect(only.as_deref(), policy, None)?;
     let limit = host.settle_limit();
     with_manager(host, connected, async move |c, _cancel| {
         let m = &c.servers;
@@ -81,6 +101,7 @@ pub async fn run(host: &Host, command: PolicyCommand) -> anyhow::Result<ExitCode
                 mode,
                 after,
                 json,
+                ..
             } => {
                 let args = match args {
                     Some(a) => serde_json::from_str(&a).context("--args is not valid JSON")?,

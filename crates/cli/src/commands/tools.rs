@@ -21,7 +21,8 @@ pub async fn run(host: &Host, args: ToolsArgs) -> anyhow::Result<ExitCode> {
     {
         bail!("no server named `{name}` is configured");
     }
-    let manager = host.look(args.server.as_deref())?;
+    let only: Option<Vec<String>> = args.server.clone().map(|s| vec![s]);
+    let manager = host.look(only.as_deref())?;
     let limit = host.settle_limit();
     with_manager(host, manager, async move |c, _cancel| {
         let m = &c.servers;
