@@ -7,7 +7,9 @@ use std::path::PathBuf;
 #[command(
     name = "mcp-host",
     version,
-    about = "Connect a language model to many MCP servers"
+    about = "Connect a language model to many MCP servers",
+    after_help = "Without a command, `mcp-host` is `mcp-host chat`, and chat's options work on their own \
+        (`mcp-host -m PROVIDER:MODEL`); with `-p PROMPT` it is `mcp-host run -p PROMPT` (headless)."
 )]
 pub struct Cli {
     #[command(flatten)]
@@ -51,6 +53,133 @@ pub enum Command {
     /// The hosted mode: a multi-user HTTP service with a web page (SQLite, or PostgreSQL
     /// for more than one replica).
     Serve(Box<ServeArgs>),
+    /// Add, list and remove servers in a scope's file, or import them from another host.
+    #[command(subcommand)]
+    Mcp(McpCommand),
+    /// Check every server (or one): its config, command, start, handshake, sign-in, tools
+    /// and confinement, each failure with a one-line fix. Exit 1 when something is wrong.
+    Doctor(DoctorArgs),
+    /// Print a shell completion script (`mcp-host completions bash > ~/.local/share/bash-completion/completions/mcp-host`).
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff), generated from this command line's definitions.
+    Man,
+}
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Only this server.
+    pub server: Option<String>,
+    /// Print the findings as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Which file a server is written to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ScopeArg {
+    /// Yours, for this project only (in the data folder; never shared).
+    Local,
+    /// The project's `.mcp.json`, shared with everyone who clones it (no secrets).
+    Project,
+    /// Yours, in every project (the user config file).
+    User,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TransportArg {
+    Stdio,
+    Http,
+    Sse,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ImportSource {
+    ClaudeDesktop,
+    ClaudeCode,
+    Vscode,
+    Cursor,
+    Codex,
+    Goose,
+    Mcphost,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum McpCommand {
+    /// Add a server: `mcp add NAME -- CMD ARGS…` (stdio) or `mcp add --transport http NAME URL`.
+    Add {
+        /// Which file to write (default: local, yours for this project).
+        #[arg(short, long, value_enum, default_value_t = ScopeArg::Local)]
+        scope: ScopeArg,
+        /// How to reach the server (default: stdio, or http when the target is a URL).
+        #[arg(short, long, value_enum)]
+        transport: Option<TransportArg>,
+        /// An environment variable for a stdio server (repeatable).
+        #[arg(short, long = "env", value_name = "KEY=VALUE")]
+        env: Vec<String>,
+        /// A header for an http server (repeatable).
+        #[arg(short = 'H', long = "header", value_name = "NAME: VALUE")]
+        headers: Vec<String>,
+        /// Replace a server of that name in the scope.
+        #[arg(long)]
+        force: bool,
+        /// The server's name.
+        name: String,
+        /// The command to run (stdio), or the server's URL (http, sse).
+        target: String,
+        /// The command's arguments (after `--` when they start with `-`).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// Add a server from its JSON definition (`{"command": …}` or `{"type": "http", "url": …}`).
+    AddJson {
+        #[arg(short, long, value_enum, default_value_t = ScopeArg::Local)]
+        scope: ScopeArg,
+        #[arg(long)]
+        force: bool,
+        name: String,
+        json: String,
+    },
+    /// Every configured server: its scope, file and what it runs or reaches.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// One server's definition, where it comes from and what it shadows.
+    Get {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove a server from a scope's file (the only scope that has it, if none is given).
+    Remove {
+        name: String,
+        #[arg(short, long, value_enum)]
+        scope: Option<ScopeArg>,
+    },
+    /// Copy the servers of another host's config into a scope (what cannot be translated is
+    /// listed; secrets never go into the project file).
+    Import {
+        /// Which host to read (default: every one whose file exists).
+        #[arg(long, value_enum)]
+        from: Option<ImportSource>,
+        /// Read this file instead of the host's usual one (needs --from).
+        #[arg(long, value_name = "FILE", requires = "from")]
+        file: Option<PathBuf>,
+        #[arg(short, long, value_enum, default_value_t = ScopeArg::User)]
+        scope: ScopeArg,
+        /// Only servers with these names (repeatable; default: all).
+        #[arg(long = "only", value_name = "NAME")]
+        only: Vec<String>,
+        /// Show what would be written, write nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Replace servers of the same name in the scope.
+        #[arg(long)]
+        force: bool,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -191,6 +320,7 @@ pub enum PolicyCommand {
     Explain {
         /// Model-visible tool name (`server__tool`).
         name: String,
+        /// The call's arguments as a JSON object (rules with conditions read them).
         #[arg(long, value_name = "JSON")]
         args: Option<String>,
         #[arg(long, value_enum, default_value_t = ModeArg::Ask)]
@@ -198,8 +328,13 @@ pub enum PolicyCommand {
         /// A server whose output is already in this turn's context (repeatable).
         #[arg(long, value_name = "SERVER")]
         after: Vec<String>,
+        /// Print the decision as JSON.
         #[arg(long)]
         json: bool,
+        /// Start every configured server, not only the tool's: a look-alike of another
+        /// server's tool is then found too, as in a session.
+        #[arg(long)]
+        all_servers: bool,
     },
     /// Run a table of calls with expected decisions; exit 1 on any mismatch.
     Test { file: PathBuf },
@@ -268,9 +403,10 @@ pub struct ChatArgs {
     /// Base URL of the model API.
     #[arg(long)]
     pub base_url: Option<String>,
-    /// Interactive default: ask for what no rule allows.
-    #[arg(long, value_enum, default_value_t = ModeArg::Ask)]
-    pub mode: ModeArg,
+    /// Interactive default (else the user config's `defaults.mode`, else ask): ask for what
+    /// no rule allows.
+    #[arg(long, value_enum)]
+    pub mode: Option<ModeArg>,
     /// Go on with the conversation with this id.
     #[arg(long, value_name = "ID")]
     pub resume: Option<String>,
@@ -300,6 +436,16 @@ pub enum ModeArg {
     Ask,
     Auto,
     Deny,
+}
+
+impl From<mcp_host_config::DefaultMode> for ModeArg {
+    fn from(m: mcp_host_config::DefaultMode) -> Self {
+        match m {
+            mcp_host_config::DefaultMode::Ask => Self::Ask,
+            mcp_host_config::DefaultMode::Auto => Self::Auto,
+            mcp_host_config::DefaultMode::Deny => Self::Deny,
+        }
+    }
 }
 
 impl From<ModeArg> for mcp_host_policy::Mode {

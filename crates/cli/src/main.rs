@@ -3,6 +3,7 @@
 // Every line for a terminal goes through `output` (sanitised); a raw print is a lint error.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+mod argv;
 mod catalogue;
 mod chat;
 mod cli;
@@ -30,7 +31,7 @@ fn main() -> ExitCode {
             }
         };
     }
-    let cli = cli::Cli::parse();
+    let cli = cli::Cli::parse_from(argv::normalise(std::env::args_os().collect()));
     logging::init(cli.verbose);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()

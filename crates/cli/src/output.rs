@@ -35,6 +35,13 @@ pub fn write_out(text: &str, newline: bool) {
     let _ = o.flush();
 }
 
+/// Writes text the binary made itself (a completion script, the manual page) as it is.
+pub fn write_raw(bytes: &[u8]) {
+    let mut o = std::io::stdout().lock();
+    let _ = o.write_all(bytes);
+    let _ = o.flush();
+}
+
 /// Writes sanitised text to stderr without a line end (a prompt the answer follows).
 pub fn write_err_inline(text: &str) {
     let mut e = std::io::stderr().lock();
@@ -97,6 +104,47 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
 
 pub use mcp_host_core::sanitize::one_line;
 
+/// [`table`] whose last column is cut to fit `width` characters (never below 24 of it);
+/// without a width (not a terminal) nothing is cut.
+pub fn table_within(header: &[&str], rows: &[Vec<String>], width: Option<usize>) -> String {
+    let Some(width) = width else {
+        return table(header, rows);
+    };
+    let last = header.len().saturating_sub(1);
+    let before: usize = (0..last)
+        .map(|i| {
+            let cells = rows
+                .iter()
+                .filter_map(|r| r.get(i))
+                .map(|c| c.chars().count());
+            cells.chain([header[i].chars().count()]).max().unwrap_or(0) + 2
+        })
+        .sum();
+    let room = width.saturating_sub(before).max(24);
+    let cut: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            let mut r = r.clone();
+            if let Some(c) = r.get_mut(last) {
+                *c = one_line(c, room);
+            }
+            r
+        })
+        .collect();
+    table(header, &cut)
+}
+
+/// The width of the terminal on standard output, if it is one.
+pub fn terminal_width() -> Option<usize> {
+    use std::io::IsTerminal;
+    if !std::io::stdout().is_terminal() {
+        return None;
+    }
+    crossterm::terminal::size()
+        .ok()
+        .map(|(w, _)| usize::from(w))
+}
+
 /// How a content block is shown to a person.
 pub fn render_content(block: &Content) -> String {
     match block {
@@ -140,6 +188,17 @@ mod tests {
     fn table_aligns_columns() {
         let t = table(&["a", "bb"], &[vec!["long".into(), "x".into()]]);
         assert_eq!(t, "a     bb\nlong  x\n");
+    }
+
+    #[test]
+    fn the_last_column_is_cut_to_the_width_only_when_there_is_one() {
+        let rows = [vec!["name".into(), "x".repeat(100)]];
+        let t = table_within(&["N", "ERROR"], &rows, Some(40));
+        assert!(t.lines().all(|l| l.chars().count() <= 40), "{t}");
+        assert_eq!(
+            table_within(&["N", "ERROR"], &rows, None),
+            table(&["N", "ERROR"], &rows)
+        );
     }
 
     #[test]

@@ -176,7 +176,7 @@ impl std::fmt::Display for ProcessExit {
 
 /// Resolves `command` the way `execvp` will in the child, so a typo is a clear, permanent
 /// error instead of a crash loop.
-fn resolve(command: &str, path_var: Option<&str>, cwd: &Path) -> Result<PathBuf, SpawnError> {
+pub fn resolve(command: &str, path_var: Option<&str>, cwd: &Path) -> Result<PathBuf, SpawnError> {
     let executable = |p: &Path| {
         use std::os::unix::fs::PermissionsExt;
         p.metadata()

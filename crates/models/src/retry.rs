@@ -23,6 +23,35 @@ impl Default for Retry {
     }
 }
 
+/// Whether the connection was refused (an `io::Error` somewhere below the request's).
+fn refused(e: &reqwest::Error) -> bool {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
+    while let Some(c) = cause {
+        if let Some(io) = c.downcast_ref::<std::io::Error>()
+            && io.kind() == std::io::ErrorKind::ConnectionRefused
+        {
+            return true;
+        }
+        cause = c.source();
+    }
+    false
+}
+
+/// The error with its causes (reqwest's own message leaves out why: "connection refused").
+fn chain(e: &reqwest::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
+    while let Some(c) = cause {
+        let part = c.to_string();
+        if !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        cause = c.source();
+    }
+    text
+}
+
 fn retryable(status: u16) -> bool {
     status == 429 || status == 529 || (500..600).contains(&status)
 }
@@ -56,11 +85,13 @@ pub async fn send(
                     body: body.chars().take(2000).collect(),
                 });
             }
-            Err(e) if (e.is_connect() || e.is_timeout()) && !last => None,
+            // Refused means nothing listens there (a local model not started, a wrong
+            // port): waiting seconds will not change that, and the person should know now.
+            Err(e) if (e.is_connect() || e.is_timeout()) && !last && !refused(&e) => None,
             Err(e) => {
                 return Err(ProviderError::Unreachable {
                     url: url.to_string(),
-                    detail: e.to_string(),
+                    detail: chain(&e),
                 });
             }
         };

@@ -100,11 +100,22 @@ impl ModelResponse {
     }
 }
 
+/// An answer's body as shown; an empty one says so, and a 404 says what it usually means.
+fn status_body(status: u16, body: &str) -> String {
+    let body = body.to_string();
+    match (status, body.trim().is_empty()) {
+        (404, true) => "(no body): nothing is at that path; is --base-url the API's base (e.g. http://localhost:11434/v1 for an OpenAI-compatible local server)?".into(),
+        (_, true) => "(no body)".into(),
+        (404, false) => format!("{body} (is --base-url the API's base?)"),
+        _ => body,
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum ProviderError {
     #[error("cannot reach the model at {url}: {detail}")]
     Unreachable { url: String, detail: String },
-    #[error("the model API answered {status}: {body}")]
+    #[error("the model API answered {status}: {}", status_body(*.status, .body))]
     Status { status: u16, body: String },
     #[error("the model's stream could not be read: {0}")]
     Stream(String),

@@ -11,7 +11,7 @@ mod slash;
 
 pub(crate) use screen::restore_terminal;
 
-use crate::cli::ChatArgs;
+use crate::cli::{ChatArgs, ModeArg};
 use crate::host::Host;
 use crossterm::event::{Event as TermEvent, EventStream, KeyEventKind};
 use futures::StreamExt;
@@ -34,9 +34,19 @@ const CHAT_MAX_STEPS: usize = 50;
 pub async fn run(host: &Host, args: ChatArgs) -> anyhow::Result<ExitCode> {
     let store = host.store().await?;
     let answers = Answers::with_persisted(store.remembered().await?);
+    {
+        use std::io::IsTerminal;
+        if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
+            anyhow::bail!(
+                "the interactive host needs a terminal, and standard input or output is not one; \
+                 in a script use `mcp-host -p PROMPT` (the same as `mcp-host run -p PROMPT`)"
+            );
+        }
+    }
+    let (model, base_url) = host.model_and_url(args.model.as_deref(), args.base_url.as_deref());
     let chosen = choose(
-        args.model.as_deref(),
-        args.base_url.as_deref(),
+        model.as_deref(),
+        base_url.as_deref(),
         &host.env,
         mcp_host_engine::host::http_client()?,
     );
@@ -60,7 +70,11 @@ pub async fn run(host: &Host, args: ChatArgs) -> anyhow::Result<ExitCode> {
         Ok(c) => (Some(ModelChoice::from(c)), None),
         Err(e) => (None, Some(e.to_string())),
     };
-    let mode: mcp_host_policy::Mode = args.mode.into();
+    let mode: mcp_host_policy::Mode = match (args.mode, host.config.defaults.mode) {
+        (Some(m), _) => m.into(),
+        (None, Some(m)) => ModeArg::from(m).into(),
+        (None, None) => ModeArg::Ask.into(),
+    };
     app.apply(Update::Status(StatusInfo {
         model: model.as_ref().map(|m| m.spec.clone()),
         mode: format!("{mode:?}").to_lowercase(),

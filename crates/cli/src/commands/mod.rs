@@ -4,6 +4,8 @@
 
 pub(crate) mod auth;
 mod call;
+mod doctor;
+mod mcp;
 mod policy;
 mod run;
 mod serve;
@@ -21,8 +23,23 @@ use tokio_util::sync::CancellationToken;
 
 pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     // The service handles its own signals: it drains for longer than a command may take.
-    if let Some(Command::Serve(args)) = cli.command {
-        return serve::run(&cli.config, *args).await;
+    match cli.command {
+        Some(Command::Serve(args)) => return serve::run(&cli.config, *args).await,
+        // Made from the command line's own definitions; no config is read.
+        Some(Command::Completions { shell }) => {
+            let mut command = <Cli as clap::CommandFactory>::command();
+            let mut out = Vec::new();
+            clap_complete::generate(shell, &mut command, "mcp-host", &mut out);
+            crate::output::write_raw(&out);
+            return Ok(ExitCode::SUCCESS);
+        }
+        Some(Command::Man) => {
+            let mut out = Vec::new();
+            clap_mangen::Man::new(<Cli as clap::CommandFactory>::command()).render(&mut out)?;
+            crate::output::write_raw(&out);
+            return Ok(ExitCode::SUCCESS);
+        }
+        _ => {}
     }
     let host = Host::load(&cli.config)?;
     if makes_calls(cli.command.as_ref()) {
@@ -37,8 +54,12 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Policy(command)) => policy::run(&host, command).await,
         Some(Command::Run(args)) => run::run(&host, args).await,
         Some(Command::Auth(command)) => auth::run(&host, command).await,
+        Some(Command::Mcp(command)) => mcp::run(&host, command),
+        Some(Command::Doctor(args)) => doctor::run(&host, args).await,
         // Dispatched above, before the command host and its signal handling exist.
-        Some(Command::Serve(_)) => anyhow::bail!("`serve` runs without the command host"),
+        Some(Command::Serve(_) | Command::Completions { .. } | Command::Man) => {
+            anyhow::bail!("this command runs without the command host")
+        }
     }?;
     Ok(host.exit_status(code))
 }
@@ -54,8 +75,17 @@ fn makes_calls(command: Option<&Command>) -> bool {
             PolicyCommand::Explain { .. } | PolicyCommand::Test { .. } => true,
             PolicyCommand::Remember { .. } | PolicyCommand::Forget { .. } => false,
         },
-        // These show what they could read (or change stored answers) and exit non-zero.
-        Some(Command::Servers(_) | Command::Tools(_) | Command::Auth(_)) => false,
+        // These show what they could read (or change stored answers or files) and exit
+        // non-zero; doctor makes its one harmless call only on a sound configuration.
+        Some(
+            Command::Servers(_)
+            | Command::Tools(_)
+            | Command::Auth(_)
+            | Command::Mcp(_)
+            | Command::Doctor(_)
+            | Command::Completions { .. }
+            | Command::Man,
+        ) => false,
         // Refuses to start on an unsound catalogue itself.
         Some(Command::Serve(_)) => true,
     }

@@ -24,12 +24,8 @@ use std::time::Duration;
 
 pub async fn run(host: &Host, args: RunArgs) -> anyhow::Result<ExitCode> {
     let http = mcp_host_engine::host::http_client()?;
-    let chosen = choose(
-        args.model.as_deref(),
-        args.base_url.as_deref(),
-        &host.env,
-        http,
-    )?;
+    let (model, base_url) = host.model_and_url(args.model.as_deref(), args.base_url.as_deref());
+    let chosen = choose(model.as_deref(), base_url.as_deref(), &host.env, http)?;
     let context_window = args.context_window.unwrap_or(chosen.context_window);
     let mut policy = compile(&host.config)?;
     for (i, pattern) in args.allowed_tools.iter().enumerate() {
@@ -151,6 +147,7 @@ async fn follow(
 ) -> anyhow::Result<Box<TurnReport>> {
     let mut interrupted = false;
     let mut outcome = None;
+    let mut refused: Vec<(String, String)> = Vec::new();
     loop {
         let event = tokio::select! {
             e = events.recv() => e,
@@ -162,6 +159,15 @@ async fn follow(
             }
         };
         let Some(event) = event else { break };
+        if let Event::Decided {
+            name,
+            verdict: mcp_host_policy::Verdict::Deny,
+            reason,
+            ..
+        } = &event
+        {
+            refused.push((name.clone(), reason.clone()));
+        }
         match event {
             Event::TurnEnded { report } => {
                 outcome = Some(Ok(report));
@@ -176,7 +182,31 @@ async fn follow(
             _ => {}
         }
     }
+    refusal_hint(host, &refused);
     outcome.unwrap_or_else(|| Err(anyhow::anyhow!("the session ended before the turn did")))
+}
+
+/// After a headless turn in which policy refused calls: which, why, and how to allow them
+/// (a headless run has nobody to ask, so what no rule allows is refused).
+fn refusal_hint(host: &Host, refused: &[(String, String)]) {
+    let Some((first, why)) = refused.first() else {
+        return;
+    };
+    let mut names: Vec<&str> = refused.iter().map(|(n, _)| n.as_str()).collect();
+    names.sort_unstable();
+    names.dedup();
+    crate::output::errln!(
+        "note: policy refused {} call{} ({}): {}",
+        refused.len(),
+        if refused.len() == 1 { "" } else { "s" },
+        names.join(", "),
+        crate::output::one_line(why, 200)
+    );
+    crate::output::errln!(
+        "note: to allow them: --allowed-tools '{}', or add the name to permissions.allow in {} (`mcp-host policy explain {first}` shows the rule that decides)",
+        names.join(","),
+        host.paths.user_file.display()
+    );
 }
 
 /// One event as a `stream-json` line.
@@ -194,7 +224,7 @@ fn emit(event: &Event) {
         }
         Event::CallBegun { subject, .. } => json!({
             "type": "tool_call", "call_id": subject.call_id, "name": subject.name,
-            "server": subject.server.as_str(),
+            "server": subject.server.as_str(), "tool": subject.tool, "arguments": subject.args,
         }),
         Event::CallEnded {
             call_id,
@@ -202,10 +232,10 @@ fn emit(event: &Event) {
             is_error,
             took_ms,
             background_job,
-            ..
+            preview,
         } => json!({
             "type": "tool_result", "call_id": call_id, "name": name, "ok": !is_error,
-            "duration_ms": took_ms, "background_job": background_job,
+            "duration_ms": took_ms, "background_job": background_job, "preview": preview,
         }),
         Event::Notice { text } => json!({"type": "notice", "text": text}),
         Event::Progress {

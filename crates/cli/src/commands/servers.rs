@@ -5,7 +5,7 @@
 use super::with_manager;
 use crate::cli::{ServersAction, ServersArgs};
 use crate::host::Host;
-use crate::output::{one_line, table};
+use crate::output::one_line;
 use anyhow::{Context, bail};
 use mcp_host_config::{ProjectServer, TrustAnswer};
 use mcp_host_core::TransportKind;
@@ -42,6 +42,8 @@ pub async fn run(host: &Host, args: ServersArgs) -> anyhow::Result<ExitCode> {
     if let Some(action) = args.action {
         return answer(host, action);
     }
+    // Started even with no server configured: starting is also when the processes an
+    // earlier host left behind are found and ended.
     let manager = host.look(None)?;
     let limit = host.settle_limit();
     with_manager(host, manager, async move |c, _cancel| {
@@ -80,6 +82,8 @@ pub async fn run(host: &Host, args: ServersArgs) -> anyhow::Result<ExitCode> {
             .collect();
         if args.json {
             crate::output::print_json(&rows)?;
+        } else if host.config.entries.is_empty() {
+            super::mcp::nothing_configured(&mcp_host_config::ScopeFiles::new(&host.paths));
         } else {
             let cells: Vec<Vec<String>> = rows
                 .iter()
@@ -95,16 +99,13 @@ pub async fn run(host: &Host, args: ServersArgs) -> anyhow::Result<ExitCode> {
                             .as_ref()
                             .map_or("-", ConfinementView::short)
                             .to_string(),
-                        r.error
-                            .as_deref()
-                            .map(|e| one_line(e, 100))
-                            .unwrap_or_default(),
+                        error_cell(r),
                     ]
                 })
                 .collect();
             crate::output::out!(
                 "{}",
-                table(
+                crate::output::table_within(
                     &[
                         "NAME",
                         "SCOPE",
@@ -115,7 +116,8 @@ pub async fn run(host: &Host, args: ServersArgs) -> anyhow::Result<ExitCode> {
                         "SANDBOX",
                         "ERROR"
                     ],
-                    &cells
+                    &cells,
+                    crate::output::terminal_width(),
                 )
             );
             crate::output::out!("{}", notes(&rows));
@@ -128,6 +130,20 @@ pub async fn run(host: &Host, args: ServersArgs) -> anyhow::Result<ExitCode> {
         Ok(ExitCode::SUCCESS)
     })
     .await
+}
+
+/// Why a server is not ready, as the server itself said it when it did (its last stderr
+/// line says more than the host's account of the handshake), with that account after it.
+fn error_cell(r: &Row) -> String {
+    let Some(error) = r.error.as_deref() else {
+        return String::new();
+    };
+    match r.stderr_tail.last() {
+        Some(said) if r.state == "failed" => {
+            format!("{}  [{}]", one_line(said, 300), one_line(error, 300))
+        }
+        _ => one_line(error, 600),
+    }
 }
 
 /// Below the table: each server's list warnings and era fallback, one line each.

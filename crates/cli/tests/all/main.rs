@@ -13,6 +13,7 @@ mod chat_approve;
 mod cli_servers;
 mod config_fail_closed;
 mod confinement;
+mod day_one;
 mod engine;
 mod faults;
 mod gate;

@@ -519,7 +519,14 @@ async fn handshake_error(e: &ClientInitializeError, process: Option<StdioProcess
         if let Ok(how) = tokio::time::timeout(Duration::from_secs(2), p.wait_exit()).await {
             p.stderr_closed().await;
             stderr_tail = p.stderr_tail(5);
-            transient = how != ProcessExit::SpawnFailed;
+            // A server that exits with a status before it has answered fails the same way
+            // the next time (a bad argument, a missing folder, a missing key): reported at
+            // once with its stderr instead of after retries. One killed by a signal may
+            // have been the machine's doing (out of memory) and is tried again.
+            transient = matches!(
+                how,
+                ProcessExit::Signal(_) | ProcessExit::Killed | ProcessExit::Unknown
+            );
             let detail = format!("server {how} during the handshake ({e})");
             return ConnectError::Handshake {
                 detail,

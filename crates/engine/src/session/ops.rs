@@ -213,7 +213,18 @@ impl Session {
         }))
     }
 
-    pub(super) fn set_model(&mut self, spec: &str) {
+    /// `/model`, `/model PROVIDER:MODEL` or `/model PROVIDER:MODEL --base-url URL`.
+    pub(super) fn set_model(&mut self, line: &str) {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let (spec, base_url) = match words.as_slice() {
+            [] => ("", None),
+            [spec] => (*spec, None),
+            [spec, "--base-url", url] => (*spec, Some(*url)),
+            _ => {
+                self.notice("usage: /model PROVIDER:MODEL [--base-url URL]".to_string());
+                return;
+            }
+        };
         if spec.is_empty() {
             let text = match &self.model {
                 Some(m) => format!("model: {}", m.spec),
@@ -225,7 +236,7 @@ impl Session {
         let chosen = crate::host::http_client()
             .map_err(|e| e.to_string())
             .and_then(|http| {
-                mcp_host_models::choose(Some(spec), None, &self.settings.env, http)
+                mcp_host_models::choose(Some(spec), base_url, &self.settings.env, http)
                     .map_err(|e| e.to_string())
             });
         match chosen {
