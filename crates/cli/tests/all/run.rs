@@ -468,8 +468,23 @@ fn stream_json_prints_one_event_per_line_then_the_result() {
     assert_eq!(events[2]["server"], "f");
     assert!(events[2]["reason"].as_str().unwrap().contains("denied"));
     assert_eq!(events[3]["call_id"], "a");
+    // A call says what was sent and a result what came back, for a script to follow.
+    assert_eq!(events[3]["arguments"], json!({"message": "x"}));
+    assert_eq!(events[3]["tool"], "echo");
     assert_eq!(events[4]["call_id"], "a");
     assert_eq!(events[4]["ok"], true);
+    assert!(
+        events[4]["preview"].as_str().unwrap().contains('x'),
+        "{}",
+        events[4]
+    );
+    // The turn had a refused call: stderr ends with how to allow it.
+    let err = stderr(&out);
+    assert!(
+        err.contains("policy refused 1 call (f__grow)")
+            && err.contains("--allowed-tools 'f__grow'"),
+        "{err}"
+    );
     // The final text also streamed, in pieces, as it arrived.
     let streamed: String = events
         .iter()
