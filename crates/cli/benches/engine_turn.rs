@@ -56,6 +56,7 @@ async fn start(names: &[&str]) -> (Servers, ToolSource, mcp_host_client::ToolCal
         ask_person: None,
         credentials: None,
         harness: None,
+        log_dir: None,
     };
     let (m, caller) = Manager::start(names.iter().map(|n| setup(n)).collect(), options);
     let mut servers = Vec::new();

@@ -51,6 +51,7 @@ fn options() -> ManagerOptions {
         ask_person: None,
         credentials: None,
         harness: None,
+        log_dir: None,
     }
 }
 

@@ -66,6 +66,16 @@ pub enum Command {
     },
     /// Print the manual page (roff), generated from this command line's definitions.
     Man,
+    /// Show what a server wrote to stderr (kept per server in the data folder's `logs/`).
+    Logs {
+        server: String,
+        /// How many of the last lines.
+        #[arg(short = 'n', long, default_value_t = 50)]
+        lines: usize,
+        /// Print the log file's path instead.
+        #[arg(long)]
+        path: bool,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -357,9 +367,11 @@ pub enum PolicyCommand {
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// The prompt.
-    #[arg(short = 'p', long = "prompt")]
+    #[arg(short = 'p', long = "prompt", value_parser = clap::builder::NonEmptyStringValueParser::new())]
     pub prompt: String,
-    /// `provider:model`, e.g. `openai-compatible:llama3` (or set MCP_HOST_MODEL).
+    /// `provider:model`, e.g. `openai-compatible:llama3` (or MCP_HOST_MODEL, or `defaults.model`
+    /// in the user config). Providers: anthropic, openai, openai-chat, openai-compatible,
+    /// gemini, ollama.
     #[arg(short = 'm', long = "model")]
     pub model: Option<String>,
     /// Base URL of the model API (`openai-compatible` needs one; or OPENAI_BASE_URL).
@@ -368,8 +380,8 @@ pub struct RunArgs {
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     pub output_format: OutputFormat,
     /// Model steps allowed in the turn.
-    #[arg(long, default_value_t = 20)]
-    pub max_steps: usize,
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u16).range(1..))]
+    pub max_steps: u16,
     /// Tool patterns (globs over model-visible names) allowed in this run, comma-separated.
     #[arg(long, value_delimiter = ',')]
     pub allowed_tools: Vec<String>,
@@ -397,7 +409,9 @@ pub struct RunArgs {
 
 #[derive(Debug, Clone, Default, Args)]
 pub struct ChatArgs {
-    /// `provider:model` (or set MCP_HOST_MODEL); without one the host still starts.
+    /// `provider:model` (or MCP_HOST_MODEL, or `defaults.model` in the user config); without
+    /// one the host still starts. Providers: anthropic, openai, openai-chat,
+    /// openai-compatible, gemini, ollama.
     #[arg(short = 'm', long = "model")]
     pub model: Option<String>,
     /// Base URL of the model API.
@@ -472,20 +486,25 @@ pub enum ServersAction {
     /// Allow a server from this project's .mcp.json to start (this exact definition): shows
     /// what it will run and send, and asks on the terminal.
     Approve {
+        /// The server's name in .mcp.json.
         name: String,
         /// Approve without asking (needed when standard input is not a terminal).
         #[arg(long)]
         yes: bool,
     },
     /// Keep a server from this project's .mcp.json from starting.
-    Deny { name: String },
+    Deny {
+        /// The server's name in .mcp.json.
+        name: String,
+    },
 }
 
 #[derive(Debug, Args)]
 pub struct ToolsArgs {
-    /// Only this server.
+    /// Only this server (the others are not started).
     #[arg(long)]
     pub server: Option<String>,
+    /// Print JSON: every definition as sent, flags and pin state.
     #[arg(long)]
     pub json: bool,
     /// Rank the tools for a plain-words query instead of listing them all.
@@ -504,6 +523,7 @@ pub struct CallArgs {
     /// A server name (then TOOL is the server's own tool name), or a model-visible tool
     /// name such as `time__get_current_time` on its own.
     pub target: String,
+    /// The server's own name for the tool (when TARGET is a server).
     pub tool: Option<String>,
     /// Arguments as a JSON object, or `-` to read them from stdin.
     #[arg(long, value_name = "JSON|-")]

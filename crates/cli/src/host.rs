@@ -24,6 +24,8 @@ pub struct Host {
     /// OAuth credentials: the OS keyring, else 0600 files in the data dir
     /// (`MCP_HOST_CREDENTIAL_STORE=auto|keyring|file`). Probed on first use.
     pub credentials: CredentialVault,
+    /// Whether a live progress line may be drawn on stderr: not while logs go there.
+    pub progress: bool,
 }
 
 impl Host {
@@ -53,6 +55,7 @@ impl Host {
             paths,
             config,
             credentials,
+            progress: true,
         })
     }
 
@@ -97,6 +100,11 @@ impl Host {
         }
     }
 
+    /// Where servers' stderr is kept: `NAME.log` and `NAME.log.1` per server.
+    pub fn logs_dir(&self) -> PathBuf {
+        self.paths.data_dir.join("logs")
+    }
+
     /// What connecting the servers needs from this host.
     fn setup<'a>(
         &'a self,
@@ -110,6 +118,7 @@ impl Host {
             record_dir: self.record_dir(),
             credentials: self.credentials.clone(),
             only,
+            log_dir: Some(self.logs_dir()),
             ask_person,
             protected: (self.paths.user_file.parent().into_iter())
                 .map(Path::to_path_buf)

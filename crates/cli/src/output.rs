@@ -42,6 +42,23 @@ pub fn write_raw(bytes: &[u8]) {
     let _ = o.flush();
 }
 
+/// Replaces the status line on stderr (a terminal) with `text`, cut to the terminal's width.
+pub fn status_line(text: &str) {
+    let width = crossterm::terminal::size().map_or(80, |(w, _)| usize::from(w));
+    let mut e = std::io::stderr().lock();
+    // Our own fixed sequence (return, erase the line); the text itself is sanitised.
+    let _ = e.write_all(b"\r\x1b[2K");
+    let _ = e.write_all(one_line(&clean(text), width.saturating_sub(1)).as_bytes());
+    let _ = e.flush();
+}
+
+/// Erases the status line [`status_line`] drew.
+pub fn clear_status_line() {
+    let mut e = std::io::stderr().lock();
+    let _ = e.write_all(b"\r\x1b[2K");
+    let _ = e.flush();
+}
+
 /// Writes sanitised text to stderr without a line end (a prompt the answer follows).
 pub fn write_err_inline(text: &str) {
     let mut e = std::io::stderr().lock();

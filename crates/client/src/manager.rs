@@ -17,6 +17,7 @@ use mcp_host_core::{
 };
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 use tokio::sync::{Notify, watch};
@@ -42,6 +43,8 @@ pub struct ManagerOptions {
     /// A deterministic simulation's in-process servers, seeded jitter and state log; `None`
     /// in the host.
     pub harness: Option<crate::harness::Harness>,
+    /// Where each stdio server's stderr is kept (`NAME.log`, rotated), when anywhere.
+    pub log_dir: Option<PathBuf>,
 }
 
 /// One configured server as the manager receives it.

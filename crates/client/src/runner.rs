@@ -59,6 +59,7 @@ fn endpoint(spec: &ServerSpec, opts: &ManagerOptions, confined: &Confined) -> En
                 cwd: cwd.clone(),
                 sandbox: (**sandbox).clone(),
                 confined: confined.clone(),
+                log: (opts.log_dir.as_ref()).map(|d| crate::stdio::log_file(d, &spec.name)),
             }),
             supervisor: opts.supervisor.clone(),
             host_env: opts.host_env.clone(),

@@ -70,6 +70,85 @@ pub struct StdioLaunch {
     pub sandbox: SandboxSpec,
     /// Its confinement as it stands, for whoever shows it.
     pub confined: Confined,
+    /// The file its stderr is also kept in, when it is kept.
+    pub log: Option<PathBuf>,
+}
+
+/// Where a server's stderr is kept in `dir`: its name with anything but letters, digits,
+/// `.`, `_` and `-` replaced, so a name cannot reach outside the folder.
+pub fn log_file(dir: &Path, server: &str) -> PathBuf {
+    let safe: String = server
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '_' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    dir.join(format!("{safe}.log"))
+}
+
+/// A log file grows to this many bytes, then becomes `NAME.log.1` (replacing the previous
+/// one) and a new file starts: at most twice this per server.
+const LOG_ROTATE_BYTES: u64 = 1 << 20;
+
+/// Appends a server's stderr lines to its log file, rotating it. Failing to write is not
+/// the server's failure: the log is dropped and the ring still holds the last lines.
+struct ServerLog {
+    path: PathBuf,
+    file: Option<std::fs::File>,
+    size: u64,
+}
+
+impl ServerLog {
+    fn open(path: PathBuf, pid: Option<u32>) -> Self {
+        let mut log = Self {
+            path,
+            file: None,
+            size: 0,
+        };
+        log.reopen();
+        let stamp = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let pid = pid.map_or_else(String::new, |p| format!(" (supervisor pid {p})"));
+        log.line(format!("--- started at unix time {stamp}{pid}").as_bytes());
+        log
+    }
+
+    fn reopen(&mut self) {
+        use std::os::unix::fs::OpenOptionsExt;
+        if let Some(dir) = self.path.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        self.file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .mode(0o600)
+            .open(&self.path)
+            .ok();
+        self.size = self
+            .file
+            .as_ref()
+            .and_then(|f| f.metadata().ok())
+            .map_or(0, |m| m.len());
+    }
+
+    fn line(&mut self, line: &[u8]) {
+        use std::io::Write;
+        if self.size >= LOG_ROTATE_BYTES {
+            let _ = std::fs::rename(&self.path, self.path.with_extension("log.1"));
+            self.reopen();
+        }
+        if let Some(f) = &mut self.file {
+            if f.write_all(line).and_then(|()| f.write_all(b"\n")).is_err() {
+                self.file = None;
+            }
+            self.size += line.len() as u64 + 1;
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -281,10 +360,12 @@ impl StdioProcess {
         let ring = Arc::new(Mutex::new(StderrRing::new(64)));
         let stderr_done = CancellationToken::new();
         let denials = strict.then(|| launch.confined.clone());
+        let log = (launch.log.clone()).map(|path| ServerLog::open(path, child.id()));
         tokio::spawn(drain_stderr(
             stderr,
             ring.clone(),
             denials,
+            log,
             stderr_done.clone(),
         ));
         let process = Self {
@@ -411,6 +492,7 @@ async fn drain_stderr(
     mut stderr: tokio::process::ChildStderr,
     ring: Arc<Mutex<StderrRing>>,
     denials: Option<Confined>,
+    mut log: Option<ServerLog>,
     done: CancellationToken,
 ) {
     let _done = done.drop_guard();
@@ -433,6 +515,9 @@ async fn drain_stderr(
                 {
                     d.deny_and_report(format!("denied {path}"));
                 }
+                if let Some(log) = &mut log {
+                    log.line(&line);
+                }
                 r.push(&line);
                 line.clear();
             }
@@ -441,6 +526,9 @@ async fn drain_stderr(
     if !line.is_empty()
         && let Ok(mut r) = ring.lock()
     {
+        if let Some(log) = &mut log {
+            log.line(&line);
+        }
         r.push(&line);
     }
 }
@@ -453,6 +541,32 @@ mod tests {
     fn allow_list_keeps_locale_and_path_and_drops_secrets() {
         assert!(env_allowed("PATH") && env_allowed("LC_ALL"));
         assert!(!env_allowed("AWS_SECRET_ACCESS_KEY") && !env_allowed("ANTHROPIC_API_KEY"));
+    }
+
+    #[test]
+    fn a_servers_log_rotates_and_its_name_stays_in_its_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = log_file(dir.path(), "../evil/name");
+        assert_eq!(path.parent(), Some(dir.path()));
+        let mut log = ServerLog::open(path.clone(), Some(1));
+        let line = vec![b'x'; 1000];
+        for _ in 0..1100 {
+            log.line(&line);
+        }
+        let rotated = std::fs::metadata(path.with_extension("log.1"))
+            .unwrap()
+            .len();
+        let current = std::fs::metadata(&path).unwrap().len();
+        assert!(
+            rotated >= LOG_ROTATE_BYTES && current < LOG_ROTATE_BYTES,
+            "{rotated} {current}"
+        );
+        let first = std::fs::read_to_string(path.with_extension("log.1")).unwrap();
+        assert!(
+            first.starts_with("--- started at unix time"),
+            "{}",
+            &first[..40]
+        );
     }
 
     #[test]

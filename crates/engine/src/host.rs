@@ -40,6 +40,8 @@ pub struct HostSetup<'a> {
     pub credentials: CredentialVault,
     /// Start only these servers (a command that needs only some).
     pub only: Option<&'a [String]>,
+    /// Where each stdio server's stderr is kept (`mcp-host logs SERVER`).
+    pub log_dir: Option<PathBuf>,
     /// Where servers' questions for a person go; `None` answers them with their defaults.
     pub ask_person: Option<tokio::sync::mpsc::UnboundedSender<ElicitationAsk>>,
     /// The host's own data and configuration folders, which no server's argument grants.
@@ -145,6 +147,7 @@ pub fn connect(setup: HostSetup<'_>, guards: Guards) -> Result<Connected, HostEr
         ask_person: setup.ask_person,
         credentials: Some(setup.credentials),
         harness: None,
+        log_dir: setup.log_dir,
     };
     let mut facts = BTreeMap::new();
     let setups = (setup.config.entries.iter())

@@ -92,6 +92,8 @@ async fn build(
         record_dir: dir.join("run"),
         credentials: service.vault(&start.user, &start.data),
         only: None,
+        // Users' servers' stderr stays in their status (the page shows it), not in files.
+        log_dir: None,
         ask_person: Some(ask_tx),
         protected: vec![service.data_dir.clone()],
     };

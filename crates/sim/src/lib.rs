@@ -57,6 +57,7 @@ pub fn base_options() -> Result<ManagerOptions, String> {
         ask_person: None,
         credentials: None,
         harness: None,
+        log_dir: None,
     })
 }
 

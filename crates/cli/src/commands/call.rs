@@ -68,7 +68,7 @@ pub async fn run(host: &Host, args: CallArgs) -> anyhow::Result<ExitCode> {
     let limit = host.settle_limit();
     with_manager(host, connected, async move |c, cancel| {
         let m = &c.servers;
-        m.wait_settled(limit).await;
+        super::settle(host, m, limit).await;
         let (catalogue, _) = snapshot(host, m).await?;
         let entry = match &args.tool {
             Some(tool) => catalogue.find(&ServerId::new(&args.target), tool),

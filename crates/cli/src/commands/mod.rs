@@ -41,7 +41,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         _ => {}
     }
-    let host = Host::load(&cli.config)?;
+    let mut host = Host::load(&cli.config)?;
+    host.progress = cli.verbose == 0 && !host.env.contains_key("MCP_HOST_LOG");
     if makes_calls(cli.command.as_ref()) {
         host.refuse_if_unsound()?;
     }
@@ -56,6 +57,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Auth(command)) => auth::run(&host, command).await,
         Some(Command::Mcp(command)) => mcp::run(&host, command),
         Some(Command::Doctor(args)) => doctor::run(&host, args).await,
+        Some(Command::Logs {
+            server,
+            lines,
+            path,
+        }) => logs(&host, &server, lines, path),
         // Dispatched above, before the command host and its signal handling exist.
         Some(Command::Serve(_) | Command::Completions { .. } | Command::Man) => {
             anyhow::bail!("this command runs without the command host")
@@ -83,12 +89,82 @@ fn makes_calls(command: Option<&Command>) -> bool {
             | Command::Auth(_)
             | Command::Mcp(_)
             | Command::Doctor(_)
+            | Command::Logs { .. }
             | Command::Completions { .. }
             | Command::Man,
         ) => false,
         // Refuses to start on an unsound catalogue itself.
         Some(Command::Serve(_)) => true,
     }
+}
+
+/// `mcp-host logs SERVER`: the last lines of the server's stderr log (the rotated file's
+/// first when the current one is short), sanitised like every other output.
+fn logs(host: &Host, server: &str, lines: usize, path: bool) -> anyhow::Result<ExitCode> {
+    let file = mcp_host_client::stdio::log_file(&host.logs_dir(), server);
+    if path {
+        crate::output::outln!("{}", file.display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    let read = |p: &std::path::Path| std::fs::read(p).ok();
+    let Some(current) = read(&file) else {
+        crate::output::errln!(
+            "error: no log for `{}` in {} yet: it is written while the server runs (a stdio server started by this host)",
+            mcp_host_config::visible(server),
+            host.logs_dir().display()
+        );
+        return Ok(ExitCode::FAILURE);
+    };
+    let mut text = read(&file.with_extension("log.1")).unwrap_or_default();
+    text.extend_from_slice(&current);
+    let text = String::from_utf8_lossy(&text);
+    let all: Vec<&str> = text.lines().collect();
+    for line in &all[all.len().saturating_sub(lines)..] {
+        crate::output::outln!("{line}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Waits for the started servers to settle (ready, failed, needs a sign-in…) or `limit`.
+/// On a terminal a line on stderr says which are ready and which are still starting,
+/// redrawn as each settles, and is cleared before the command prints its answer.
+async fn settle(host: &Host, m: &mcp_host_engine::host::Servers, limit: Duration) -> bool {
+    use futures::StreamExt;
+    use std::io::IsTerminal;
+    if !host.progress || !std::io::stderr().is_terminal() {
+        return m.wait_settled(limit).await;
+    }
+    let mut waiting: Vec<String> = m.ids().map(ToString::to_string).collect();
+    let total = waiting.len();
+    let mut settled = futures::stream::FuturesUnordered::new();
+    for id in m.ids() {
+        if let Some(mut rx) = m.watch(id) {
+            settled.push(async move {
+                let _ = rx.wait_for(|s| s.state.is_settled()).await;
+                id.to_string()
+            });
+        }
+    }
+    let deadline = tokio::time::sleep(limit);
+    tokio::pin!(deadline);
+    let mut all = true;
+    while !waiting.is_empty() {
+        crate::output::status_line(&format!(
+            "starting servers: {} of {total} settled; waiting for {}",
+            total - waiting.len(),
+            waiting.join(", ")
+        ));
+        tokio::select! {
+            Some(id) = settled.next() => waiting.retain(|w| *w != id),
+            () = &mut deadline => {
+                all = false;
+                break;
+            }
+            else => break,
+        }
+    }
+    crate::output::clear_status_line();
+    all
 }
 
 /// How long in-flight work gets to wind down (tell servers it was cancelled) after a signal;

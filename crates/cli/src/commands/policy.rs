@@ -87,7 +87,7 @@ pub async fn run(host: &Host, command: PolicyCommand) -> anyhow::Result<ExitCode
     let limit = host.settle_limit();
     with_manager(host, connected, async move |c, _cancel| {
         let m = &c.servers;
-        m.wait_settled(limit).await;
+        super::settle(host, m, limit).await;
         let (catalogue, _) = snapshot(host, m).await?;
         let judge = Judge {
             catalogue: &catalogue,

@@ -97,7 +97,7 @@ pub async fn run(host: &Host, args: RunArgs) -> anyhow::Result<ExitCode> {
         }),
         settings: Settings {
             mode: args.mode.into(),
-            max_steps: args.max_steps.max(1),
+            max_steps: usize::from(args.max_steps),
             background_after: args.background_after.map(Duration::from_secs),
             context_window: Some(context_window),
             workdir,

@@ -48,7 +48,7 @@ pub async fn run(host: &Host, args: ServersArgs) -> anyhow::Result<ExitCode> {
     let limit = host.settle_limit();
     with_manager(host, manager, async move |c, _cancel| {
         let m = &c.servers;
-        m.wait_settled(limit).await;
+        super::settle(host, m, limit).await;
         let rows: Vec<Row> = m
             .ids()
             .map(|id| {

@@ -26,7 +26,7 @@ pub async fn run(host: &Host, args: ToolsArgs) -> anyhow::Result<ExitCode> {
     let limit = host.settle_limit();
     with_manager(host, manager, async move |c, _cancel| {
         let m = &c.servers;
-        m.wait_settled(limit).await;
+        super::settle(host, m, limit).await;
         let (mut catalogue, store) = snapshot(host, m).await?;
         if args.accept_changes {
             for e in catalogue

@@ -181,6 +181,7 @@ pub fn manager_options(base: Duration, max: Duration) -> ManagerOptions {
         ask_person: None,
         credentials: None,
         harness: None,
+        log_dir: None,
     }
 }
 

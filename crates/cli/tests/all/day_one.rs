@@ -570,3 +570,54 @@ fn a_closed_pipe_ends_a_streaming_run_quietly() {
     assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
     assert_ne!(out.status.code(), Some(101));
 }
+
+#[test]
+fn a_servers_stderr_is_kept_in_its_log() {
+    let sb = Sandbox::new();
+    let cfg = sb.config("c.json", json!({"f": fake_server(&[])}));
+    assert!(sb.run_with(&["servers"], &cfg).status.success());
+    let out = sb.run_with(&["logs", "f"], &cfg);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("--- started") && text.contains("fake server starting"),
+        "{text}"
+    );
+    let none = sb.run_with(&["logs", "never-started"], &cfg);
+    assert!(
+        !none.status.success() && stderr(&none).contains("no log"),
+        "{}",
+        stderr(&none)
+    );
+}
+
+#[test]
+fn doctor_walks_a_remote_servers_oauth_discovery() {
+    let auth = mcp_host_testkit::oauth_server::LocalAuthServer::start(
+        &["/mcp"],
+        std::time::Duration::ZERO,
+    );
+    let sb = Sandbox::new();
+    let cfg = sb.config(
+        "c.json",
+        json!({"r": {"type": "http", "url": auth.url("/mcp")}}),
+    );
+    let out = sb.run_with(&["doctor"], &cfg);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("fix: mcp-host auth login r"), "{text}");
+    assert!(
+        text.contains(&format!(
+            "resource metadata named by its 401: {}/.well-known/oauth-protected-resource/mcp",
+            auth.base
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "issuer {}; scopes none listed; clients register themselves",
+            auth.base
+        )),
+        "{text}"
+    );
+}

@@ -7,6 +7,8 @@
 //! arguments). Each failure carries a one-line fix; the exit status is 1 when any check
 //! failed.
 
+mod oauth;
+
 use super::with_manager;
 use crate::cli::DoctorArgs;
 use crate::host::Host;
@@ -148,6 +150,15 @@ pub async fn run(host: &Host, args: DoctorArgs) -> anyhow::Result<ExitCode> {
             for name in &startable {
                 let took = took.get(name).copied().unwrap_or_default();
                 start_checks(m, name, took, r);
+            }
+            // A remote server waiting for a sign-in: walk what a sign-in would walk.
+            for name in &startable {
+                let waits = (m.status(&ServerId::new(name)))
+                    .is_some_and(|s| matches!(s.state, ServerState::NeedsAuth { .. }));
+                if let (true, Some(url)) = (waits, http_url(host, name)) {
+                    let http = mcp_host_engine::host::http_client()?;
+                    oauth::walk(&http, name, &url, r).await;
+                }
             }
             let (catalogue, _) = crate::catalogue::snapshot(host, m).await?;
             for name in &startable {
@@ -305,6 +316,21 @@ fn config_checks(host: &Host, chosen: &[&mcp_host_config::ServerEntry], report: 
             }
         }
     }
+}
+
+/// A remote server's URL as configured.
+fn http_url(host: &Host, name: &str) -> Option<String> {
+    host.config
+        .entries
+        .iter()
+        .find(|e| e.name == name)
+        .and_then(|e| match &e.readiness {
+            ServerReadiness::Start(spec) => match &spec.transport {
+                Transport::Http { url, .. } => Some(url.clone()),
+                Transport::Stdio { .. } => None,
+            },
+            _ => None,
+        })
 }
 
 /// The variable an expansion error names (`` `NAME` is not set ``), if it is one.
