@@ -105,15 +105,16 @@ pub enum TransportArg {
     Sse,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ImportSource {
-    ClaudeDesktop,
-    ClaudeCode,
-    Vscode,
-    Cursor,
-    Codex,
-    Goose,
-    Mcphost,
+/// `--from`: the config crate's names of the hosts it reads.
+fn import_source() -> impl clap::builder::TypedValueParser<Value = mcp_host_config::HostKind> {
+    use clap::builder::TypedValueParser;
+    let names = mcp_host_config::HostKind::ALL.map(mcp_host_config::HostKind::label);
+    clap::builder::PossibleValuesParser::new(names).map(|name| {
+        // The possible values are exactly these labels, so one always matches.
+        (mcp_host_config::HostKind::ALL.into_iter())
+            .find(|k| k.label() == name)
+            .unwrap_or(mcp_host_config::HostKind::ClaudeDesktop)
+    })
 }
 
 #[derive(Debug, Subcommand)]
@@ -173,8 +174,8 @@ pub enum McpCommand {
     /// listed; secrets never go into the project file).
     Import {
         /// Which host to read (default: every one whose file exists).
-        #[arg(long, value_enum)]
-        from: Option<ImportSource>,
+        #[arg(long, value_parser = import_source())]
+        from: Option<mcp_host_config::HostKind>,
         /// Read this file instead of the host's usual one (needs --from).
         #[arg(long, value_name = "FILE", requires = "from")]
         file: Option<PathBuf>,

@@ -189,7 +189,9 @@ impl Manager {
                 offers: RwLock::new(Arc::new(Offers::default())),
                 suspect: Notify::new(),
                 restart: Notify::new(),
-                enabled: std::sync::atomic::AtomicBool::new(true),
+                // A server given in any other state (a project server waiting for a
+                // person) is held: its runner waits until it is enabled.
+                enabled: std::sync::atomic::AtomicBool::new(s.initial == ServerState::Starting),
                 confined: Confined::default(),
             });
             if let Some(spec) = s.spec {

@@ -244,7 +244,11 @@ impl Runner {
                 }
             },
             Phase::Disabled => {
-                self.set_state(ServerState::Disabled);
+                // A held project server keeps saying what it waits for.
+                let held = self.status.borrow().state == ServerState::PendingApproval;
+                if !held {
+                    self.set_state(ServerState::Disabled);
+                }
                 self.wait(None, stop).await?;
                 Some(Phase::Connect)
             }

@@ -43,13 +43,6 @@ impl HostKind {
     }
 }
 
-/// A config file of another host that exists on this machine.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Found {
-    pub host: HostKind,
-    pub file: PathBuf,
-}
-
 /// Where `host` keeps its servers on Linux (`$XDG_CONFIG_HOME` honoured), the user's file
 /// first, then the project's. macOS keeps Claude Desktop's and VS Code's under
 /// `~/Library/Application Support/` instead (see README).

@@ -28,7 +28,7 @@ pub use file::{
     ConfigFile, ConfigProblem, DefaultMode, Located, RawDefaults, Severity, parse_config_text,
 };
 pub use import::{
-    Found, HostKind, Imported, InputPrompt, fill_inputs, import_text, known_files, without_secrets,
+    HostKind, Imported, InputPrompt, fill_inputs, import_text, known_files, without_secrets,
 };
 pub use load::{
     ConfigPaths, LoadOptions, LoadedConfig, ProjectServer, ServerEntry, ServerReadiness, load,

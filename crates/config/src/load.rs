@@ -80,6 +80,10 @@ pub struct ServerEntry {
     pub transport: TransportKind,
     pub file: PathBuf,
     pub readiness: ServerReadiness,
+    /// A project server waiting for an answer (or denied): what it would run once a person
+    /// approves this definition, so the host can hold it and start it at the approval
+    /// without reading the files again. Nothing runs before that.
+    pub on_approval: Option<Box<ServerSpec>>,
 }
 
 /// One server of the project's `.mcp.json`, as written: what `servers approve` shows and
@@ -256,7 +260,14 @@ pub fn load(
                 )
             },
         );
+        let on_approval = match readiness {
+            ServerReadiness::PendingApproval | ServerReadiness::Denied => {
+                raw.to_spec(&name, scope, lookup).ok().map(Box::new)
+            }
+            _ => None,
+        };
         out.entries.push(ServerEntry {
+            on_approval,
             name,
             scope,
             transport,

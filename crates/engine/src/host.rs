@@ -153,17 +153,14 @@ pub fn connect(setup: HostSetup<'_>, guards: Guards) -> Result<Connected, HostEr
     let setups = (setup.config.entries.iter())
         .filter(|e| setup.only.is_none_or(|names| names.contains(&e.name)))
         .map(|e| {
-            if let ServerReadiness::Start(spec) = &e.readiness {
-                let mut f = spec.facts.clone();
-                f.sealed = sealed(spec, kernel);
-                facts.insert(ServerId::new(&e.name), Arc::new(f));
-            }
+            // A project server waiting for a person is held with its spec (the manager
+            // starts nothing until it is enabled), so approving it starts it at once.
+            let held = e.on_approval.as_deref().cloned();
             let (spec, initial) = match &e.readiness {
                 ServerReadiness::Start(spec) => (Some(spec.clone()), ServerState::Starting),
-                ServerReadiness::Disabled | ServerReadiness::Denied => {
-                    (None, ServerState::Disabled)
-                }
-                ServerReadiness::PendingApproval => (None, ServerState::PendingApproval),
+                ServerReadiness::Disabled => (None, ServerState::Disabled),
+                ServerReadiness::Denied => (held, ServerState::Disabled),
+                ServerReadiness::PendingApproval => (held, ServerState::PendingApproval),
                 ServerReadiness::Invalid(p) => (
                     None,
                     ServerState::Failed {
@@ -171,6 +168,11 @@ pub fn connect(setup: HostSetup<'_>, guards: Guards) -> Result<Connected, HostEr
                     },
                 ),
             };
+            if let Some(spec) = &spec {
+                let mut f = spec.facts.clone();
+                f.sealed = sealed(spec, kernel);
+                facts.insert(ServerId::new(&e.name), Arc::new(f));
+            }
             ServerSetup {
                 id: ServerId::new(&e.name),
                 transport: e.transport,

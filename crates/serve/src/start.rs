@@ -125,7 +125,7 @@ async fn build(
             workdir,
             env: service.env.clone(),
             waiting_servers: Vec::new(),
-            approve_server: Box::new(|_| "the hosted mode has no project servers".into()),
+            approve_server: Box::new(|_| Err("the hosted mode has no project servers".into())),
             interactive: true,
         },
         questions: Some(ask_rx),

@@ -87,6 +87,14 @@ pub async fn run(host: &Host, args: ChatArgs) -> anyhow::Result<ExitCode> {
     for p in &host.config.problems {
         app.apply(Update::Notice(format!("config: {p}")));
     }
+    for e in &host.config.entries {
+        if e.readiness == ServerReadiness::PendingApproval {
+            app.apply(Update::Notice(format!(
+                "project server `{}` waits for your approval: /mcp, select it, press a",
+                mcp_host_config::visible(&e.name)
+            )));
+        }
+    }
     if args.resume.is_some() {
         app.on_event(&Event::ConversationStarted {
             id: conversation.id().map(ToString::to_string),
@@ -194,7 +202,7 @@ fn waiting_servers(host: &Host) -> Vec<(String, Vec<String>)> {
 
 /// Records a project server's approval in the trust ledger: the definition loaded at start-up
 /// (the one the panel showed) is the one approved.
-fn approver(host: &Host) -> Box<dyn Fn(&str) -> String + Send> {
+fn approver(host: &Host) -> mcp_host_engine::session::ApproveServer {
     let config = host.config.clone();
     let ledger_path = host.paths.trust_file();
     Box::new(move |name| match config.project_server(name) {
@@ -208,13 +216,15 @@ fn approver(host: &Host) -> Box<dyn Fn(&str) -> String + Send> {
                 )
             });
             match recorded {
-                Ok(()) => format!(
-                    "approved project server `{name}` (this definition); it starts the next time mcp-host starts"
-                ),
-                Err(e) => format!("could not record the approval: {e}"),
+                Ok(()) => Ok(format!(
+                    "approved project server `{name}` (this definition); starting it"
+                )),
+                Err(e) => Err(format!("could not record the approval: {e}")),
             }
         }
-        None => format!("`{name}` is not a project server waiting for approval"),
+        None => Err(format!(
+            "`{name}` is not a project server waiting for approval"
+        )),
     })
 }
 

@@ -3,7 +3,7 @@
 //! crate's (`ScopeFiles`); the translation of other hosts' files is too (`import_text`).
 //! This module asks the person what it must (VS Code inputs) and says what it did.
 
-use crate::cli::{ImportSource, McpCommand, ScopeArg, TransportArg};
+use crate::cli::{McpCommand, ScopeArg, TransportArg};
 use crate::host::Host;
 use crate::output::{errln, outln, table};
 use anyhow::{Context, bail};
@@ -55,7 +55,7 @@ pub fn run(host: &Host, command: McpCommand) -> anyhow::Result<ExitCode> {
             host,
             &files,
             ImportRequest {
-                from: from.map(Into::into),
+                from,
                 file,
                 scope: scope.into(),
                 only,
@@ -72,20 +72,6 @@ impl From<ScopeArg> for Scope {
             ScopeArg::Local => Self::Local,
             ScopeArg::Project => Self::Project,
             ScopeArg::User => Self::User,
-        }
-    }
-}
-
-impl From<ImportSource> for HostKind {
-    fn from(s: ImportSource) -> Self {
-        match s {
-            ImportSource::ClaudeDesktop => Self::ClaudeDesktop,
-            ImportSource::ClaudeCode => Self::ClaudeCode,
-            ImportSource::Vscode => Self::Vscode,
-            ImportSource::Cursor => Self::Cursor,
-            ImportSource::Codex => Self::Codex,
-            ImportSource::Goose => Self::Goose,
-            ImportSource::Mcphost => Self::Mcphost,
         }
     }
 }
@@ -244,9 +230,13 @@ fn listed(host: &Host, files: &ScopeFiles) -> anyhow::Result<Vec<Listed>> {
         .iter()
         .map(|e| {
             let defined = by_scope.get(&e.name);
-            let definition = defined
-                .and_then(|d| d.iter().find(|(s, _)| *s == e.scope))
-                .map(|(_, v)| v.clone());
+            let definition = match e.scope {
+                // A `--mcp-config` file is read as given; it is no scope's file.
+                Scope::Flag => flag_definition(&e.file, &e.name),
+                _ => defined
+                    .and_then(|d| d.iter().find(|(s, _)| *s == e.scope))
+                    .map(|(_, v)| v.clone()),
+            };
             let target = definition.as_ref().map_or_else(String::new, target_of);
             Listed {
                 name: e.name.clone(),
@@ -272,6 +262,13 @@ fn listed(host: &Host, files: &ScopeFiles) -> anyhow::Result<Vec<Listed>> {
             }
         })
         .collect())
+}
+
+/// A server's entry in a `--mcp-config` file.
+fn flag_definition(file: &std::path::Path, name: &str) -> Option<Value> {
+    let text = std::fs::read_to_string(file).ok()?;
+    let doc: Value = serde_json::from_str(text.strip_prefix('\u{feff}').unwrap_or(&text)).ok()?;
+    doc.get("mcpServers")?.get(name).cloned()
 }
 
 fn target_of(v: &Value) -> String {

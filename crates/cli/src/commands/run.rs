@@ -103,7 +103,7 @@ pub async fn run(host: &Host, args: RunArgs) -> anyhow::Result<ExitCode> {
             workdir,
             env: host.env.clone(),
             waiting_servers: Vec::new(),
-            approve_server: Box::new(|_| String::new()),
+            approve_server: Box::new(|_| Err("a headless run approves no server".into())),
             interactive: false,
         },
         questions: None,

@@ -1,6 +1,7 @@
 //! Chat's `/mcp` panel, driven through tmux like a person: for a project server waiting for
 //! approval it shows what the definition runs (as written), `a` only asks, a key other than
-//! `y` approves nothing, and `y` records the approval of exactly that definition.
+//! `y` approves nothing, and `y` records the approval of exactly that definition and starts
+//! the server at once.
 
 use crate::common::*;
 use serde_json::json;
@@ -70,14 +71,17 @@ fn the_mcp_panel_shows_the_definition_and_asks_before_approving() {
     let sb = Sandbox::new();
     let repo = sb.path().join("repo");
     std::fs::create_dir_all(repo.join(".git")).unwrap();
-    let server = json!({"command": fake(), "args": ["--tools", "1", "--token=${API_TOKEN}"]});
+    let spawns = sb.work_file("spawns.log");
+    let server = json!({"command": fake(), "args": ["--tools", "1", "--spawn-log", spawns.to_str().unwrap()],
+                        "env": {"TOKEN": "${API_TOKEN}"}});
     std::fs::write(
         repo.join(".mcp.json"),
         json!({"mcpServers": {"p": server}}).to_string(),
     )
     .unwrap();
-    let env: Vec<String> = sb
-        .command(&repo)
+    let mut command = sb.command(&repo);
+    command.env("API_TOKEN", "t");
+    let env: Vec<String> = command
         .get_envs()
         .filter_map(|(k, v)| Some(format!("{}={}", k.to_str()?, shell_quote(v?.to_str()?))))
         .collect();
@@ -104,19 +108,29 @@ fn the_mcp_panel_shows_the_definition_and_asks_before_approving() {
     tmux.wait_for("Type a message");
     tmux.keys(&["/mcp", "Enter"]);
     // The panel is drawn in pieces: wait for the definition itself, as written.
-    let s = tmux.wait_for("'--token=${API_TOKEN}'");
+    let s = tmux.wait_for("${API_TOKEN}");
     assert!(s.contains("MCP servers"), "{s}");
     tmux.keys(&["a"]);
     tmux.wait_for("Approve `p`");
     tmux.keys(&["n"]);
     tmux.wait_for("press a to approve");
     assert!(!approved(&trust_file(&sb)), "a key other than y approved");
+    // Held, not started: nothing of it has run before the approval.
+    assert!(!spawns.exists(), "the server ran before it was approved");
     tmux.keys(&["a"]);
     tmux.wait_for("Approve `p`");
     tmux.keys(&["y"]);
     tmux.keys(&["Escape"]);
     tmux.wait_for("approved project server `p`");
     assert!(approved(&trust_file(&sb)));
+    // Held since the start with this definition, it starts now: no restart needed.
+    tmux.keys(&["/mcp", "Enter"]);
+    let s = tmux.wait_for("2025-11-25");
+    assert!(
+        !s.contains("pending approval") && !s.contains("waiting for your approval"),
+        "{s}"
+    );
+    tmux.keys(&["Escape"]);
     tmux.keys(&["/quit", "Enter"]);
     tmux.wait_for("HOST-EXITED 0");
 }

@@ -72,7 +72,7 @@ pub enum Op {
         server: String,
         enabled: bool,
     },
-    /// Approve a project server waiting for approval (it starts at the next start).
+    /// Approve a project server waiting for approval; it starts at once.
     ApproveProjectServer(String),
     /// `provider:model`, or empty to be told the current one.
     SetModel(String),
@@ -100,6 +100,10 @@ pub struct ModelChoice {
     pub context_window: usize,
 }
 
+/// Records a person's approval of a project server: `Ok` with the note to show once it is
+/// recorded (the session then starts the held server), `Err` with why not.
+pub type ApproveServer = Box<dyn Fn(&str) -> Result<String, String> + Send>;
+
 /// Fixed for the session.
 pub struct Settings {
     pub mode: Mode,
@@ -114,7 +118,7 @@ pub struct Settings {
     /// Project servers waiting for approval, with what approving lets each run and send.
     pub waiting_servers: Vec<(String, Vec<String>)>,
     /// Records a project server's approval; its answer is told to the person.
-    pub approve_server: Box<dyn Fn(&str) -> String + Send>,
+    pub approve_server: ApproveServer,
     /// Whether a person is there to answer approvals. Headless, an approval question is
     /// refused at once (nobody could say yes), and the refusal says so.
     pub interactive: bool,
@@ -374,10 +378,18 @@ impl Session {
                 let id = mcp_host_core::ServerId::new(&server);
                 self.shared.connected.servers.set_enabled(&id, enabled);
             }
-            Op::ApproveProjectServer(server) => {
-                let note = (self.settings.approve_server)(&server);
-                self.notice(note);
-            }
+            Op::ApproveProjectServer(server) => match (self.settings.approve_server)(&server) {
+                Ok(note) => {
+                    // It was held since the start with the definition just approved.
+                    self.settings
+                        .waiting_servers
+                        .retain(|(name, _)| *name != server);
+                    let id = mcp_host_core::ServerId::new(&server);
+                    self.shared.connected.servers.set_enabled(&id, true);
+                    self.notice(note);
+                }
+                Err(why) => self.notice(why),
+            },
             Op::SetModel(spec) => self.set_model(&spec),
             Op::Compact => {
                 if let Some(t) = self.start_compaction() {
