@@ -261,13 +261,29 @@ impl Manager {
         true
     }
 
-    /// Stops a server and keeps it stopped (`false`), or starts it again (`true`).
+    /// Stops a server and keeps it stopped (`false`), or starts it again (`true`). A
+    /// server held for a person's approval is not started this way (only [`Self::approved`]
+    /// starts it): `false` then.
     pub fn set_enabled(&self, id: &ServerId, enabled: bool) -> bool {
         let Some(slot) = self.slots.get(id) else {
             return false;
         };
+        if enabled && slot.status.borrow().state == ServerState::PendingApproval {
+            return false;
+        }
         slot.enabled
             .store(enabled, std::sync::atomic::Ordering::SeqCst);
+        slot.restart.notify_one();
+        true
+    }
+
+    /// Starts a server held for a person's approval, once that approval is recorded.
+    pub fn approved(&self, id: &ServerId) -> bool {
+        let Some(slot) = self.slots.get(id) else {
+            return false;
+        };
+        slot.enabled
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         slot.restart.notify_one();
         true
     }

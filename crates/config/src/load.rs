@@ -80,9 +80,9 @@ pub struct ServerEntry {
     pub transport: TransportKind,
     pub file: PathBuf,
     pub readiness: ServerReadiness,
-    /// A project server waiting for an answer (or denied): what it would run once a person
-    /// approves this definition, so the host can hold it and start it at the approval
-    /// without reading the files again. Nothing runs before that.
+    /// A project server waiting for an answer: what it would run once a person approves
+    /// this definition, so the host can hold it and start it at the approval without
+    /// reading the files again. Nothing runs before that.
     pub on_approval: Option<Box<ServerSpec>>,
 }
 
@@ -261,7 +261,7 @@ pub fn load(
             },
         );
         let on_approval = match readiness {
-            ServerReadiness::PendingApproval | ServerReadiness::Denied => {
+            ServerReadiness::PendingApproval => {
                 raw.to_spec(&name, scope, lookup).ok().map(Box::new)
             }
             _ => None,

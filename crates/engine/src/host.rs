@@ -158,8 +158,10 @@ pub fn connect(setup: HostSetup<'_>, guards: Guards) -> Result<Connected, HostEr
             let held = e.on_approval.as_deref().cloned();
             let (spec, initial) = match &e.readiness {
                 ServerReadiness::Start(spec) => (Some(spec.clone()), ServerState::Starting),
-                ServerReadiness::Disabled => (None, ServerState::Disabled),
-                ServerReadiness::Denied => (held, ServerState::Disabled),
+                // A denied server is not held: enabling it must not get round the answer.
+                ServerReadiness::Disabled | ServerReadiness::Denied => {
+                    (None, ServerState::Disabled)
+                }
                 ServerReadiness::PendingApproval => (held, ServerState::PendingApproval),
                 ServerReadiness::Invalid(p) => (
                     None,

@@ -405,3 +405,25 @@ async fn prompts_are_filled_in_and_resources_read() {
     );
     m.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_server_held_for_approval_starts_only_when_approved() {
+    let folder = tempfile::tempdir().unwrap();
+    let spawns = folder.path().join("spawns.log");
+    let log = spawns.to_str().unwrap().to_string();
+    let mut held = setup("p", &["--spawn-log", &log], 5000, 5000);
+    held.initial = ServerState::PendingApproval;
+    let (m, _calls) = Manager::start(vec![held], options());
+    let id = ServerId::new("p");
+    // Neither enabling nor a restart gets round the approval; the state still says why.
+    assert!(
+        !m.set_enabled(&id, true),
+        "enabling started a server waiting for approval"
+    );
+    assert!(m.reconnect(&id));
+    assert_eq!(m.status(&id).unwrap().state, ServerState::PendingApproval);
+    assert!(m.approved(&id));
+    wait_until(&m, "p", is("ready")).await;
+    assert_eq!(std::fs::read_to_string(&spawns).unwrap().lines().count(), 1);
+    m.shutdown().await;
+}

@@ -376,7 +376,11 @@ impl Session {
             }
             Op::SetEnabled { server, enabled } => {
                 let id = mcp_host_core::ServerId::new(&server);
-                self.shared.connected.servers.set_enabled(&id, enabled);
+                if !self.shared.connected.servers.set_enabled(&id, enabled) && enabled {
+                    self.notice(format!(
+                        "`{server}` waits for your approval: press a in /mcp to see what it runs"
+                    ));
+                }
             }
             Op::ApproveProjectServer(server) => match (self.settings.approve_server)(&server) {
                 Ok(note) => {
@@ -385,7 +389,7 @@ impl Session {
                         .waiting_servers
                         .retain(|(name, _)| *name != server);
                     let id = mcp_host_core::ServerId::new(&server);
-                    self.shared.connected.servers.set_enabled(&id, true);
+                    self.shared.connected.servers.approved(&id);
                     self.notice(note);
                 }
                 Err(why) => self.notice(why),
