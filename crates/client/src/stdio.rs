@@ -94,11 +94,13 @@ pub fn log_file(dir: &Path, server: &str) -> PathBuf {
 /// one) and a new file starts: at most twice this per server.
 const LOG_ROTATE_BYTES: u64 = 1 << 20;
 
-/// Appends a server's stderr lines to its log file, rotating it. Failing to write is not
-/// the server's failure: the log is dropped and the ring still holds the last lines.
+/// Appends a server's stderr lines to its log file, rotating it. Lines are buffered and
+/// written once per read of the pipe (a flooding server costs one write per read, not one
+/// per line). Failing to write is not the server's failure: the log is dropped and the ring
+/// still holds the last lines.
 struct ServerLog {
     path: PathBuf,
-    file: Option<std::fs::File>,
+    file: Option<std::io::BufWriter<std::fs::File>>,
     size: u64,
 }
 
@@ -115,6 +117,7 @@ impl ServerLog {
             .map_or(0, |d| d.as_secs());
         let pid = pid.map_or_else(String::new, |p| format!(" (supervisor pid {p})"));
         log.line(format!("--- started at unix time {stamp}{pid}").as_bytes());
+        log.flush();
         log
     }
 
@@ -123,22 +126,23 @@ impl ServerLog {
         if let Some(dir) = self.path.parent() {
             let _ = std::fs::create_dir_all(dir);
         }
-        self.file = std::fs::OpenOptions::new()
+        let file = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .mode(0o600)
             .open(&self.path)
             .ok();
-        self.size = self
-            .file
+        self.size = file
             .as_ref()
             .and_then(|f| f.metadata().ok())
             .map_or(0, |m| m.len());
+        self.file = file.map(std::io::BufWriter::new);
     }
 
     fn line(&mut self, line: &[u8]) {
         use std::io::Write;
         if self.size >= LOG_ROTATE_BYTES {
+            self.flush();
             let _ = std::fs::rename(&self.path, self.path.with_extension("log.1"));
             self.reopen();
         }
@@ -147,6 +151,15 @@ impl ServerLog {
                 self.file = None;
             }
             self.size += line.len() as u64 + 1;
+        }
+    }
+
+    fn flush(&mut self) {
+        use std::io::Write;
+        if let Some(f) = &mut self.file
+            && f.flush().is_err()
+        {
+            self.file = None;
         }
     }
 }
@@ -522,12 +535,18 @@ async fn drain_stderr(
                 line.clear();
             }
         }
+        // Written outside the ring's lock, once per read.
+        drop(r);
+        if let Some(log) = &mut log {
+            log.flush();
+        }
     }
     if !line.is_empty()
         && let Ok(mut r) = ring.lock()
     {
         if let Some(log) = &mut log {
             log.line(&line);
+            log.flush();
         }
         r.push(&line);
     }

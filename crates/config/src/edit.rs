@@ -250,7 +250,7 @@ impl Document {
     /// file or the new one. Files of the user's own scopes may hold secrets: a new one is
     /// made readable by its owner only; an existing one keeps its mode.
     fn write(&self, scope: Scope) -> Result<(), EditError> {
-        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+        use std::os::unix::fs::PermissionsExt;
         let err = |source| EditError::Write {
             file: self.file.clone(),
             source,
@@ -261,32 +261,37 @@ impl Document {
         serde::Serialize::serialize(&self.root, &mut ser)
             .map_err(|e| err(std::io::Error::other(e)))?;
         text.push(b'\n');
-        let dir = self.file.parent().unwrap_or(Path::new("."));
-        std::fs::create_dir_all(dir).map_err(err)?;
         let mode = match std::fs::metadata(&self.file) {
             Ok(m) if self.existed => m.permissions().mode() & 0o7777,
             _ if scope == Scope::Project => 0o644,
             _ => 0o600,
         };
-        let name = self.file.file_name().unwrap_or_default().to_string_lossy();
-        let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-        let mut out = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(mode)
-            .open(&tmp)
-            .map_err(err)?;
-        let written = out
-            .write_all(&text)
-            .and_then(|()| out.sync_all())
-            .and_then(|()| std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(mode)))
-            .and_then(|()| std::fs::rename(&tmp, &self.file));
-        if let Err(e) = written {
-            let _ = std::fs::remove_file(&tmp);
-            return Err(err(e));
-        }
-        Ok(())
+        write_atomically(&self.file, &text, mode).map_err(err)
     }
+}
+
+/// Replaces `path` with `bytes`: written beside it with `mode`, synced, and renamed over
+/// it, so a crash leaves the old file or the new one, never half of either.
+pub(crate) fn write_atomically(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let mut out = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .open(&tmp)?;
+    let written = out
+        .write_all(bytes)
+        .and_then(|()| out.sync_all())
+        .and_then(|()| std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(mode)))
+        .and_then(|()| std::fs::rename(&tmp, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
 }
 
 /// The indentation of the first indented line (two spaces for a file that has none).

@@ -566,24 +566,42 @@ pub fn without_secrets(server: &mut Value) -> Vec<String> {
             continue;
         };
         for (key, value) in values.iter_mut() {
-            if value.as_str().is_some_and(|s| s.contains("${")) {
+            if takes_a_variable(value) {
                 continue;
             }
-            let var: String = key
-                .chars()
-                .map(|c| {
-                    if c.is_ascii_alphanumeric() {
-                        c.to_ascii_uppercase()
-                    } else {
-                        '_'
-                    }
-                })
-                .collect();
+            let var = variable_name(key);
             *value = json!(format!("${{{var}}}"));
             to_set.push(var);
         }
     }
     to_set
+}
+
+/// Whether any `env` or `headers` value of `server` is written out rather than taken from a
+/// variable (what [`without_secrets`] would replace).
+pub fn has_literal_values(server: &Value) -> bool {
+    ["env", "headers"].iter().any(|section| {
+        (server.get(section).and_then(Value::as_object))
+            .is_some_and(|m| m.values().any(|v| !takes_a_variable(v)))
+    })
+}
+
+/// A value that comes from a `${VAR}` reference (a secret in it is not written down).
+fn takes_a_variable(v: &Value) -> bool {
+    v.as_str().is_some_and(|s| s.contains("${"))
+}
+
+/// The environment variable a key or input id stands for: `gh-token` → `GH_TOKEN`.
+pub fn variable_name(key: &str) -> String {
+    key.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_uppercase()
+            } else {
+                '_'
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -28,7 +28,8 @@ pub use file::{
     ConfigFile, ConfigProblem, DefaultMode, Located, RawDefaults, Severity, parse_config_text,
 };
 pub use import::{
-    HostKind, Imported, InputPrompt, fill_inputs, import_text, known_files, without_secrets,
+    HostKind, Imported, InputPrompt, fill_inputs, has_literal_values, import_text, known_files,
+    variable_name, without_secrets,
 };
 pub use load::{
     ConfigPaths, LoadOptions, LoadedConfig, ProjectServer, ServerEntry, ServerReadiness, load,

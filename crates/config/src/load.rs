@@ -84,6 +84,10 @@ pub struct ServerEntry {
     /// this definition, so the host can hold it and start it at the approval without
     /// reading the files again. Nothing runs before that.
     pub on_approval: Option<Box<ServerSpec>>,
+    /// The definition as written in `file` (known keys only).
+    pub raw: RawServer,
+    /// The scopes whose definition of the same name this one replaced.
+    pub shadows: Vec<Scope>,
 }
 
 /// One server of the project's `.mcp.json`, as written: what `servers approve` shows and
@@ -182,6 +186,7 @@ pub fn load(
     }
 
     let mut merged: BTreeMap<String, (Scope, PathBuf, usize, usize, RawServer)> = BTreeMap::new();
+    let mut shadowed: BTreeMap<String, Vec<Scope>> = BTreeMap::new();
     for (scope, file, parsed) in layers {
         out.problems.extend(parsed.problems);
         if let Some(mut perms) = parsed.permissions {
@@ -234,7 +239,9 @@ pub fn load(
                 located.column,
                 located.value,
             );
-            merged.insert(name, v);
+            if let Some((earlier, ..)) = merged.insert(name.clone(), v) {
+                shadowed.entry(name).or_default().push(earlier);
+            }
         }
     }
     for (name, (scope, file, line, column, raw)) in merged {
@@ -267,6 +274,8 @@ pub fn load(
             _ => None,
         };
         out.entries.push(ServerEntry {
+            shadows: shadowed.remove(&name).unwrap_or_default(),
+            raw,
             on_approval,
             name,
             scope,

@@ -95,15 +95,10 @@ impl TrustLedger {
             path: self.path.clone(),
             source,
         };
-        if let Some(dir) = self.path.parent() {
-            std::fs::create_dir_all(dir).map_err(write_err)?;
-        }
-        let tmp = self.path.with_extension("json.tmp");
         let text = serde_json::to_string_pretty(&self.file)
             .map_err(io::Error::other)
             .map_err(write_err)?;
-        std::fs::write(&tmp, text).map_err(write_err)?;
-        std::fs::rename(&tmp, &self.path).map_err(write_err)
+        crate::edit::write_atomically(&self.path, text.as_bytes(), 0o600).map_err(write_err)
     }
 }
 

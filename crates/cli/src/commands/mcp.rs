@@ -42,7 +42,7 @@ pub fn run(host: &Host, command: McpCommand) -> anyhow::Result<ExitCode> {
             add(host, &files, scope.into(), &name, server, force)
         }
         McpCommand::List { json } => list(host, &files, json),
-        McpCommand::Get { name, json } => get(host, &files, &name, json),
+        McpCommand::Get { name, json } => get(host, &name, json),
         McpCommand::Remove { name, scope } => remove(&files, &name, scope.map(Into::into)),
         McpCommand::Import {
             from,
@@ -165,7 +165,7 @@ fn add(
     );
     if scope == Scope::Project {
         approve_own(host, files, name, &server)?;
-        if has_literal_values(&server) {
+        if mcp_host_config::has_literal_values(&server) {
             errln!(
                 "warning: {} is shared: write secrets as ${{VAR}} references, not values",
                 file.display()
@@ -189,18 +189,6 @@ fn approve_own(host: &Host, files: &ScopeFiles, name: &str, server: &Value) -> a
     Ok(())
 }
 
-fn has_literal_values(server: &Value) -> bool {
-    ["env", "headers"].iter().any(|section| {
-        server
-            .get(section)
-            .and_then(Value::as_object)
-            .is_some_and(|m| {
-                m.values()
-                    .any(|v| v.as_str().is_some_and(|s| !s.contains("${")))
-            })
-    })
-}
-
 /// What `list` and `get` show of one configured server.
 #[derive(serde::Serialize)]
 struct Listed {
@@ -216,28 +204,12 @@ struct Listed {
     definition: Option<Value>,
 }
 
-fn listed(host: &Host, files: &ScopeFiles) -> anyhow::Result<Vec<Listed>> {
-    let mut by_scope: BTreeMap<String, Vec<(Scope, Value)>> = BTreeMap::new();
-    for scope in [Scope::User, Scope::Project, Scope::Local] {
-        // A broken file is already reported by the loader; listing goes on without it.
-        for (name, v) in files.servers(scope).unwrap_or_default() {
-            by_scope.entry(name).or_default().push((scope, v));
-        }
-    }
-    Ok(host
-        .config
-        .entries
-        .iter()
+/// What the loaded configuration says of each server: nothing is read again.
+fn listed(host: &Host) -> Vec<Listed> {
+    (host.config.entries.iter())
         .map(|e| {
-            let defined = by_scope.get(&e.name);
-            let definition = match e.scope {
-                // A `--mcp-config` file is read as given; it is no scope's file.
-                Scope::Flag => flag_definition(&e.file, &e.name),
-                _ => defined
-                    .and_then(|d| d.iter().find(|(s, _)| *s == e.scope))
-                    .map(|(_, v)| v.clone()),
-            };
-            let target = definition.as_ref().map_or_else(String::new, target_of);
+            // Serialising a parsed definition cannot fail; `Null` would only show less.
+            let definition = serde_json::to_value(&e.raw).unwrap_or(Value::Null);
             Listed {
                 name: e.name.clone(),
                 scope: e.scope.label(),
@@ -249,26 +221,12 @@ fn listed(host: &Host, files: &ScopeFiles) -> anyhow::Result<Vec<Listed>> {
                     ServerReadiness::Denied => "denied",
                     ServerReadiness::Invalid(_) => "invalid",
                 },
-                target,
-                shadows: defined
-                    .map(|d| {
-                        d.iter()
-                            .filter(|(s, _)| *s != e.scope)
-                            .map(|(s, _)| s.label())
-                            .collect()
-                    })
-                    .unwrap_or_default(),
-                definition,
+                target: target_of(&definition),
+                shadows: e.shadows.iter().map(|s| s.label()).collect(),
+                definition: Some(definition),
             }
         })
-        .collect())
-}
-
-/// A server's entry in a `--mcp-config` file.
-fn flag_definition(file: &std::path::Path, name: &str) -> Option<Value> {
-    let text = std::fs::read_to_string(file).ok()?;
-    let doc: Value = serde_json::from_str(text.strip_prefix('\u{feff}').unwrap_or(&text)).ok()?;
-    doc.get("mcpServers")?.get(name).cloned()
+        .collect()
 }
 
 fn target_of(v: &Value) -> String {
@@ -288,7 +246,7 @@ fn target_of(v: &Value) -> String {
 }
 
 fn list(host: &Host, files: &ScopeFiles, json: bool) -> anyhow::Result<ExitCode> {
-    let mut rows = listed(host, files)?;
+    let mut rows = listed(host);
     if json {
         rows.iter_mut().for_each(|r| r.definition = None);
         crate::output::print_json(&rows)?;
@@ -335,8 +293,8 @@ pub(crate) fn nothing_configured(files: &ScopeFiles) {
     );
 }
 
-fn get(host: &Host, files: &ScopeFiles, name: &str, json: bool) -> anyhow::Result<ExitCode> {
-    let Some(row) = listed(host, files)?.into_iter().find(|r| r.name == name) else {
+fn get(host: &Host, name: &str, json: bool) -> anyhow::Result<ExitCode> {
+    let Some(row) = listed(host).into_iter().find(|r| r.name == name) else {
         errln!(
             "error: no server named `{}` is configured (see `mcp-host mcp list`)",
             mcp_host_config::visible(name)
@@ -498,7 +456,7 @@ fn import_one(
                 ask_input(input)?
             };
             let value = answer.unwrap_or_else(|| {
-                let var = env_name(&input.id);
+                let var = mcp_host_config::variable_name(&input.id);
                 to_set.push(var.clone());
                 format!("${{{var}}}")
             });
@@ -536,19 +494,6 @@ fn import_one(
     Ok(true)
 }
 
-/// `gh-token` → `GH_TOKEN`.
-fn env_name(id: &str) -> String {
-    id.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_uppercase()
-            } else {
-                '_'
-            }
-        })
-        .collect()
-}
-
 /// Asks for a VS Code input's value on stderr, reading one line of standard input (without
 /// echo on a terminal). An empty answer or none leaves a `${VAR}` reference instead.
 fn ask_input(input: &mcp_host_config::InputPrompt) -> anyhow::Result<Option<String>> {
@@ -561,7 +506,7 @@ fn ask_input(input: &mcp_host_config::InputPrompt) -> anyhow::Result<Option<Stri
     crate::output::write_err_inline(&format!(
         "{what} (`{}`; empty: read ${{{}}} from the environment): ",
         input.id,
-        env_name(&input.id)
+        mcp_host_config::variable_name(&input.id)
     ));
     let hide = input.password && stdin.is_terminal();
     let saved = if hide { echo_off() } else { None };

@@ -588,6 +588,30 @@ mod tests {
     }
 
     #[test]
+    fn a_servers_tool_filter_keeps_the_other_tools_out_of_the_catalogue() {
+        let mut only = server(
+            "f",
+            vec![
+                tool("a", "", object()),
+                tool("b", "", object()),
+                tool("c", "", object()),
+            ],
+        );
+        only.facts = Arc::new(ServerFacts {
+            tool_filter: Some(Arc::new(mcp_host_core::ToolFilter {
+                only: Some(["a".to_string(), "b".to_string()].into()),
+                except: ["b".to_string()].into(),
+            })),
+            ..ServerFacts::default()
+        });
+        let c = Catalogue::build(vec![only, server("g", vec![tool("a", "", object())])]);
+        let names: Vec<&str> = c.entries().iter().map(|e| e.name.as_str()).collect();
+        // Neither the model's name nor the server's own finds a tool left out.
+        assert_eq!(names, ["f__a", "g__a"]);
+        assert!(c.find(&ServerId::new("f"), "c").is_none() && c.get("f__b").is_none());
+    }
+
+    #[test]
     fn entries_are_sorted_named_and_resolvable() {
         let c = Catalogue::build(vec![
             server("z", vec![tool("b", "", object()), tool("a", "", object())]),

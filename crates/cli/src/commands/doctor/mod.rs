@@ -13,7 +13,7 @@ use super::with_manager;
 use crate::cli::DoctorArgs;
 use crate::host::Host;
 use crate::output::{one_line, outln};
-use mcp_host_config::{ScopeFiles, ServerReadiness, Transport};
+use mcp_host_config::{ServerReadiness, Transport};
 use mcp_host_core::{ServerId, ServerState};
 use mcp_host_engine::person::{DirectCall, DirectOutcome};
 use mcp_host_registry::lint::Flag;
@@ -152,12 +152,18 @@ pub async fn run(host: &Host, args: DoctorArgs) -> anyhow::Result<ExitCode> {
                 start_checks(m, name, took, r);
             }
             // A remote server waiting for a sign-in: walk what a sign-in would walk.
+            // The HTTP client (and its CA roots) only when one is needed, and once.
+            let mut http = None;
             for name in &startable {
                 let waits = (m.status(&ServerId::new(name)))
                     .is_some_and(|s| matches!(s.state, ServerState::NeedsAuth { .. }));
                 if let (true, Some(url)) = (waits, http_url(host, name)) {
-                    let http = mcp_host_engine::host::http_client()?;
-                    oauth::walk(&http, name, &url, r).await;
+                    if http.is_none() {
+                        http = Some(mcp_host_engine::host::http_client()?);
+                    }
+                    if let Some(http) = &http {
+                        oauth::walk(http, name, &url, r).await;
+                    }
                 }
             }
             let (catalogue, _) = crate::catalogue::snapshot(host, m).await?;
@@ -248,37 +254,22 @@ fn config_checks(host: &Host, chosen: &[&mcp_host_config::ServerEntry], report: 
             format!("edit {}:{}", p.file.display(), p.line),
         );
     }
-    let files = ScopeFiles::new(&host.paths);
-    let mut defined: BTreeMap<String, Vec<&'static str>> = BTreeMap::new();
-    for scope in [
-        mcp_host_config::Scope::User,
-        mcp_host_config::Scope::Project,
-        mcp_host_config::Scope::Local,
-    ] {
-        for name in files.servers(scope).unwrap_or_default().keys() {
-            defined.entry(name.clone()).or_default().push(scope.label());
-        }
-    }
     for e in chosen {
         let name = e.name.as_str();
-        if let Some(scopes) = defined.get(name).filter(|s| s.len() > 1) {
-            let hidden: Vec<&str> = scopes
-                .iter()
-                .copied()
-                .filter(|s| *s != e.scope.label())
-                .collect();
+        if let Some(hidden) = e.shadows.first() {
+            let all: Vec<&str> = e.shadows.iter().map(|s| s.label()).collect();
             report.fix(
                 name,
                 "config",
                 Level::Warn,
                 format!(
                     "also defined in {} (the {} definition is used)",
-                    hidden.join(" and "),
+                    all.join(" and "),
                     e.scope.label()
                 ),
                 format!(
                     "remove the one you do not mean: mcp-host mcp remove {name} --scope {}",
-                    hidden[0]
+                    hidden.label()
                 ),
             );
         }
@@ -304,16 +295,15 @@ fn config_checks(host: &Host, chosen: &[&mcp_host_config::ServerEntry], report: 
                 "from this project's .mcp.json and you denied it; not started",
                 format!("mcp-host servers approve {name} (if you now trust it)"),
             ),
-            ServerReadiness::Invalid(p) => {
-                let fix = match missing_variable(&p.message) {
-                    Some(var) => format!(
-                        "set {var} in the environment, or write ${{{var}:-DEFAULT}} in {}",
-                        p.file.display()
-                    ),
-                    None => format!("edit {}:{}", p.file.display(), p.line),
-                };
-                report.fix(name, "config", Level::Fail, p.to_string(), fix);
-            }
+            // The problem already says how to mend it (a missing variable names the
+            // default to write); the fix points at where.
+            ServerReadiness::Invalid(p) => report.fix(
+                name,
+                "config",
+                Level::Fail,
+                p.to_string(),
+                format!("mend {}:{} as the message says (a missing variable: set it where mcp-host runs, or give the default shown)", p.file.display(), p.line),
+            ),
         }
     }
 }
@@ -331,13 +321,6 @@ fn http_url(host: &Host, name: &str) -> Option<String> {
             },
             _ => None,
         })
-}
-
-/// The variable an expansion error names (`` `NAME` is not set ``), if it is one.
-fn missing_variable(message: &str) -> Option<&str> {
-    let start = message.find("variable `")? + "variable `".len();
-    let len = message[start..].find('`')?;
-    Some(&message[start..start + len])
 }
 
 /// A stdio server's command and folder, as its process will look for them.
