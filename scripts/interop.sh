@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Interop test against real MCP servers from npm and PyPI (installed by
 # scripts/install-test-deps.sh): every server must come up `ready` in its protocol era
-# through `mcp-host servers --json`, over stdio and (server-everything) Streamable HTTP;
+# through `mcp-host servers --json`, over stdio, Streamable HTTP (server-everything) and
+# the legacy HTTP+SSE transport (server-everything and both SDKs' SSE servers);
 # calls must work; a broken file and a missing command must not stop the others.
 # Last line: "interop: N passed, N failed".
 set -uo pipefail
@@ -14,7 +15,8 @@ HOST="${MCP_HOST_BIN:-${CARGO_TARGET_DIR:-$ROOT/target}/debug/mcp-host}"
 
 WORK="$(mktemp -d)"
 HTTP_PID=""
-cleanup() { [ -n "$HTTP_PID" ] && kill "$HTTP_PID" 2>/dev/null; rm -rf "$WORK"; }
+SSE_PIDS=()
+cleanup() { kill $HTTP_PID "${SSE_PIDS[@]}" 2>/dev/null; rm -rf "$WORK"; }
 trap cleanup EXIT
 export HOME="$WORK/home" XDG_CONFIG_HOME="$WORK/config" XDG_DATA_HOME="$WORK/data" XDG_RUNTIME_DIR="$WORK/run"
 mkdir -p "$HOME"
@@ -217,6 +219,51 @@ print("  egress:", sorted(seen), [l["detail"] for l in lines if not l["allowed"]
 sys.exit(0 if ("site.test", True) in seen and ("other.test", False) in seen else 1)
 PY
 kill "$SITE_PID" 2>/dev/null
+
+# The legacy HTTP+SSE transport (2024-11-05): server-everything's `sse` mode, the Python
+# SDK's SSE server (tests/interop/python_sse_server.py) and the TypeScript SDK's own
+# example (simpleSseServer.js, which always listens on port 3000), each as `"type": "sse"`
+# and as `"type": "http"`, which must fall back to it.
+SSE_PORT="$(free_port)"; PY_SSE_PORT="$(free_port)"
+PORT="$SSE_PORT" node "$NM/server-everything/dist/index.js" sse >"$WORK/sse.log" 2>&1 &
+SSE_PIDS=($!)
+"$DEPS/venv/bin/python" "$ROOT/tests/interop/python_sse_server.py" "$PY_SSE_PORT" >"$WORK/py-sse.log" 2>&1 &
+SSE_PIDS+=($!)
+if python3 -c "import socket; socket.create_connection(('127.0.0.1',3000),0.2)" 2>/dev/null; then
+  echo "  port 3000 is taken: the TypeScript SDK's SSE example cannot listen" >&2
+fi
+(cd "$WORK" && exec node "$NM/sdk/dist/esm/examples/server/simpleSseServer.js" >"$WORK/ts-sse.log" 2>&1) &
+SSE_PIDS+=($!)
+wait_port "$SSE_PORT"; wait_port "$PY_SSE_PORT"; wait_port 3000
+cat >"$WORK/sse.json" <<JSON
+{"mcpServers": {
+  "everything-sse": {"type": "sse", "url": "http://127.0.0.1:$SSE_PORT/sse"},
+  "everything-fallback": {"type": "http", "url": "http://127.0.0.1:$SSE_PORT/sse"},
+  "python-sse": {"type": "sse", "url": "http://127.0.0.1:$PY_SSE_PORT/sse"},
+  "python-fallback": {"type": "http", "url": "http://127.0.0.1:$PY_SSE_PORT/sse"},
+  "ts-sse": {"type": "sse", "url": "http://127.0.0.1:3000/mcp"},
+  "ts-fallback": {"type": "http", "url": "http://127.0.0.1:3000/mcp"}
+}}
+JSON
+SCFG=(--strict-mcp-config --mcp-config "$WORK/sse.json")
+"$HOST" servers --json "${SCFG[@]}" >"$WORK/sse.out" 2>"$WORK/sse.err"
+check "three HTTP+SSE servers are ready over sse, configured or by fallback" python3 - "$WORK/sse.out" <<'PY'
+import json, sys
+rows = {r["name"]: r for r in json.load(open(sys.argv[1]))}
+ok = len(rows) == 6
+for name, r in sorted(rows.items()):
+    print(f"  {name}: {r['state']}, {r['transport']}, {r['tools']} tools, {r.get('transport_note') or ''}")
+    ok = ok and r["state"] == "ready" and r["transport"] == "sse" and r["tools"] >= 1
+    ok = ok and (r.get("transport_note") is not None) == name.endswith("-fallback")
+sys.exit(0 if ok else 1)
+PY
+sse_echo="$("$HOST" call everything-sse echo --args '{"message":"over legacy sse"}' "${SCFG[@]}" 2>&1)"
+check "call server-everything over HTTP+SSE" grep -q "over legacy sse" <<<"$sse_echo"
+py_add="$("$HOST" call python-fallback add --args '{"a":2,"b":40}' "${SCFG[@]}" 2>&1)"
+check "call the Python SDK's SSE server (by fallback)" grep -q "42" <<<"$py_add"
+ts_call="$("$HOST" call ts-sse start-notification-stream --args '{"interval":10,"count":2}' "${SCFG[@]}" 2>&1)"
+check "call the TypeScript SDK's SSE example" grep -q "Completed sending 2 notifications" <<<"$ts_call"
+kill "${SSE_PIDS[@]}" 2>/dev/null
 
 echo "interop: $pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -7,6 +7,7 @@
 use crate::backoff::{Next, Retrier, RetryPolicy};
 use crate::handler::ClientFeatures;
 use crate::harness::{StateChange, jitter_source};
+use crate::http::HttpWire;
 use crate::manager::{ManagerOptions, Slot};
 use crate::sandbox::Confined;
 use crate::session::{ConnectError, Endpoint, EraChoice, RequestError, Session};
@@ -28,7 +29,11 @@ const HEALTH_TIMEOUT: Duration = Duration::from_secs(10);
 fn endpoint(spec: &ServerSpec, opts: &ManagerOptions, confined: &Confined) -> Endpoint {
     if let Some(harness) = &opts.harness {
         return match &spec.transport {
-            Transport::Http { url, headers } => Endpoint::Http {
+            Transport::Http {
+                url,
+                headers,
+                legacy_sse,
+            } => Endpoint::Http {
                 url: url.clone(),
                 headers: headers.clone(),
                 client: crate::http::HttpClient::InProcess(crate::http::InProcessHttp {
@@ -36,6 +41,7 @@ fn endpoint(spec: &ServerSpec, opts: &ManagerOptions, confined: &Confined) -> En
                     web: harness.web.clone(),
                 }),
                 auth: None,
+                wire: HttpWire::configured(*legacy_sse),
             },
             Transport::Stdio { .. } => Endpoint::InProcess {
                 name: spec.name.clone(),
@@ -64,11 +70,16 @@ fn endpoint(spec: &ServerSpec, opts: &ManagerOptions, confined: &Confined) -> En
             supervisor: opts.supervisor.clone(),
             host_env: opts.host_env.clone(),
         },
-        Transport::Http { url, headers } => Endpoint::Http {
+        Transport::Http {
+            url,
+            headers,
+            legacy_sse,
+        } => Endpoint::Http {
             url: url.clone(),
             headers: headers.clone(),
             client: opts.http_client.clone().into(),
             auth: None,
+            wire: HttpWire::configured(*legacy_sse),
         },
     }
 }
@@ -410,10 +421,13 @@ impl Runner {
         }
         let era = session.era().clone();
         let note = session.era_note().map(str::to_string);
+        let (transport, why) = session.transport();
+        let transport_note = why.map(|why| (transport, why.to_string()));
         retrier.on_ready();
         self.publish(|s| {
             s.state = ServerState::Ready;
             s.era = Some(era);
+            s.transport_note = transport_note;
             // A reconnect in the known era makes no probe: the first one's reason stands.
             if note.is_some() {
                 s.era_note = note;

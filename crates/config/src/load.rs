@@ -246,7 +246,11 @@ pub fn load(
     }
     for (name, (scope, file, line, column, raw)) in merged {
         let transport = if raw.url.is_some() && raw.command.is_none() {
-            TransportKind::Http
+            if raw.kind.as_deref() == Some("sse") {
+                TransportKind::Sse
+            } else {
+                TransportKind::Http
+            }
         } else {
             TransportKind::Stdio
         };

@@ -123,6 +123,9 @@ pub enum Transport {
     Http {
         url: String,
         headers: BTreeMap<String, String>,
+        /// `"type": "sse"`: only the legacy HTTP+SSE transport (2024-11-05). Otherwise
+        /// Streamable HTTP, falling back to the legacy one when the server refuses it.
+        legacy_sse: bool,
     },
 }
 
@@ -339,7 +342,11 @@ impl RawServer {
                 let headers = (self.headers.iter())
                     .map(|(k, v)| Ok((k.clone(), exp(&format!("headers.{k}"), v)?)))
                     .collect::<Result<_, SpecError>>()?;
-                Transport::Http { url, headers }
+                Transport::Http {
+                    url,
+                    headers,
+                    legacy_sse: kind == "sse",
+                }
             }
             other => {
                 return Err(SpecError::new(

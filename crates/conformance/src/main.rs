@@ -42,6 +42,7 @@ async fn main() -> anyhow::Result<()> {
         headers: BTreeMap::new(),
         client: mcp_host_client::http_client(Duration::from_secs(5))?.into(),
         auth,
+        wire: mcp_host_client::HttpWire::Streamable,
     };
     // Nobody sits at this client: forms are answered with their defaults.
     let features = ClientFeatures {

@@ -21,7 +21,10 @@ impl Era {
 #[serde(rename_all = "lowercase")]
 pub enum TransportKind {
     Stdio,
+    /// Streamable HTTP.
     Http,
+    /// The legacy HTTP+SSE transport (2024-11-05).
+    Sse,
 }
 
 /// The published state of one server.
@@ -100,6 +103,9 @@ pub struct ServerStatus {
     /// A local server's confinement and the denials it ran into; `None` for a remote one
     /// or one not started yet.
     pub confinement: Option<crate::confinement::ConfinementView>,
+    /// The transport a ready remote server speaks, when it is not the configured one,
+    /// with the reason (a Streamable HTTP server that refused, answered over HTTP+SSE).
+    pub transport_note: Option<(TransportKind, String)>,
 }
 
 impl ServerStatus {
@@ -114,6 +120,7 @@ impl ServerStatus {
             era_note: None,
             warnings: Vec::new(),
             confinement: None,
+            transport_note: None,
         }
     }
 }

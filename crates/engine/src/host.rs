@@ -249,6 +249,7 @@ pub async fn sign_in(
         headers: headers.clone(),
         client: mcp_host_client::http_client(Duration::from_secs(30))?.into(),
         auth: Some(oauth.clone()),
+        wire: mcp_host_client::HttpWire::Streamable,
     };
     let session =
         Session::connect(&endpoint, EraChoice::Auto, limit, ClientFeatures::default()).await?;

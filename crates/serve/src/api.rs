@@ -351,6 +351,9 @@ fn transport_of(state: &AppState, name: &str) -> &'static str {
     match entry.map(|e| &e.readiness) {
         Some(mcp_host_config::ServerReadiness::Start(spec)) => match spec.transport {
             mcp_host_config::Transport::Stdio { .. } => "stdio",
+            mcp_host_config::Transport::Http {
+                legacy_sse: true, ..
+            } => "sse",
             mcp_host_config::Transport::Http { .. } => "http",
         },
         _ => "unusable (see the service log)",

@@ -31,6 +31,8 @@ struct Row {
     stderr_tail: Vec<String>,
     /// Why the server is in an older era although 2026-07-28 was tried.
     era_note: Option<String>,
+    /// Why it speaks another transport than the configured one (a fallback to HTTP+SSE).
+    transport_note: Option<String>,
     /// What its lists left out (page caps, cursor loops, broken entries).
     warnings: Vec<String>,
     /// A local server's confinement: level, what it may read, write and reach, the kernel
@@ -58,7 +60,10 @@ pub async fn run(host: &Host, args: ServersArgs) -> anyhow::Result<ExitCode> {
                 Row {
                     name: id.to_string(),
                     scope: host.scope_of(id.as_str()),
-                    transport: m.transport(id).unwrap_or(TransportKind::Stdio),
+                    // The one in use when the server fell back from the configured one.
+                    transport: (st.transport_note.as_ref().map(|(t, _)| *t))
+                        .or_else(|| m.transport(id))
+                        .unwrap_or(TransportKind::Stdio),
                     trusted: m.facts(id).is_some_and(|f| f.trusted),
                     state: st.state.label(),
                     era: st.era.map(|e| e.version),
@@ -75,6 +80,7 @@ pub async fn run(host: &Host, args: ServersArgs) -> anyhow::Result<ExitCode> {
                     restarts: st.restarts,
                     stderr_tail: st.stderr_tail,
                     era_note: st.era_note,
+                    transport_note: st.transport_note.map(|(_, why)| why),
                     warnings: st.warnings,
                     sandbox: st.confinement,
                 }
@@ -155,6 +161,14 @@ fn notes(rows: &[Row]) -> String {
         }
         if let (Some(note), Some(era)) = (&r.era_note, &r.era) {
             out.push_str(&format!("{}: era {era}: {}\n", r.name, one_line(note, 160)));
+        }
+        if let Some(note) = &r.transport_note {
+            let transport = format!("{:?}", r.transport).to_lowercase();
+            out.push_str(&format!(
+                "{}: {transport}: {}\n",
+                r.name,
+                one_line(note, 200)
+            ));
         }
         for line in r.sandbox.iter().flat_map(ConfinementView::lines) {
             out.push_str(&format!("{}: {}\n", r.name, one_line(&line, 200)));

@@ -212,9 +212,31 @@ pub fn fake_http(port: u16) -> (std::process::Child, u16) {
 
 /// The same, with more of the fake server's flags (fault modes).
 pub fn fake_http_with(port: u16, extra: &[&str]) -> (std::process::Child, u16) {
+    fake_listening(&["--http", &port.to_string()], extra)
+}
+
+/// The fake server speaking the legacy HTTP+SSE transport on a free port (its stream at
+/// `/sse`), with `extra` flags; killed when the returned guard is dropped.
+pub fn fake_sse(extra: &[&str]) -> (KillOnDrop, u16) {
+    let (child, port) = fake_listening(&["--sse", "0"], extra);
+    (KillOnDrop(child), port)
+}
+
+/// A child process that ends with the test, however the test ends.
+pub struct KillOnDrop(pub std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The fake server started with `mode` (a listening one), and the port it printed.
+fn fake_listening(mode: &[&str], extra: &[&str]) -> (std::process::Child, u16) {
     use std::io::BufRead;
     let mut child = Command::new(fake())
-        .args(["--http", &port.to_string()])
+        .args(mode)
         .args(extra)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())

@@ -171,6 +171,7 @@ async fn a_handshake_given_up_on_leaves_no_connection_open() {
             .unwrap()
             .into(),
         auth: None,
+        wire: mcp_host_client::HttpWire::Streamable,
     };
     let timeout = Duration::from_millis(300);
     let connected = Session::connect(

@@ -197,6 +197,29 @@ fn guarded_answer<E: std::error::Error + Send + Sync + 'static>(
     }
 }
 
+impl<C: StreamableHttpClient + Sync> Guarded<C> {
+    /// The legacy HTTP+SSE transport's one event stream, which carries every answer of its
+    /// connection (the POSTs are only accepted, and the answer may come before the POST's
+    /// own response does).
+    pub async fn legacy_stream(
+        &self,
+        uri: Arc<str>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> Result<Events, StreamableHttpError<C::Error>> {
+        let call = self.inner.get_stream_with_max_sse_event_size(
+            uri,
+            None,
+            None,
+            None,
+            custom_headers,
+            max_sse_event_size,
+        );
+        self.guard(call, |e, cut| Ok(guarded_events(e, cut, Answers::Any)))
+            .await
+    }
+}
+
 impl<C: StreamableHttpClient + Sync> StreamableHttpClient for Guarded<C> {
     type Error = C::Error;
 

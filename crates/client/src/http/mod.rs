@@ -1,6 +1,7 @@
-//! Building the Streamable HTTP transport (rmcp's client over our reqwest client and caps,
+//! Building the HTTP transports (Streamable HTTP, rmcp's client over our reqwest client and caps,
 //! OAuth's client around it when the server has OAuth, or a simulation's in-process
-//! servers; always inside [`guarded`]'s wrapper) and classifying its failures by type,
+//! servers, and the legacy HTTP+SSE transport over the same clients; always inside
+//! [`guarded`]'s wrapper) and classifying its failures by type,
 //! never by message text.
 
 use futures::future::Either;
@@ -17,8 +18,10 @@ use std::time::Duration;
 
 mod guarded;
 mod in_process;
+mod legacy_sse;
 use guarded::{Guarded, Sever};
 pub use in_process::InProcessHttp;
+use legacy_sse::LegacySse;
 
 /// Largest JSON body or SSE event accepted from a server.
 pub const MAX_HTTP_MESSAGE: usize = 64 * 1024 * 1024;
@@ -56,14 +59,12 @@ pub enum HeaderError {
     Reserved(String),
 }
 
-/// The Streamable HTTP transport over `client` (our reqwest client, or the OAuth client
-/// around it; with OAuth the `Authorization` header belongs to the transport too).
-fn transport<C: StreamableHttpClient>(
-    client: C,
-    url: &str,
+/// The headers a server's config adds to every request, checked: the transport's own (and,
+/// with OAuth, `Authorization`) cannot be configured.
+fn custom_headers(
     headers: &BTreeMap<String, String>,
     oauth: bool,
-) -> Result<StreamableHttpClientTransport<C>, HeaderError> {
+) -> Result<HashMap<reqwest::header::HeaderName, reqwest::header::HeaderValue>, HeaderError> {
     let mut custom = HashMap::new();
     for (k, v) in headers {
         // These belong to the transport; a configured value would corrupt the session.
@@ -85,6 +86,15 @@ fn transport<C: StreamableHttpClient>(
         value.set_sensitive(true);
         custom.insert(name, value);
     }
+    Ok(custom)
+}
+
+/// The Streamable HTTP transport over `client` with `custom` headers.
+fn streamable<C: StreamableHttpClient>(
+    client: C,
+    url: &str,
+    custom: HashMap<reqwest::header::HeaderName, reqwest::header::HeaderValue>,
+) -> StreamableHttpClientTransport<C> {
     let mut retry = ExponentialBackoff::default();
     retry.max_times = Some(5);
     retry.base_duration = Duration::from_millis(500);
@@ -94,11 +104,31 @@ fn transport<C: StreamableHttpClient>(
         .max_sse_event_size(MAX_HTTP_MESSAGE)
         .max_json_response_size(MAX_HTTP_MESSAGE);
     config.retry_config = Arc::new(retry);
-    Ok(StreamableHttpClientTransport::with_client(client, config))
+    StreamableHttpClientTransport::with_client(client, config)
 }
 
-/// One connection's Streamable HTTP transport: over our reqwest client, over the OAuth
-/// client around it, or to a simulation's server. Every way its failures are
+/// Which of the two HTTP transports a connection speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HttpWire {
+    /// Streamable HTTP (2025-03-26 and later).
+    Streamable,
+    /// HTTP+SSE (2024-11-05): an event stream, and POSTs to the endpoint it names.
+    LegacySse,
+}
+
+impl HttpWire {
+    /// The wire a config's `"type": "sse"` (`legacy_sse`) or `"http"` asks for.
+    pub fn configured(legacy_sse: bool) -> Self {
+        if legacy_sse {
+            Self::LegacySse
+        } else {
+            Self::Streamable
+        }
+    }
+}
+
+/// One connection's HTTP transport, Streamable or legacy: over our reqwest client, over the
+/// OAuth client around it, or to a simulation's server. Every way its failures are
 /// `StreamableHttpError<reqwest::Error>`, so they are classified alike; every way its
 /// exchanges end when it is dropped and carry only their own answers (see [`guarded`]).
 pub struct HttpTransport {
@@ -107,49 +137,108 @@ pub struct HttpTransport {
 }
 
 enum Over {
-    Plain(StreamableHttpClientTransport<Guarded<reqwest::Client>>),
-    Authorized(StreamableHttpClientTransport<Guarded<AuthorizingClient>>),
-    InProcess(StreamableHttpClientTransport<Guarded<InProcessHttp>>),
+    Plain(Kind<reqwest::Client>),
+    Authorized(Kind<AuthorizingClient>),
+    InProcess(Kind<InProcessHttp>),
+}
+
+enum Kind<C: StreamableHttpClient + Sync> {
+    Streamable(StreamableHttpClientTransport<Guarded<C>>),
+    Legacy(LegacySse<C>),
+}
+
+impl<C: StreamableHttpClient + Sync + 'static> Kind<C> {
+    async fn open(
+        client: Guarded<C>,
+        url: &str,
+        custom: HashMap<reqwest::header::HeaderName, reqwest::header::HeaderValue>,
+        wire: HttpWire,
+    ) -> Result<Self, StreamableHttpError<C::Error>> {
+        Ok(match wire {
+            HttpWire::Streamable => Self::Streamable(streamable(client, url, custom)),
+            HttpWire::LegacySse => Self::Legacy(LegacySse::open(client, url, custom).await?),
+        })
+    }
+}
+
+/// Why a transport could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    #[error(transparent)]
+    Header(#[from] HeaderError),
+    /// The legacy transport's event stream could not be opened (Streamable HTTP opens
+    /// nothing before its first message).
+    #[error(transparent)]
+    Stream(#[from] StreamableHttpError<reqwest::Error>),
 }
 
 /// The transport for a fresh connection to the server at `url` over `client`: through
 /// `auth`'s client when the server has OAuth (the `Authorization` header is then the
-/// transport's, not the config's).
-pub fn transport_for(
+/// transport's, not the config's). The legacy transport opens its event stream here; the
+/// caller bounds the wait.
+pub async fn transport_for(
     client: &HttpClient,
     auth: Option<&OAuth>,
     url: &str,
     headers: &BTreeMap<String, String>,
-) -> Result<HttpTransport, HeaderError> {
-    fn severed<C: StreamableHttpClient + Sync>(
-        client: C,
-        url: &str,
-        headers: &BTreeMap<String, String>,
-        oauth: bool,
-    ) -> Result<(StreamableHttpClientTransport<Guarded<C>>, Sever), HeaderError> {
-        let (client, sever) = Guarded::new(client);
-        Ok((transport(client, url, headers, oauth)?, sever))
-    }
+    wire: HttpWire,
+) -> Result<HttpTransport, OpenError> {
+    // A simulation's servers have no OAuth: the runner attaches it only from a credential
+    // vault, which a simulation does not give the manager.
+    let oauth = auth.is_some() && matches!(client, HttpClient::Network(_));
+    let custom = custom_headers(headers, oauth)?;
     let (over, sever) = match (client, auth) {
         (HttpClient::Network(c), None) => {
-            let (t, sever) = severed(c.clone(), url, headers, false)?;
-            (Over::Plain(t), sever)
+            let (c, sever) = Guarded::new(c.clone());
+            (Over::Plain(Kind::open(c, url, custom, wire).await?), sever)
         }
         (HttpClient::Network(c), Some(auth)) => {
-            let (t, sever) = severed(auth.client(c.clone()), url, headers, true)?;
-            (Over::Authorized(t), sever)
+            let (c, sever) = Guarded::new(auth.client(c.clone()));
+            (
+                Over::Authorized(Kind::open(c, url, custom, wire).await?),
+                sever,
+            )
         }
-        // A simulation's servers have no OAuth: the runner attaches it only from a
-        // credential vault, which a simulation does not give the manager.
         (HttpClient::InProcess(c), _) => {
-            let (t, sever) = severed(c.clone(), url, headers, false)?;
-            (Over::InProcess(t), sever)
+            let (c, sever) = Guarded::new(c.clone());
+            (
+                Over::InProcess(Kind::open(c, url, custom, wire).await?),
+                sever,
+            )
         }
     };
     Ok(HttpTransport {
         over,
         _sever: sever,
     })
+}
+
+impl<C: StreamableHttpClient + Sync + 'static> Transport<RoleClient> for Kind<C> {
+    type Error = StreamableHttpError<C::Error>;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        match self {
+            Self::Streamable(t) => Either::Left(t.send(item)),
+            Self::Legacy(t) => Either::Right(t.send(item)),
+        }
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
+        match self {
+            Self::Streamable(t) => t.receive().await,
+            Self::Legacy(t) => t.receive().await,
+        }
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        match self {
+            Self::Streamable(t) => t.close().await,
+            Self::Legacy(t) => t.close().await,
+        }
+    }
 }
 
 impl Transport<RoleClient> for HttpTransport {

@@ -5,7 +5,9 @@
 
 use super::*;
 use crate::changes::ListChanges;
+use crate::http::HttpWire;
 use crate::lines::{FromServer, ToServer};
+use rmcp::transport::streamable_http_client::StreamableHttpError;
 
 impl Session {
     /// Connects, choosing the era. With `Auto` the host drives the probe itself:
@@ -25,13 +27,65 @@ impl Session {
         let discover = ClientLifecycleMode::Discover {
             preferred_versions: vec![ProtocolVersion::V_2026_07_28],
         };
-        match choice {
-            EraChoice::Modern => Self::open(endpoint, discover, timeout, features).await,
+        let streamable = match endpoint {
+            // Every era since 2025-03-26 is on Streamable HTTP: the old transport means
+            // `initialize`.
+            Endpoint::Http {
+                wire: HttpWire::LegacySse,
+                ..
+            } => return Self::legacy_sse(endpoint, timeout, features).await,
+            Endpoint::Http { .. } => true,
+            Endpoint::Stdio { .. } | Endpoint::InProcess { .. } => false,
+        };
+        let connected = match choice {
+            EraChoice::Modern => Self::open(endpoint, discover, timeout, features.clone()).await,
             EraChoice::Legacy => {
-                Self::open(endpoint, ClientLifecycleMode::Initialize, timeout, features).await
+                let mode = ClientLifecycleMode::Initialize;
+                Self::open(endpoint, mode, timeout, features.clone()).await
             }
-            EraChoice::Auto => Self::probe(endpoint, timeout, features).await,
+            EraChoice::Auto => Self::probe(endpoint, timeout, features.clone()).await,
+        };
+        match connected {
+            // The spec's backward compatibility: a 4xx to the first POST may be a server of
+            // the old transport, which a GET of the same URL tells (its stream opens with
+            // an `endpoint` event). Anything else and the Streamable failure stands.
+            Err(ConnectError::Handshake {
+                detail,
+                transient: false,
+                stderr_tail,
+            }) if streamable => match Self::legacy_sse(endpoint, timeout, features).await {
+                Ok(mut session) => {
+                    tracing::debug!(%detail, "Streamable HTTP refused; HTTP+SSE answered");
+                    session.transport_note = Some(
+                        "the server refused Streamable HTTP and serves the legacy HTTP+SSE transport (`\"type\": \"sse\"` skips the attempt)".into(),
+                    );
+                    Ok(session)
+                }
+                // Both reasons: an event stream that named another origin is worth seeing.
+                Err(sse) => Err(ConnectError::Handshake {
+                    detail: format!("{detail}; as HTTP+SSE: {sse}"),
+                    transient: false,
+                    stderr_tail,
+                }),
+            },
+            other => other,
         }
+    }
+
+    /// A session over the legacy HTTP+SSE transport, which predates `server/discover`.
+    async fn legacy_sse(
+        endpoint: &Endpoint,
+        timeout: Duration,
+        features: ClientFeatures,
+    ) -> Result<Self, ConnectError> {
+        let parts = Parts::new(&features);
+        let conn = Conn::Http(HttpWire::LegacySse);
+        let closed = CancellationToken::new();
+        let mode = ClientLifecycleMode::Initialize;
+        let result = conn
+            .handshake(endpoint, parts.handler(), mode, timeout, &closed)
+            .await?;
+        Self::finish(endpoint, conn, result, timeout, closed, parts, None).await
     }
 
     async fn probe(
@@ -168,7 +222,7 @@ impl Session {
                 // A remote server may be briefly overloaded; a local one (a process, or
                 // one in this process) that hangs at start will hang again.
                 let transient = matches!(endpoint, Endpoint::Http { .. });
-                let (process, _) = conn.into_parts();
+                let (process, _, _) = conn.into_parts();
                 if let Some(mut p) = process {
                     tokio::spawn(async move { p.shutdown().await });
                 }
@@ -178,7 +232,7 @@ impl Session {
                 });
             }
         };
-        let (process, verdicts) = conn.into_parts();
+        let (process, verdicts, transport) = conn.into_parts();
         let era = match check_version(&service) {
             Ok(era) => era,
             Err(e) => {
@@ -203,6 +257,8 @@ impl Session {
             closed,
             era,
             era_note,
+            transport,
+            transport_note: None,
             tools_changed: parts.tools_changed,
             offers_changed: parts.offers_changed,
             server_name,
@@ -306,7 +362,7 @@ enum Conn {
         process: Option<StdioProcess>,
         wire: LineWire,
     },
-    Http,
+    Http(HttpWire),
 }
 
 impl Conn {
@@ -341,7 +397,7 @@ impl Conn {
                     ),
                 })
             }
-            Endpoint::Http { .. } => Ok(Self::Http),
+            Endpoint::Http { wire, .. } => Ok(Self::Http(*wire)),
         }
     }
 
@@ -358,19 +414,29 @@ impl Conn {
                 handshake(wire.clone(), handler, mode, timeout, closed).await
             }
             (
-                Self::Http,
+                Self::Http(wire),
                 Endpoint::Http {
                     url,
                     headers,
                     client,
                     auth,
+                    ..
                 },
             ) => {
-                let inner = http::transport_for(client, auth.as_ref(), url, headers)?;
+                let open = http::transport_for(client, auth.as_ref(), url, headers, *wire);
+                let inner = match tokio::time::timeout(timeout, open).await {
+                    Ok(opened) => opened.map_err(|e| open_error(e).redact_url(url))?,
+                    Err(_) => {
+                        return Err(ConnectError::Timeout {
+                            after: timeout,
+                            transient: true,
+                        });
+                    }
+                };
                 handshake(Correlated::new(inner), handler, mode, timeout, closed).await
             }
             // `Conn::new` made the connection from this endpoint.
-            (Self::Http, Endpoint::Stdio { .. } | Endpoint::InProcess { .. }) => Ok(Err(
+            (Self::Http(_), Endpoint::Stdio { .. } | Endpoint::InProcess { .. }) => Ok(Err(
                 ClientInitializeError::ConnectionClosed("not an HTTP endpoint".into()),
             )),
         })
@@ -381,7 +447,7 @@ impl Conn {
     fn refused_during_handshake(&self) -> bool {
         match self {
             Self::Stdio { wire, .. } => wire.verdicts().refused_any(),
-            Self::Http => false,
+            Self::Http(_) => false,
         }
     }
 
@@ -392,19 +458,21 @@ impl Conn {
         }
     }
 
-    fn into_parts(self) -> (Option<StdioProcess>, Option<Verdicts>) {
+    /// The process (if any), the decoder's verdicts (for a line wire) and the transport.
+    fn into_parts(self) -> (Option<StdioProcess>, Option<Verdicts>, TransportKind) {
         match self {
-            Self::Stdio { process, wire } => (process, Some(wire.verdicts())),
-            Self::Http => (None, None),
+            Self::Stdio { process, wire } => (process, Some(wire.verdicts()), TransportKind::Stdio),
+            Self::Http(HttpWire::Streamable) => (None, None, TransportKind::Http),
+            Self::Http(HttpWire::LegacySse) => (None, None, TransportKind::Sse),
         }
     }
 
     async fn fail(self, endpoint: &Endpoint, e: &ClientInitializeError) -> ConnectError {
         let refusal = match &self {
             Self::Stdio { wire, .. } => wire.verdicts().take_any(),
-            Self::Http => None,
+            Self::Http(_) => None,
         };
-        let (process, _) = self.into_parts();
+        let (process, _, _) = self.into_parts();
         let err = match refusal {
             Some(reason) => {
                 if let Some(mut p) = process {
@@ -422,6 +490,25 @@ impl Conn {
             Endpoint::Http { url, .. } => err.redact_url(url),
             Endpoint::Stdio { .. } | Endpoint::InProcess { .. } => err,
         }
+    }
+}
+
+/// Why an HTTP transport could not be opened, classified like a failed handshake.
+fn open_error(e: http::OpenError) -> ConnectError {
+    let stream = match e {
+        http::OpenError::Header(h) => return ConnectError::Header(h),
+        http::OpenError::Stream(s) => s,
+    };
+    if let Some(failure) = auth_failure(&stream) {
+        return ConnectError::Auth(failure);
+    }
+    if let StreamableHttpError::AuthRequired(challenge) = &stream {
+        return ConnectError::NeedsAuth(challenge.www_authenticate_header.clone());
+    }
+    ConnectError::Handshake {
+        detail: http::describe(&stream),
+        transient: http::classify(&stream) == HttpFailure::Transient,
+        stderr_tail: Vec::new(),
     }
 }
 

@@ -10,7 +10,7 @@ use crate::lenient;
 use crate::stdio::{ProcessExit, SpawnError, StdioLaunch, StdioProcess, SupervisorCommand};
 use crate::wire::{Correlated, Verdicts, Wire};
 use mcp_host_auth::{OAuth, OAuthError, auth_failure};
-use mcp_host_core::{CallOutcome, Era};
+use mcp_host_core::{CallOutcome, Era, TransportKind};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest,
     DiscoverRequest, DiscoverRequestParams, PingRequest, ProtocolVersion, ServerNotification,
@@ -61,6 +61,10 @@ pub enum Endpoint {
         client: crate::http::HttpClient,
         /// OAuth for this server; `None` sends requests as configured (static headers only).
         auth: Option<OAuth>,
+        /// `Streamable` falls back to HTTP+SSE when the server refuses its first POST with
+        /// a 4xx and serves an event stream instead, as the spec's backward-compatibility
+        /// section says; `LegacySse` (`"type": "sse"`) speaks only the old transport.
+        wire: http::HttpWire,
     },
 }
 
@@ -229,6 +233,9 @@ pub struct Session {
     era: Era,
     /// Why the session is in the older era although the newer one was tried.
     era_note: Option<String>,
+    transport: TransportKind,
+    /// Why the transport is not the one configured (a fallback to HTTP+SSE).
+    transport_note: Option<String>,
     /// Told when the server says its tool list changed; counts what refreshes applied.
     pub tools_changed: Arc<crate::changes::ListChanges>,
     /// Notified when the server says its prompt or resource list changed.
@@ -251,6 +258,11 @@ impl Session {
     /// when the probe was answered, or was not made (a reconnect in a known era).
     pub fn era_note(&self) -> Option<&str> {
         self.era_note.as_deref()
+    }
+
+    /// The transport this session speaks, and why when it is not the one configured.
+    pub fn transport(&self) -> (TransportKind, Option<&str>) {
+        (self.transport, self.transport_note.as_deref())
     }
 
     /// Whether the server declared prompts and resources (in `initialize` or `server/discover`).

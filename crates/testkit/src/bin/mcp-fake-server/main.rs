@@ -5,6 +5,8 @@
 #![allow(clippy::unwrap_used)] // A test fixture: failing loudly is what it should do.
 #![allow(clippy::print_stdout, clippy::print_stderr)] // It speaks MCP on stdout, logs on stderr.
 
+mod legacy_sse;
+
 use serde_json::{Value, json};
 use std::io::{BufRead, Write};
 use std::sync::{Arc, Mutex};
@@ -48,6 +50,9 @@ struct Opts {
     /// Serve Streamable HTTP (stateless, JSON responses) on this port instead of stdio;
     /// 0 picks a free port. The address is printed on stdout.
     http_port: Option<u16>,
+    /// Serve the legacy HTTP+SSE transport (2024-11-05) on this port instead: the event
+    /// stream at `/sse`, messages POSTed to `/message`; 0 picks a free port.
+    sse_port: Option<u16>,
     /// Answer `initialize` with this version whatever was asked.
     answer_version: Option<String>,
     /// Append one line per request received ("method" or "tools/call NAME") to this file.
@@ -74,6 +79,7 @@ fn parse_opts() -> Opts {
         broken_tool: false,
         start_delay: Duration::ZERO,
         http_port: None,
+        sse_port: None,
         answer_version: None,
         request_log: None,
         echo_description: "Echoes the message".into(),
@@ -100,6 +106,7 @@ fn parse_opts() -> Opts {
             "--cursor-loop" => o.cursor_loop = true,
             "--broken-tool" => o.broken_tool = true,
             "--http" => o.http_port = val().parse().ok(),
+            "--sse" => o.sse_port = val().parse().ok(),
             "--answer-version" => o.answer_version = Some(val()),
             "--request-log" => o.request_log = Some(val()),
             "--describe-echo" => o.echo_description = val(),
@@ -202,9 +209,9 @@ fn main() {
             }
         });
     }
-    let http = opts.http_port;
+    let (http, sse) = (opts.http_port, opts.sse_port);
     let buf = SharedBuf::default();
-    let out: Box<dyn Write + Send> = if http.is_some() {
+    let out: Box<dyn Write + Send> = if http.is_some() || sse.is_some() {
         Box::new(buf.clone())
     } else {
         Box::new(std::io::stdout())
@@ -221,6 +228,9 @@ fn main() {
     };
     if let Some(port) = http {
         return serve_http(&mut server, port, &buf);
+    }
+    if let Some(port) = sse {
+        return legacy_sse::serve(&mut server, port, &buf);
     }
     let stdin = std::io::stdin();
     let mut first = true;
@@ -302,48 +312,15 @@ fn main() {
 /// A minimal stateless Streamable HTTP endpoint: one JSON-RPC message per POST, answered
 /// with `application/json`; GET and DELETE get 405; every connection is closed after use.
 fn serve_http(server: &mut Server, port: u16, buf: &SharedBuf) {
-    use std::io::Read;
-    let listener = std::net::TcpListener::bind(("127.0.0.1", port)).unwrap();
-    println!("listening on {}", listener.local_addr().unwrap());
-    std::io::stdout().flush().unwrap();
+    let listener = listen(port);
     for stream in listener.incoming() {
         let Ok(mut stream) = stream else { continue };
-        let mut raw = Vec::new();
-        let mut chunk = [0u8; 8192];
-        let (head, body_start) = loop {
-            let n = stream.read(&mut chunk).unwrap_or(0);
-            if n == 0 {
-                break (String::new(), 0);
-            }
-            raw.extend_from_slice(&chunk[..n]);
-            if let Some(i) = raw.windows(4).position(|w| w == b"\r\n\r\n") {
-                break (String::from_utf8_lossy(&raw[..i]).to_lowercase(), i + 4);
-            }
-        };
-        let length: usize = head
-            .lines()
-            .find_map(|l| l.strip_prefix("content-length:"))
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or(0);
-        while raw.len() < body_start + length {
-            let n = stream.read(&mut chunk).unwrap_or(0);
-            if n == 0 {
-                break;
-            }
-            raw.extend_from_slice(&chunk[..n]);
-        }
-        let respond = |stream: &mut std::net::TcpStream, status: &str, body: &str| {
-            let _ = write!(
-                stream,
-                "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            );
-        };
+        let (head, body) = read_request(&mut stream);
         if !head.starts_with("post") {
             respond(&mut stream, "405 Method Not Allowed", "");
             continue;
         }
-        let Ok(msg) = serde_json::from_slice::<Value>(&raw[body_start..body_start + length]) else {
+        let Ok(msg) = serde_json::from_slice::<Value>(&body) else {
             respond(&mut stream, "400 Bad Request", "");
             continue;
         };
@@ -377,6 +354,54 @@ fn serve_http(server: &mut Server, port: u16, buf: &SharedBuf) {
             None => respond(&mut stream, "202 Accepted", ""),
         }
     }
+}
+
+/// Binds loopback at `port` (0: any) and prints the address for the test to read.
+fn listen(port: u16) -> std::net::TcpListener {
+    let listener = std::net::TcpListener::bind(("127.0.0.1", port)).unwrap();
+    println!("listening on {}", listener.local_addr().unwrap());
+    std::io::stdout().flush().unwrap();
+    listener
+}
+
+/// One HTTP request: its head (lowercased) and its body (by `Content-Length`).
+fn read_request(stream: &mut std::net::TcpStream) -> (String, Vec<u8>) {
+    use std::io::Read;
+    let mut raw = Vec::new();
+    let mut chunk = [0u8; 8192];
+    let (head, body_start) = loop {
+        let n = stream.read(&mut chunk).unwrap_or(0);
+        if n == 0 {
+            break (String::new(), 0);
+        }
+        raw.extend_from_slice(&chunk[..n]);
+        if let Some(i) = raw.windows(4).position(|w| w == b"\r\n\r\n") {
+            break (String::from_utf8_lossy(&raw[..i]).to_lowercase(), i + 4);
+        }
+    };
+    let length: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0);
+    while raw.len() < body_start + length {
+        let n = stream.read(&mut chunk).unwrap_or(0);
+        if n == 0 {
+            break;
+        }
+        raw.extend_from_slice(&chunk[..n]);
+    }
+    let end = raw.len().min(body_start + length);
+    (head, raw[body_start.min(end)..end].to_vec())
+}
+
+/// A complete response with a JSON body (or none), closing the connection.
+fn respond(stream: &mut std::net::TcpStream, status: &str, body: &str) {
+    let _ = write!(
+        stream,
+        "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
 }
 
 impl Server {
