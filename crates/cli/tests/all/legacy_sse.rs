@@ -6,8 +6,8 @@ use crate::common::*;
 use serde_json::json;
 
 #[test]
-fn an_sse_server_is_ready_and_answers_calls() {
-    let (_server, port) = fake_sse(&[]);
+fn an_sse_server_of_2024_11_05_is_ready_and_answers_calls() {
+    let (_server, port) = fake_sse(&["--answer-version", "2024-11-05"]);
     let sb = Sandbox::new();
     let url = format!("http://127.0.0.1:{port}/sse");
     let cfg = sb.config("c.json", json!({"old": {"type": "sse", "url": url}}));
@@ -15,6 +15,7 @@ fn an_sse_server_is_ready_and_answers_calls() {
     let r = row(&rows, "old");
     assert_eq!(r["state"], "ready", "{r}");
     assert_eq!(r["transport"], "sse");
+    assert_eq!(r["era"], "2024-11-05");
     assert_eq!(r["tools"], 12);
     let out = sb.run_with(
         &["call", "old", "echo", "--args", r#"{"message":"over sse"}"#],

@@ -34,7 +34,15 @@ mod connect;
 
 /// The protocol versions this host speaks: 2026-07-28 without a handshake, the rest via
 /// `initialize`. A server that settles on anything else is refused.
-pub const SUPPORTED_VERSIONS: &[&str] = &["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"];
+pub const SUPPORTED_VERSIONS: &[&str] = &[
+    "2026-07-28",
+    "2025-11-25",
+    "2025-06-18",
+    "2025-03-26",
+    // The HTTP+SSE transport's revision: its servers are still deployed, and what the host
+    // reads of a 2024-11-05 answer is a subset of the later ones.
+    "2024-11-05",
+];
 
 /// Largest stdout line (one JSON-RPC message) accepted from a stdio server. Large results
 /// are legitimate (the engine spills them to the result store), unbounded ones are not.

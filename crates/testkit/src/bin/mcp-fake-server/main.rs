@@ -602,7 +602,7 @@ impl Server {
         let asked = params["protocolVersion"].as_str().unwrap_or_default();
         let version = if let Some(v) = &self.opts.answer_version {
             v.as_str()
-        } else if ["2025-11-25", "2025-06-18", "2025-03-26"].contains(&asked) {
+        } else if ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"].contains(&asked) {
             asked
         } else {
             "2025-11-25"
