@@ -4,7 +4,8 @@
 # PyPI), an approval answered by key (a stray key first, which must approve nothing), a
 # direct /call of a hostile fake server whose description and result carry terminal escape
 # sequences (clear screen, window title, OSC 52 clipboard, OSC 8 link; C1 and bidi controls
-# checked in the bytes the pane received), and Ctrl-C twice to
+# checked in the bytes the pane received), a 2026-07-28 call that asks for input twice
+# (each form answered by key), and Ctrl-C twice to
 # quit with every server stopped; a PreToolUse hook that denies in chat (the model's call and
 # a /call), each audited once with the fields of `run` and `call`; then `auth set-secret` at a terminal (no echo, and the
 # terminal given back, also on Ctrl-C). Last line: "tui-e2e: N passed, N failed".
@@ -83,6 +84,7 @@ json.dump({"mcpServers": {
     "time": {"command": time_cmd, "args": ["--local-timezone", "UTC"],
              "sandbox": {"network": {"allow": ["example.test"]}}},
     "evil": {"command": fake, "args": ["--describe-echo", desc]},
+    "asker": {"command": fake, "args": ["--era", "modern"]},
 }}, open(path, "w"))
 PY
 
@@ -93,7 +95,7 @@ PY
   "$HOST chat -m openai-compatible:fake --base-url http://127.0.0.1:$MPORT/v1 --strict-mcp-config --mcp-config $WORK/servers.json; echo HOST-EXITED \$?; sleep 30"
 "${T[@]}" set-option -t e2e set-titles on >/dev/null 2>&1
 
-check "the host starts and both servers come up" wait_for "2/2" 30
+check "the host starts and every server comes up" wait_for "3/3" 30
 
 "${T[@]}" send-keys -t e2e "what time is it?" Enter
 check "the call waits for approval in a modal that says why" wait_for "Allow once"
@@ -119,7 +121,7 @@ before_title="$("${T[@]}" display-message -p -t e2e '#{pane_title}')"
 "${T[@]}" send-keys -t e2e '/call evil evil {}' Enter
 check "a hostile result is shown as text" wait_for "safetext"
 check "escape sequences did not clear the screen" bash -c 'grep -q "The time is known" <<<"$1"' _ "$(screen)"
-"${T[@]}" send-keys -t e2e '/tools echo' Enter
+"${T[@]}" send-keys -t e2e '/tools evil__echo' Enter
 check "a hostile description is shown with its escapes removed" wait_for "click here"
 after_title="$("${T[@]}" display-message -p -t e2e '#{pane_title}')"
 check "escape sequences did not retitle the window" bash -c '[ "$1" = "$2" ] && ! grep -q pwned <<<"$2"' _ "$before_title" "$after_title"
@@ -139,6 +141,17 @@ c1 = [bytes([0xC2, b]) for b in range(0x80, 0xA0)]
 bidi = [chr(c).encode() for c in (0x61C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))]
 sys.exit(0 if raw and not any(s in raw for s in c1 + bidi) else 1)' "$WORK/pane.raw"
 
+# A 2026-07-28 tool that asks twice (SEP-2322): each round's form is the person's to fill.
+"${T[@]}" send-keys -t e2e '/call asker ask {}' Enter
+check "an input round puts its form to the person" wait_for "Who is asking?"
+"${T[@]}" send-keys -t e2e C-u
+"${T[@]}" send-keys -t e2e "Grace" Enter
+"${T[@]}" send-keys -t e2e Enter
+check "the second round asks again, with the first answer" wait_for "Really Grace?"
+"${T[@]}" send-keys -t e2e Enter
+"${T[@]}" send-keys -t e2e Enter
+check "the call completes after two rounds answered in the TUI" wait_for "name=Grace sure=true (accept, 2 rounds)"
+
 "${T[@]}" send-keys -t e2e C-c
 "${T[@]}" send-keys -t e2e C-c
 check "Ctrl-C twice quits cleanly" wait_for "HOST-EXITED 0" 15
@@ -150,7 +163,7 @@ check "no server process is left" bash -c '! pgrep -f "[m]cp-server-time --local
 env -u MCP_HOST_MODEL -u OPENAI_BASE_URL "${T[@]}" new-session -d -s e2e -x 100 -y 30 \
   "$HOST chat --strict-mcp-config --mcp-config $WORK/servers.json; echo HOST-EXITED \$?; sleep 30"
 check "without a model the host starts and says how to configure one" wait_for "no model" 30
-wait_for "2/2" 30
+wait_for "3/3" 30
 "${T[@]}" send-keys -t e2e 'hello' Enter
 check "a message without a model explains instead of failing" wait_for "provider:model"
 "${T[@]}" send-keys -t e2e '/call evil echo {"message": "still works"}' Enter
@@ -175,7 +188,7 @@ PY
 "${T[@]}" kill-session -t e2e 2>/dev/null
 "${T[@]}" new-session -d -s e2e -x 100 -y 30 \
   "$HOST chat -m openai-compatible:fake --base-url http://127.0.0.1:$MPORT2/v1 --strict-mcp-config --mcp-config $WORK/hooked.json; echo HOST-EXITED \$?; sleep 30"
-wait_for "2/2" 30
+wait_for "3/3" 30
 "${T[@]}" send-keys -t e2e "what time is it?" Enter
 check "with a denying hook the model's call asks nothing and the turn ends" wait_for "The time is known."
 check "no approval was asked for the hooked call" bash -c '! grep -qF "Allow once" <<<"$1"' _ "$(screen)"
@@ -191,7 +204,10 @@ fields = ["args_sha256", "background_job", "decided_by", "duration_ms", "error",
           "is_error", "name", "reason", "refused", "result_bytes", "result_handle", "server",
           "source", "status", "tool", "truncated", "ts", "verdict"]
 records = [json.loads(l) for l in open(sys.argv[1])]
-assert records and all(sorted(r) == fields for r in records), records
+# A call that took input rounds lists them too (the first session's asker__ask).
+assert records and all(sorted(set(r) - {"input_rounds"}) == fields for r in records), records
+rounds = [r["input_rounds"] for r in records if r["tool"] == "ask"]
+assert [len(r) for r in rounds] == [2], rounds
 hooked = {r["source"] for r in records if r["tool"] == "get_current_time"
           and (r["decided_by"] or {}).get("by") == "hook" and r["status"] == "refused"}
 assert hooked == {"model", "person"}, hooked

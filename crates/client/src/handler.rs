@@ -153,7 +153,9 @@ fn reply_result(reply: ElicitationReply) -> ElicitResult {
 }
 
 impl HostHandler {
-    async fn elicit(&self, request: ElicitRequestParams) -> ElicitResult {
+    /// A server's question (a legacy `elicitation/create`, or one round's input request),
+    /// put to the person, or answered as the headless policy says.
+    pub(crate) async fn elicit(&self, request: ElicitRequestParams) -> ElicitResult {
         let kind = match &request {
             ElicitRequestParams::FormElicitationParams {
                 message,

@@ -182,6 +182,7 @@ pub fn parse_call_result(result: &Value) -> Result<CallOutcome, String> {
             .filter(|v| !v.is_null())
             .cloned(),
         is_error: obj.get("isError").and_then(Value::as_bool).unwrap_or(false),
+        input_rounds: Vec::new(),
     })
 }
 

@@ -2,7 +2,7 @@
 //! resource's contents (`resources/read`), decoded leniently into plain text for a front end
 //! to attach to a message. Everything here is server output: the caller marks it as such.
 
-use crate::session::{RequestError, Session, to_value};
+use crate::session::{RequestError, Retry, Session, to_value};
 use rmcp::model::{
     ClientRequest, GetPromptRequest, GetPromptRequestParams, ReadResourceRequest,
     ReadResourceRequestParams,
@@ -45,13 +45,17 @@ impl Session {
         arguments: Map<String, Value>,
         timeout: Duration,
     ) -> Result<Vec<PromptMessage>, RequestError> {
-        let mut params = GetPromptRequestParams::new(name);
-        if !arguments.is_empty() {
-            params.arguments = Some(arguments);
-        }
-        let req = ClientRequest::GetPromptRequest(GetPromptRequest::new(params));
-        let result = self
-            .request(req, timeout, &CancellationToken::new(), None)
+        let make = |retry: Retry| {
+            let mut params = GetPromptRequestParams::new(name);
+            if !arguments.is_empty() {
+                params.arguments = Some(arguments.clone());
+            }
+            params.input_responses = retry.input_responses;
+            params.request_state = retry.request_state;
+            ClientRequest::GetPromptRequest(GetPromptRequest::new(params))
+        };
+        let (result, _) = self
+            .request_with_input(make, timeout, &CancellationToken::new(), None)
             .await?;
         let value = to_value(&result)?;
         let messages = value["messages"].as_array().cloned().unwrap_or_default();
@@ -70,11 +74,14 @@ impl Session {
         uri: &str,
         timeout: Duration,
     ) -> Result<Vec<ResourceText>, RequestError> {
-        let req = ClientRequest::ReadResourceRequest(ReadResourceRequest::new(
-            ReadResourceRequestParams::new(uri),
-        ));
-        let result = self
-            .request(req, timeout, &CancellationToken::new(), None)
+        let make = |retry: Retry| {
+            let mut params = ReadResourceRequestParams::new(uri);
+            params.input_responses = retry.input_responses;
+            params.request_state = retry.request_state;
+            ClientRequest::ReadResourceRequest(ReadResourceRequest::new(params))
+        };
+        let (result, _) = self
+            .request_with_input(make, timeout, &CancellationToken::new(), None)
             .await?;
         let value = to_value(&result)?;
         let contents = value["contents"].as_array().cloned().unwrap_or_default();

@@ -111,6 +111,46 @@ async fn run_scenario(session: &Session, scenario: &str) -> anyhow::Result<()> {
         "elicitation-sep1034-client-defaults" => {
             call("test_client_elicitation_defaults", json!({})).await
         }
+        // SEP-2322: every tool asks for input first; two run at once, so neither may carry
+        // the other's answers or state.
+        "sep-2322-client-request-state" => {
+            let (a, b) = tokio::join!(
+                call("test_mrtr_echo_state", json!({})),
+                call("test_mrtr_unrelated", json!({}))
+            );
+            a.and(b)?;
+            call("test_mrtr_no_state", json!({})).await?;
+            call("test_mrtr_no_result_type", json!({})).await
+        }
+        // SEP-2243: the calls the suite names, with its arguments (rmcp's transport mirrors
+        // the annotated ones into `Mcp-Param-*` headers).
+        "http-custom-headers" => {
+            let context: Value =
+                serde_json::from_str(&std::env::var("MCP_CONFORMANCE_CONTEXT").unwrap_or_default())
+                    .unwrap_or_default();
+            for c in context["toolCalls"].as_array().into_iter().flatten() {
+                call(
+                    c["name"].as_str().unwrap_or_default(),
+                    c["arguments"].clone(),
+                )
+                .await?;
+            }
+            Ok(())
+        }
+        // A tool with invalid header annotations is left out of the list; the rest work.
+        "http-invalid-tool-headers" => {
+            for t in &tools.items {
+                call(&t.name, json!({})).await?;
+            }
+            Ok(())
+        }
+        // The tool's schema as listed, sent back: what the host keeps of it, verbatim.
+        "json-schema-2020-12-preservation" => {
+            let listed = (tools.items.iter())
+                .find(|t| t.name == "json_schema_2020_12_tool")
+                .context("json_schema_2020_12_tool is not listed")?;
+            call("json_schema_echo", json!({"schema": listed.input_schema})).await
+        }
         // The auth mocks guard a `test-tool`; calling it is what a step-up challenges.
         s if s.starts_with("auth/") && tools.items.iter().any(|t| t.name == "test-tool") => {
             call("test-tool", json!({})).await

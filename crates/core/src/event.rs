@@ -152,6 +152,30 @@ pub struct CallRecord {
     pub duration_ms: Option<u64>,
     /// The background job it became, when it ran too long.
     pub background_job: Option<String>,
+    /// Each round of input the server asked for before it answered (2026-07-28's
+    /// `input_required`), under the one approval the call had.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub input_rounds: Vec<InputRound>,
+}
+
+/// One round of a multi-round-trip call: what the server asked and how it was answered.
+/// The answers' contents are not kept (a form may hold personal data); their actions are.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InputRound {
+    pub requests: Vec<InputAnswer>,
+    /// Whether the server sent state to echo on the retry.
+    pub request_state: bool,
+}
+
+/// One input request of a round.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InputAnswer {
+    /// The server's key for it.
+    pub key: String,
+    /// `form` or `url`.
+    pub kind: String,
+    /// `accept`, `decline` or `cancel`.
+    pub action: String,
 }
 
 impl CallRecord {
@@ -176,6 +200,7 @@ impl CallRecord {
             result_handle: None,
             duration_ms: None,
             background_job: None,
+            input_rounds: Vec::new(),
         }
     }
 }

@@ -133,6 +133,10 @@ pub struct CallOutcome {
     pub structured: Option<Value>,
     #[serde(rename = "isError")]
     pub is_error: bool,
+    /// The rounds of input the server asked for before it answered (2026-07-28's
+    /// `input_required`), for the call's record; not part of the result.
+    #[serde(skip)]
+    pub input_rounds: Vec<crate::event::InputRound>,
 }
 
 #[cfg(test)]

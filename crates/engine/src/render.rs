@@ -107,6 +107,7 @@ mod tests {
             ],
             structured: None,
             is_error: false,
+            input_rounds: Vec::new(),
         };
         assert_eq!(media(&outcome), ["AAAA".repeat(10).as_str(), "BBBB"]);
         let text = render(&outcome, &[Some("h1".into()), None]);

@@ -34,11 +34,13 @@ pub(crate) enum Prepared<'c> {
 enum CallSlot<'c> {
     Answered {
         content: String,
-        record: CallRecord,
+        /// Boxed: a record is far larger than `Dispatching`.
+        record: Box<CallRecord>,
     },
     /// Handed to dispatch; filled with what it became.
     Dispatching,
-    Ran(Ran<'c>),
+    /// Boxed, like the record above: a finished call carries its whole outcome.
+    Ran(Box<Ran<'c>>),
 }
 
 impl<P: Provider> Engine<'_, P> {
@@ -57,9 +59,10 @@ impl<P: Provider> Engine<'_, P> {
         for (index, call) in calls.iter().enumerate() {
             slots.push(
                 match self.prepare(catalogue, conv, index, call, cancel).await {
-                    Prepared::Answered { content, record } => {
-                        CallSlot::Answered { content, record }
-                    }
+                    Prepared::Answered { content, record } => CallSlot::Answered {
+                        content,
+                        record: Box::new(record),
+                    },
                     Prepared::Allowed(job) => {
                         jobs.push(*job);
                         CallSlot::Dispatching
@@ -69,12 +72,12 @@ impl<P: Provider> Engine<'_, P> {
         }
         for ran in self.dispatch(jobs, cancel).await {
             let index = ran.index;
-            slots[index] = CallSlot::Ran(ran);
+            slots[index] = CallSlot::Ran(Box::new(ran));
         }
         for (slot, call) in slots.into_iter().zip(calls) {
             let (content, record) = match slot {
-                CallSlot::Answered { content, record } => (content, record),
-                CallSlot::Ran(ran) => self.finish_call(conv, call, ran).await,
+                CallSlot::Answered { content, record } => (content, *record),
+                CallSlot::Ran(ran) => self.finish_call(conv, call, *ran).await,
                 // Dispatch joins every lane and drops no job, so each comes back; were one
                 // missing, the model would still get a result for its call.
                 CallSlot::Dispatching => {

@@ -18,6 +18,7 @@ mod engine;
 mod faults;
 mod gate;
 mod http_failures;
+mod input_rounds;
 mod legacy_sse;
 mod model_text;
 mod oauth;

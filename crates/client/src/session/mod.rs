@@ -31,6 +31,9 @@ use tokio::sync::{Notify, OnceCell, mpsc};
 use tokio_util::sync::CancellationToken;
 
 mod connect;
+mod input;
+pub use input::MAX_INPUT_ROUNDS;
+pub(crate) use input::Retry;
 
 /// The protocol versions this host speaks: 2026-07-28 without a handshake, the rest via
 /// `initialize`. A server that settles on anything else is refused.
@@ -408,19 +411,26 @@ impl Session {
         cancel: &CancellationToken,
         progress: Option<mpsc::UnboundedSender<Progress>>,
     ) -> Result<CallOutcome, RequestError> {
-        let mut params = CallToolRequestParams::new(name.to_string());
-        if let Some(args) = arguments {
-            params = params.with_arguments(args);
-        }
-        let req = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-        match self.request(req, timeout, cancel, progress).await? {
-            ServerResult::InputRequiredResult(_) => Err(RequestError::Protocol(
-                "the server asked for more input (input_required), which this host does not support yet".into(),
-            )),
+        let make = |retry: input::Retry| {
+            let mut params = CallToolRequestParams::new(name.to_string());
+            params.arguments = arguments.clone();
+            params.input_responses = retry.input_responses;
+            params.request_state = retry.request_state;
+            ClientRequest::CallToolRequest(CallToolRequest::new(params))
+        };
+        let (answer, rounds) = self
+            .request_with_input(make, timeout, cancel, progress)
+            .await?;
+        match answer {
             ServerResult::CreateTaskResult(_) => Err(RequestError::Protocol(
                 "the server answered with a task, which this host does not support yet".into(),
             )),
-            other => lenient::parse_call_result(&to_value(&other)?).map_err(RequestError::Protocol),
+            other => {
+                let mut outcome = lenient::parse_call_result(&to_value(&other)?)
+                    .map_err(RequestError::Protocol)?;
+                outcome.input_rounds = rounds;
+                Ok(outcome)
+            }
         }
     }
 

@@ -101,6 +101,7 @@ impl Caller for FakeCaller {
                 content: vec![Content::Text { text: message }],
                 structured: None,
                 is_error: false,
+                input_rounds: Vec::new(),
             })
         })
     }

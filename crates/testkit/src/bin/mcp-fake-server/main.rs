@@ -6,6 +6,7 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)] // It speaks MCP on stdout, logs on stderr.
 
 mod legacy_sse;
+mod mrtr;
 
 use serde_json::{Value, json};
 use std::io::{BufRead, Write};
@@ -839,6 +840,8 @@ impl Server {
                 self.notify_tools_changed();
             }
             "headers" => self.reply(id, text(self.http_head.clone())),
+            // 2026-07-28 has no server requests: the same questions as input rounds.
+            "ask" if self.locked == Locked::Modern => self.ask_in_rounds(id, params),
             "ask" => {
                 // Legacy-era elicitation: ask the client, answer the call when it replies.
                 self.asking = Some(id);
