@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
-# Runs client scenarios of the official MCP conformance suite (0.1.16, installed by
-# scripts/install-test-deps.sh, on Node 22) against mcp-host-conformance, one at a time.
+# Runs client scenarios of the official MCP conformance suite against mcp-host-conformance,
+# one at a time: 0.1.16 and, for entries written `next:NAME`, 0.2.0-alpha.12 with the
+# 2026-07-28 scenarios (both installed by scripts/install-test-deps.sh, on Node 22).
 # A scenario passes only when the suite exits 0 and its checks.json has at least one SUCCESS
 # and no FAILURE or WARNING (the suite alone reports "passed" for a client that never
 # connected). Last line: "conformance: N passed, N failed".
 #
 #   scripts/conformance.sh [SCENARIO...]     default: every scenario in DEFAULT below
 #
-# A scenario written `cli:NAME` runs NAME with the real CLI as the client instead
-# (scripts/auth-login-client.sh: `mcp-host auth login` through a stand-in browser, then
-# `mcp-host call` with the stored credential; for client_credentials, the grant, secret or
-# private key file in the config's `oauth` block, then `mcp-host call`).
+# A scenario written `cli:NAME` (or `next:cli:NAME`) runs NAME with the real CLI as the
+# client instead (scripts/cli-client.sh: `mcp-host auth login` through a stand-in browser,
+# then `mcp-host call` with the stored credential, following the login command a refused
+# call names; for client_credentials and workload identity, the grant, secret, key or JWT
+# file in the config's `oauth` block, then `mcp-host call`; for input requests, the calls).
 #
 # auth/scope-retry-limit and auth/resource-mismatch pass with the driver exiting non-zero:
 # refusing is the expected outcome there, and the suite allows it.
@@ -22,7 +24,8 @@ DRIVER="${CARGO_TARGET_DIR:-$ROOT/target}/debug/mcp-host-conformance"
 [ -x "$DRIVER" ] || (cd "$ROOT" && cargo build -q -p mcp-host-conformance) || exit 1
 NODE22="$DEPS/node22/node_modules/.bin/node"
 SUITE="$DEPS/node_modules/@modelcontextprotocol/conformance/dist/index.js"
-[ -x "$NODE22" ] && [ -f "$SUITE" ] || { echo "run scripts/install-test-deps.sh first" >&2; exit 1; }
+NEXT_SUITE="$DEPS/conformance-next/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+[ -x "$NODE22" ] && [ -f "$SUITE" ] && [ -f "$NEXT_SUITE" ] || { echo "run scripts/install-test-deps.sh first" >&2; exit 1; }
 
 DEFAULT=(
   initialize tools_call sse-retry elicitation-sep1034-client-defaults
@@ -37,7 +40,26 @@ DEFAULT=(
   auth/cross-app-access-complete-flow
   cli:auth/metadata-default cli:auth/scope-from-www-authenticate
   cli:auth/client-credentials-basic cli:auth/client-credentials-jwt
-  cli:auth/cross-app-access-complete-flow
+  cli:auth/cross-app-access-complete-flow cli:auth/scope-step-up
+  # 0.2.0-alpha.12: every scenario the 2026-07-28 revision requires (`--requirements
+  # 2026-07-28`), the extensions this host implements, and through the CLI the ones that
+  # need more than a connection.
+  next:tools_call next:request-metadata next:http-standard-headers next:http-custom-headers
+  next:http-invalid-tool-headers next:json-schema-ref-no-deref
+  next:json-schema-2020-12-preservation next:sep-2322-client-request-state
+  next:auth/metadata-default next:auth/metadata-var1 next:auth/metadata-var2
+  next:auth/metadata-var3 next:auth/basic-cimd next:auth/scope-from-www-authenticate
+  next:auth/scope-from-scopes-supported next:auth/scope-omitted-when-undefined
+  next:auth/scope-step-up next:auth/scope-retry-limit next:auth/token-endpoint-auth-basic
+  next:auth/token-endpoint-auth-post next:auth/token-endpoint-auth-none
+  next:auth/pre-registration next:auth/resource-mismatch next:auth/offline-access-scope
+  next:auth/offline-access-not-supported next:auth/authorization-server-migration
+  next:auth/iss-supported next:auth/iss-not-advertised next:auth/iss-supported-missing
+  next:auth/iss-wrong-issuer next:auth/iss-unexpected next:auth/iss-normalized
+  next:auth/metadata-issuer-mismatch
+  next:auth/client-credentials-jwt next:auth/client-credentials-basic next:auth/wif-jwt-bearer
+  next:cli:sep-2322-client-request-state next:cli:auth/scope-step-up
+  next:cli:auth/authorization-server-migration next:cli:auth/wif-jwt-bearer
 )
 SCENARIOS=("$@")
 [ ${#SCENARIOS[@]} -gt 0 ] || SCENARIOS=("${DEFAULT[@]}")
@@ -45,12 +67,16 @@ OUT="$(mktemp -d)"
 trap 'rm -rf "$OUT"' EXIT
 pass=0; fail=0
 for entry in "${SCENARIOS[@]}"; do
-  s="${entry#cli:}"
+  s="${entry#next:}"
+  suite="$SUITE"
+  [ "$s" != "$entry" ] && suite="$NEXT_SUITE"
+  name="$s"
+  s="${s#cli:}"
   client="$DRIVER"
-  [ "$s" != "$entry" ] && client="$ROOT/scripts/auth-login-client.sh"
+  [ "$s" != "$name" ] && client="$ROOT/scripts/cli-client.sh"
   rm -rf "$OUT/$s"-*/
   log="$OUT/${entry//[\/:]/_}.log"   # cli:auth/x -> cli_auth_x.log
-  "$NODE22" "$SUITE" client --command "$client" --scenario "$s" --timeout 30000 -o "$OUT" >"$log" 2>&1
+  "$NODE22" "$suite" client --command "$client" --scenario "$s" --timeout 30000 -o "$OUT" >"$log" 2>&1
   rc=$?
   checks="$(ls -td "$OUT/$s"-*/ 2>/dev/null | head -1)checks.json"
   read -r ok bad warn < <(python3 - "$checks" <<'PY'

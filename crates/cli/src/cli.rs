@@ -306,7 +306,13 @@ pub enum ServeAdmin {
 #[derive(Debug, Subcommand)]
 pub enum AuthCommand {
     /// Sign in to an http server through the browser (or a pasted redirect address).
-    Login { server: String },
+    Login {
+        server: String,
+        /// The scopes to ask for, space-separated, instead of what the config or the
+        /// server names (a step-up says which).
+        #[arg(long, value_name = "SCOPES")]
+        scope: Option<String>,
+    },
     /// Forget a server's stored credential.
     Logout { server: String },
     /// Which http servers have a stored credential.

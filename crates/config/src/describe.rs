@@ -101,6 +101,11 @@ fn describe_oauth(o: &RawOAuth) -> Vec<String> {
     } else if let Some(alg) = opt(&o.signing_algorithm) {
         out.push(format!("signing algorithm {alg}"));
     }
+    if let Some(file) = opt(&o.assertion_file) {
+        out.push(format!(
+            "sends the contents of file {file} to the server's authorization server"
+        ));
+    }
     if let Some(idp) = &o.identity_provider {
         let endpoint = opt(&idp.token_endpoint).unwrap_or_else(|| "(no tokenEndpoint)".into());
         let client = opt(&idp.client_id).unwrap_or_else(|| "(no clientId)".into());

@@ -20,8 +20,9 @@ pub struct RawOAuth {
     pub client_metadata_url: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub scopes: Vec<String>,
-    /// `authorization_code` (default: a person logs in), `client_credentials`, or
-    /// `identity_assertion` (SEP-990, with `identityProvider`).
+    /// `authorization_code` (default: a person logs in), `client_credentials`,
+    /// `identity_assertion` (SEP-990, with `identityProvider`), or `workload_identity`
+    /// (SEP-1933, with `assertionFile`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grant: Option<String>,
     /// `client_credentials` with `private_key_jwt`: a PKCS#8 PEM file holding the key that
@@ -34,6 +35,10 @@ pub struct RawOAuth {
     /// `identity_assertion`: the enterprise identity provider that vouches for the user.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub identity_provider: Option<RawIdentityProvider>,
+    /// `workload_identity`: a file holding the workload's JWT (a Kubernetes projected
+    /// token, a CI job's OIDC token), read at every exchange because its issuer rotates it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assertion_file: Option<String>,
 }
 
 /// `oauth.identityProvider` as written.
@@ -82,6 +87,8 @@ pub enum OAuthGrant {
     },
     /// SEP-990: an ID token exchanged at the identity provider, then a JWT-bearer grant.
     IdentityAssertion(IdentityProviderConfig),
+    /// SEP-1933 workload identity: the JWT in this file, presented in a JWT-bearer grant.
+    WorkloadIdentity { assertion_file: PathBuf },
 }
 
 impl OAuthConfig {
@@ -189,6 +196,9 @@ fn grant(raw: &RawOAuth, exp: Expand<'_>) -> Result<OAuthGrant, SpecError> {
     if raw.identity_provider.is_some() && name != "identity_assertion" {
         return Err(misplaced("oauth.identityProvider", "identity_assertion"));
     }
+    if raw.assertion_file.is_some() && name != "workload_identity" {
+        return Err(misplaced("oauth.assertionFile", "workload_identity"));
+    }
     if raw.private_key_file.is_some() && name != "client_credentials" {
         return Err(misplaced("oauth.privateKeyFile", "client_credentials"));
     }
@@ -234,10 +244,27 @@ fn grant(raw: &RawOAuth, exp: Expand<'_>) -> Result<OAuthGrant, SpecError> {
             })?;
             identity_provider(idp, exp).map(OAuthGrant::IdentityAssertion)
         }
+        "workload_identity" => {
+            let file = raw.assertion_file.as_ref().ok_or_else(|| {
+                SpecError::new(
+                    "oauth.assertionFile",
+                    "grant workload_identity needs `assertionFile`",
+                )
+            })?;
+            if raw.client_id.is_none() {
+                return Err(SpecError::new(
+                    "oauth.clientId",
+                    "grant workload_identity needs `clientId`",
+                ));
+            }
+            Ok(OAuthGrant::WorkloadIdentity {
+                assertion_file: absolute_file("oauth.assertionFile", file, exp)?,
+            })
+        }
         other => Err(SpecError::new(
             "oauth.grant",
             format!(
-                "unknown grant `{other}` (expected authorization_code, client_credentials or identity_assertion)"
+                "unknown grant `{other}` (expected authorization_code, client_credentials, identity_assertion or workload_identity)"
             ),
         )),
     }

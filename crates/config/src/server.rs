@@ -454,7 +454,36 @@ mod tests {
                 id_token: IdToken::Value("s3cret".into()),
             })
         );
+        // SEP-1933: the workload's JWT file, read at every exchange.
+        let wif = raw(r#"{"url":"https://a/mcp","oauth":{"grant":"workload_identity","clientId":"w","assertionFile":"/run/token"}}"#)
+            .to_spec("r", Scope::User, &env)
+            .unwrap()
+            .oauth
+            .unwrap();
+        assert_eq!(
+            wif.grant,
+            OAuthGrant::WorkloadIdentity {
+                assertion_file: "/run/token".into()
+            }
+        );
+        assert!(wif.is_machine());
         for (json, key) in [
+            (
+                r#"{"grant":"workload_identity","clientId":"w"}"#,
+                "oauth.assertionFile",
+            ),
+            (
+                r#"{"grant":"workload_identity","assertionFile":"/run/token"}"#,
+                "oauth.clientId",
+            ),
+            (
+                r#"{"grant":"workload_identity","clientId":"w","assertionFile":"rel"}"#,
+                "oauth.assertionFile",
+            ),
+            (
+                r#"{"clientId":"w","assertionFile":"/run/token"}"#,
+                "oauth.assertionFile",
+            ),
             (
                 r#"{"grant":"identity_assertion","clientId":"c"}"#,
                 "oauth.identityProvider",

@@ -79,6 +79,10 @@ async fn oauth(url: &str, scenario: &str) -> anyhow::Result<OAuth> {
             client_secret: None,
             id_token: IdTokenSource::Value(field("idp_id_token").context("no idp_id_token")?),
         }),
+        // SEP-1933: the workload's own JWT (the suite's valid one).
+        "auth/wif-jwt-bearer" => Grant::WorkloadIdentity(IdTokenSource::Value(
+            field("valid_jwt").context("no valid_jwt in context")?,
+        )),
         _ => Grant::AuthorizationCode(Arc::new(headless::Authorizer::new()?)),
     };
     let mut settings = AuthSettings::new(REDIRECT_URI, grant);

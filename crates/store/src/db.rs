@@ -62,6 +62,42 @@ pub async fn connect(
     Ok(pool)
 }
 
+/// Opens the SQLite file at `path` (creating it and its directory if needed) and brings it
+/// up to date with `migrator`, with no other process doing the same at the same time: two
+/// `mcp-host` commands started at once on a new data folder raced to create the file, switch
+/// it to WAL and apply the first migration, and one failed ("database is locked", or a disk
+/// I/O error from the journal the other had just removed). An exclusive lock on
+/// `PATH.lock` is held from before the file is opened until it is migrated.
+pub async fn open_migrated(
+    path: &Path,
+    migrator: &sqlx::migrate::Migrator,
+) -> Result<AnyPool, StoreError> {
+    let open_err = |e: std::io::Error| StoreError::Open {
+        path: path.display().to_string(),
+        source: sqlx::Error::Io(e),
+    };
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(open_err)?;
+    }
+    let mut lock_path = path.as_os_str().to_owned();
+    lock_path.push(".lock");
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(open_err)?;
+    // Blocking until the other process has migrated (a short wait); off the async threads.
+    let lock = tokio::task::spawn_blocking(move || lock.lock().map(|()| lock))
+        .await
+        .map_err(|e| open_err(std::io::Error::other(e)))?
+        .map_err(open_err)?;
+    let pool = open_sqlite(path).await?;
+    migrator.run(&pool).await?;
+    drop(lock);
+    Ok(pool)
+}
+
 /// Opens (creating it and its directory if needed) the SQLite file at `path` with a small
 /// pool, as every store file of one person is opened.
 pub async fn open_sqlite(path: &Path) -> Result<AnyPool, StoreError> {

@@ -108,8 +108,7 @@ fn excerpt(text: &str) -> String {
 impl Store {
     /// A person's own store file at `path`, created or brought up to date.
     pub async fn open(path: &Path) -> Result<Self, StoreError> {
-        let pool = open_sqlite(path).await?;
-        sqlx::migrate!("./migrations").run(&pool).await?;
+        let pool = db::open_migrated(path, &sqlx::migrate!("./migrations")).await?;
         Ok(Self::scoped(pool, OWN_FILE))
     }
 

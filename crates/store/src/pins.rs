@@ -31,8 +31,7 @@ pub struct PinStore {
 impl PinStore {
     /// A person's own pin file at `path`, created or brought up to date.
     pub async fn open(path: &Path) -> Result<Self, PinError> {
-        let pool = crate::open_sqlite(path).await?;
-        sqlx::migrate!("./pin_migrations").run(&pool).await?;
+        let pool = crate::db::open_migrated(path, &sqlx::migrate!("./pin_migrations")).await?;
         Ok(Self::scoped(pool, OWN_FILE))
     }
 

@@ -53,7 +53,9 @@ pub(crate) struct Exchange<'a> {
     pub(crate) http: &'a reqwest::Client,
     pub(crate) resource: &'a str,
     pub(crate) metadata: &'a AuthorizationMetadata,
-    pub(crate) idp: &'a IdentityProvider,
+    /// Where the assertion comes from: an ID-JAG from the identity provider (SEP-990), or
+    /// the workload's own JWT (SEP-1933).
+    pub(crate) assertion: Assertion<'a>,
     /// The host's pre-registered client at the authorization server.
     pub(crate) client_id: &'a str,
     pub(crate) client_secret: Option<&'a str>,
@@ -61,19 +63,31 @@ pub(crate) struct Exchange<'a> {
     pub(crate) store: &'a dyn CredentialStore,
 }
 
+/// The JWT a JWT-bearer grant presents.
+pub(crate) enum Assertion<'a> {
+    IdJag(&'a IdentityProvider),
+    Workload(&'a IdTokenSource),
+}
+
 impl Exchange<'_> {
-    /// Both legs; the access token is saved in the store.
+    /// The JWT-bearer grant (after the exchange at the identity provider, for an ID-JAG);
+    /// the access token is saved in the store. A refused grant is not retried, nor another
+    /// grant tried: the error says why.
     pub(crate) async fn run(self) -> Result<(), AuthError> {
         if !listed(self.metadata, "grant_types_supported", JWT_BEARER) {
             return Err(failed(
-                "the authorization server does not accept JWT-bearer grants (SEP-990)".into(),
+                "the authorization server does not accept JWT-bearer grants".into(),
             ));
         }
-        let issuer =
-            self.metadata.issuer.as_deref().ok_or_else(|| {
-                failed("the authorization server metadata names no issuer".into())
-            })?;
-        let assertion = self.id_jag(issuer).await?;
+        let assertion = match self.assertion {
+            Assertion::IdJag(idp) => {
+                let issuer = self.metadata.issuer.as_deref().ok_or_else(|| {
+                    failed("the authorization server metadata names no issuer".into())
+                })?;
+                self.id_jag(idp, issuer).await?
+            }
+            Assertion::Workload(source) => source.read().map_err(AuthError::from)?,
+        };
         let mut form = vec![
             ("grant_type", JWT_BEARER.to_string()),
             ("assertion", assertion),
@@ -109,8 +123,7 @@ impl Exchange<'_> {
     }
 
     /// The RFC 8693 leg at the IdP: the ID token for an ID-JAG addressed to `audience`.
-    async fn id_jag(&self, audience: &str) -> Result<String, AuthError> {
-        let idp = self.idp;
+    async fn id_jag(&self, idp: &IdentityProvider, audience: &str) -> Result<String, AuthError> {
         let id_token = idp.id_token.read().map_err(AuthError::from)?;
         let mut form = vec![
             ("grant_type", TOKEN_EXCHANGE.to_string()),
@@ -228,7 +241,7 @@ mod tests {
             http: &test_client(),
             resource,
             metadata,
-            idp,
+            assertion: Assertion::IdJag(idp),
             client_id: "host-at-as",
             client_secret: Some("s"),
             scopes: &[],
@@ -290,5 +303,47 @@ mod tests {
         .await
         .unwrap_err();
         assert!(err.to_string().contains("JWT-bearer"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn a_workload_presents_its_own_jwt_read_from_its_file_at_every_exchange() {
+        let answer =
+            serde_json::json!({"access_token": "t", "token_type": "Bearer", "expires_in": 60});
+        let (as_url, seen) = token_endpoint(answer);
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("workload.jwt");
+        let source = IdTokenSource::File(file.clone());
+        let store = InMemoryCredentialStore::new();
+        for jwt in ["first.jwt.value", "rotated.jwt.value"] {
+            std::fs::write(&file, format!("{jwt}\n")).unwrap();
+            Exchange {
+                http: &test_client(),
+                resource: "http://127.0.0.1:8/mcp",
+                metadata: &metadata(&as_url),
+                assertion: Assertion::Workload(&source),
+                client_id: "workload",
+                client_secret: None,
+                scopes: &[],
+                store: &store,
+            }
+            .run()
+            .await
+            .unwrap();
+            let form: std::collections::HashMap<String, String> =
+                url::form_urlencoded::parse(seen.recv().unwrap().as_bytes())
+                    .into_owned()
+                    .collect();
+            assert_eq!(form["grant_type"], JWT_BEARER);
+            assert_eq!(form["assertion"], jwt, "the file as it is now, trimmed");
+            assert_eq!(
+                form["client_id"], "workload",
+                "a public client names itself"
+            );
+            assert_eq!(form["resource"], "http://127.0.0.1:8/mcp");
+        }
+        assert!(
+            seen.try_recv().is_err(),
+            "one request per exchange, nothing at an IdP"
+        );
     }
 }

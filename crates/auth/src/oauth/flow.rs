@@ -6,7 +6,7 @@
 //! the machine grants (client credentials, and SEP-990's identity assertion in
 //! `enterprise.rs`). One round runs at a time per server.
 
-use super::enterprise::Exchange;
+use super::enterprise::{Assertion, Exchange};
 use super::store::{CredentialStore, Shared as SharedStore};
 use super::token::{MAX_TOKEN_RESPONSE, TokenRequest, listed, save_token};
 use super::{AuthSettings, Authorizer, Grant, JwtAlgorithm, OAuthError, jwt};
@@ -215,6 +215,33 @@ impl Shared {
         if let Grant::AuthorizationCode(authorizer) = &self.settings.grant
             && let Some(why) = authorizer.unavailable()
         {
+            // A step-up names the scope to sign in with: what the grant has and what the
+            // server asked for.
+            let why = match challenge {
+                Challenge::InsufficientScope {
+                    scope: Some(required),
+                    ..
+                } if state.configured => {
+                    let mut scopes = (self.template.auth_manager.lock().await)
+                        .get_current_scopes()
+                        .await;
+                    // rmcp does not restore a stored grant's scopes with its token.
+                    if scopes.is_empty()
+                        && let Ok(Some(stored)) = self.store.load().await
+                    {
+                        scopes = stored.granted_scopes;
+                    }
+                    for s in required.split_whitespace() {
+                        if !scopes.iter().any(|g| g == s) {
+                            scopes.push(s.to_string());
+                        }
+                    }
+                    authorizer
+                        .step_up_unavailable(&scopes.join(" "))
+                        .unwrap_or(why)
+                }
+                _ => why,
+            };
             return Err(OAuthError::Authorization(why).into());
         }
         let next = match (&self.settings.grant, challenge) {
@@ -456,14 +483,19 @@ impl Shared {
                 self.jwt_exchange(&metadata, client_id, private_key_pem, *algorithm, &scopes)
                     .await?;
             }
-            Grant::IdentityAssertion(idp) => {
+            Grant::IdentityAssertion(_) | Grant::WorkloadIdentity(_) => {
+                let assertion = match &self.settings.grant {
+                    Grant::WorkloadIdentity(source) => Assertion::Workload(source),
+                    Grant::IdentityAssertion(idp) => Assertion::IdJag(idp),
+                    _ => return Ok(Next::GiveUp),
+                };
                 manager.configure_client_id(client_id)?;
                 drop(manager);
                 Exchange {
                     http: &self.token_http,
                     resource: &self.resource,
                     metadata: &metadata,
-                    idp,
+                    assertion,
                     client_id,
                     client_secret: secret.as_deref(),
                     scopes: &scopes,

@@ -21,7 +21,7 @@ mod unattended;
 pub use client::AuthorizingClient;
 pub use enterprise::IdentityProvider;
 pub use persist::{DEFAULT_LOCK_WAIT, ISSUER_IN_FILE, VaultCredentialStore, canonical_resource};
-pub use store::{CredentialStore, InMemoryCredentialStore, StoredCredentials};
+pub use store::{CredentialStore, FreshSignIn, InMemoryCredentialStore, StoredCredentials};
 
 use futures::future::BoxFuture;
 use rmcp::transport::auth::{AuthError, ProtectedResourceMetadataInvalidReason};
@@ -118,6 +118,9 @@ impl AuthSettings {
                     },
                 })
             }
+            OAuthGrant::WorkloadIdentity { assertion_file } => {
+                self.grant = Grant::WorkloadIdentity(IdTokenSource::File(assertion_file.clone()));
+            }
         }
         Ok(self)
     }
@@ -172,6 +175,9 @@ pub enum Grant {
     /// Enterprise-managed (SEP-990): an ID token from the identity provider, exchanged there
     /// for an ID-JAG, presented in a JWT-bearer grant as `client_id`/`client_secret`.
     IdentityAssertion(IdentityProvider),
+    /// Workload identity (SEP-1933): the workload's own JWT, presented in a JWT-bearer grant
+    /// (RFC 7523 §2.1) as `client_id`, with no exchange first.
+    WorkloadIdentity(IdTokenSource),
 }
 
 /// Where an ID token for [`Grant::IdentityAssertion`] comes from.
@@ -198,6 +204,7 @@ impl std::fmt::Debug for Grant {
             Self::ClientSecret => f.write_str("ClientSecret"),
             Self::PrivateKeyJwt { algorithm, .. } => write!(f, "PrivateKeyJwt({algorithm:?})"),
             Self::IdentityAssertion(idp) => write!(f, "IdentityAssertion({idp:?})"),
+            Self::WorkloadIdentity(source) => write!(f, "WorkloadIdentity({source:?})"),
         }
     }
 }
@@ -249,6 +256,11 @@ pub trait Authorizer: Send + Sync {
     /// authorization server that a person would not see through.
     fn unavailable(&self) -> Option<String> {
         None
+    }
+
+    /// Why nobody can approve a step-up to `scopes` now, saying how to do it later.
+    fn step_up_unavailable(&self, _scopes: &str) -> Option<String> {
+        self.unavailable()
     }
 }
 

@@ -9,6 +9,51 @@ pub use rmcp::transport::auth::{
 };
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// A sign-in made anew (`mcp-host auth login`: a person asking to sign in means new scope
+/// or a moved authorization server, not the stored credential checked again): the stored
+/// credential is hidden from the flow until the new one is saved over it, so a sign-in
+/// that fails loses nothing.
+pub struct FreshSignIn {
+    inner: Arc<dyn CredentialStore>,
+    saved: AtomicBool,
+}
+
+impl FreshSignIn {
+    pub fn new(inner: Arc<dyn CredentialStore>) -> Self {
+        Self {
+            inner,
+            saved: AtomicBool::new(false),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl CredentialStore for FreshSignIn {
+    async fn load(&self) -> Result<Option<StoredCredentials>, StoreError> {
+        if self.saved.load(Ordering::SeqCst) {
+            self.inner.load().await
+        } else {
+            Ok(None)
+        }
+    }
+
+    async fn save(&self, credentials: StoredCredentials) -> Result<(), StoreError> {
+        self.inner.save(credentials).await?;
+        self.saved.store(true, Ordering::SeqCst);
+        Ok(())
+    }
+
+    async fn clear(&self) -> Result<(), StoreError> {
+        // Before the new credential is saved there is nothing of this sign-in to clear,
+        // and the stored one is not this sign-in's to lose.
+        if self.saved.load(Ordering::SeqCst) {
+            self.inner.clear().await?;
+        }
+        Ok(())
+    }
+}
 
 /// One store seen from two places: rmcp's authorization manager (which takes a store by
 /// value) and our client-credentials exchange, which saves the tokens it obtains itself.

@@ -79,6 +79,13 @@ impl Authorizer for NobodyToAsk {
     fn unavailable(&self) -> Option<String> {
         Some(self.why())
     }
+
+    fn step_up_unavailable(&self, scopes: &str) -> Option<String> {
+        Some(format!(
+            "the server asks for more scope than the sign-in has; run `mcp-host auth login {} --scope \"{scopes}\"`",
+            self.server
+        ))
+    }
 }
 
 #[cfg(test)]

@@ -8,7 +8,9 @@ use crate::cli::AuthCommand;
 use crate::host::Host;
 use crate::login::{LOGIN_TIMEOUT, LoopbackAuthorizer};
 use anyhow::{Context, bail};
-use mcp_host_auth::{AuthSettings, CredentialStore, Grant, OAuth, VaultCredentialStore};
+use mcp_host_auth::{
+    AuthSettings, CredentialStore, FreshSignIn, Grant, OAuth, VaultCredentialStore,
+};
 use mcp_host_config::{ServerReadiness, ServerSpec, Transport};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -17,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 pub async fn run(host: &Host, command: AuthCommand) -> anyhow::Result<ExitCode> {
     match command {
-        AuthCommand::Login { server } => login(host, &server).await,
+        AuthCommand::Login { server, scope } => login(host, &server, scope.as_deref()).await,
         AuthCommand::Logout { server } => logout(host, &server).await,
         AuthCommand::Status { server } => status(host, server.as_deref()).await,
         AuthCommand::SetSecret { server } => set_secret(host, &server).await,
@@ -56,21 +58,29 @@ fn store_for(host: &Host, url: &str) -> anyhow::Result<VaultCredentialStore> {
     Ok(VaultCredentialStore::new(host.credentials.clone(), url)?)
 }
 
-async fn login(host: &Host, name: &str) -> anyhow::Result<ExitCode> {
+async fn login(host: &Host, name: &str, scope: Option<&str>) -> anyhow::Result<ExitCode> {
     let (spec, url) = one(host, name)?;
     let Transport::Http { headers, .. } = &spec.transport else {
         bail!("`{name}` is not an http server")
     };
     let authorizer = Arc::new(LoopbackAuthorizer::bind((*host.env).clone()).await?);
-    let settings = AuthSettings::new(
+    let mut settings = AuthSettings::new(
         authorizer.redirect_uri(),
         Grant::AuthorizationCode(authorizer.clone()),
     )
     .configured(spec.oauth.as_deref())?;
+    if let Some(scope) = scope {
+        let scopes: Vec<String> = scope.split_whitespace().map(str::to_string).collect();
+        if scopes.is_empty() {
+            bail!("--scope is empty; name the scopes to ask for, space-separated");
+        }
+        settings.scopes = Some(scopes);
+    }
     let store = store_for(host, url)?;
     let settings = settings.with_stored_secret(&store).await?;
     let store = store.with_client_secret(settings.client_secret.clone());
-    let oauth = OAuth::with_store(url, settings, Arc::new(store)).await?;
+    let oauth =
+        OAuth::with_store(url, settings, Arc::new(FreshSignIn::new(Arc::new(store)))).await?;
     mcp_host_engine::host::sign_in(
         url,
         headers,

@@ -3,6 +3,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a panic is the failure report.
 
+mod concurrent_open;
 mod conversations;
 mod results;
 mod upgrade;

@@ -2,16 +2,20 @@
 # A conformance-suite client made of the real CLI. The suite passes the server URL as the
 # last argument, the scenario in MCP_CONFORMANCE_SCENARIO and its credentials in
 # MCP_CONFORMANCE_CONTEXT (JSON).
-# - A person's sign-in (every scenario but the client_credentials ones): writes a config for
-#   the suite's server, signs in with `mcp-host auth login` (the "browser" is
+# - A person's sign-in (the auth/* scenarios but the client_credentials ones): writes a
+#   config for the suite's server, signs in with `mcp-host auth login` (the "browser" is
 #   scripts/headless-browser.py), then calls the suite's tool with `mcp-host call`, which
-#   uses the stored credential.
-# - Machine to machine (auth/client-credentials-*, and SEP-990's
-#   auth/cross-app-access-*): the config's `oauth` block carries the grant and the client
-#   id, with the private key file, or the identity provider with an ID token file and the
-#   secret as `${VAR}` from the environment; the plain client secret is kept in the
+#   uses the stored credential. When the call fails for want of a sign-in (a step-up to more
+#   scope, an authorization server that moved), the script does what the error says, as a
+#   person would: it runs the `mcp-host auth login` command the error names, then calls again.
+# - Machine to machine (auth/client-credentials-*, SEP-990's auth/cross-app-access-* and
+#   SEP-1933's auth/wif-*): the config's `oauth` block carries the grant and the client
+#   id, with the private key file, the identity provider with an ID token file and the
+#   secret as `${VAR}` from the environment, or the workload's JWT file; the plain client secret is kept in the
 #   credential store with `mcp-host auth set-secret` instead. `mcp-host call` alone then
 #   gets the token.
+# - Without auth (sep-2322-*: input requests): the suite's tools, called with
+#   `mcp-host call`, two of them at once.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 HOST="${CARGO_TARGET_DIR:-$ROOT/target}/debug/mcp-host"
@@ -21,7 +25,7 @@ trap 'rm -rf "$WORK"' EXIT
 export HOME="$WORK" XDG_DATA_HOME="$WORK/data" XDG_CONFIG_HOME="$WORK/config"
 CFG=(--strict-mcp-config --mcp-config "$WORK/servers.json")
 case "${MCP_CONFORMANCE_SCENARIO:-}" in
-  auth/client-credentials-*|auth/cross-app-access-*)
+  auth/client-credentials-*|auth/cross-app-access-*|auth/wif-*)
     # The secret goes through the environment, never into the file.
     export MCP_TEST_CLIENT_SECRET
     MCP_TEST_CLIENT_SECRET="$(python3 -c 'import json,os; print(json.loads(os.environ["MCP_CONFORMANCE_CONTEXT"]).get("client_secret", ""))')"
@@ -35,7 +39,10 @@ def private_file(name, text):
         f.write(text)
     return path
 oauth = {"grant": "client_credentials", "clientId": ctx["client_id"]}
-if "idp_id_token" in ctx:
+if "valid_jwt" in ctx:
+    oauth["grant"] = "workload_identity"
+    oauth["assertionFile"] = private_file("workload.jwt", ctx["valid_jwt"])
+elif "idp_id_token" in ctx:
     oauth["grant"] = "identity_assertion"
     oauth["clientSecret"] = "${MCP_TEST_CLIENT_SECRET}"
     oauth["identityProvider"] = {
@@ -49,9 +56,18 @@ elif "private_key_pem" in ctx:
 with open(os.path.join(work, "servers.json"), "w") as f:
     json.dump({"mcpServers": {"s": {"type": "http", "url": url, "oauth": oauth}}}, f)
 PY
-    if ! grep -q '"privateKeyFile"\|"identityProvider"' "$WORK/servers.json"; then
+    if ! grep -q '"privateKeyFile"\|"identityProvider"\|"assertionFile"' "$WORK/servers.json"; then
       printf '%s\n' "$MCP_TEST_CLIENT_SECRET" | "$HOST" auth set-secret s "${CFG[@]}"
     fi
+    ;;
+  sep-2322-*)
+    printf '{"mcpServers": {"s": {"type": "http", "url": "%s", "elicitationDefaults": true}}}\n' "$URL" >"$WORK/servers.json"
+    "$HOST" call s test_mrtr_echo_state "${CFG[@]}" & a=$!
+    "$HOST" call s test_mrtr_unrelated "${CFG[@]}" & b=$!
+    wait "$a"; wait "$b"
+    "$HOST" call s test_mrtr_no_state "${CFG[@]}"
+    "$HOST" call s test_mrtr_no_result_type "${CFG[@]}"
+    exit 0
     ;;
   *)
     printf '{"mcpServers": {"s": {"type": "http", "url": "%s"}}}\n' "$URL" >"$WORK/servers.json"
@@ -59,4 +75,17 @@ PY
     "$HOST" auth status s "${CFG[@]}" | grep -q "signed in"
     ;;
 esac
-"$HOST" call s test-tool --args '{}' "${CFG[@]}"
+# At most three rounds, as a person would give up (auth/scope-retry-limit counts them).
+for _ in 1 2 3; do
+  if out="$("$HOST" call s test-tool --args '{}' "${CFG[@]}" 2>&1)"; then
+    printf '%s\n' "$out"
+    exit 0
+  fi
+  printf '%s\n' "$out" >&2
+  # The command the error names, run as written (it names this server and its scope).
+  login="$(grep -o 'run `mcp-host auth login s[^`]*`' <<<"$out" | head -1 | sed 's/^run `mcp-host //; s/`$//')" || true
+  [ -n "$login" ] || exit 1
+  eval "set -- $login"
+  BROWSER="$ROOT/scripts/headless-browser.py" "$HOST" "$@" "${CFG[@]}" </dev/null
+done
+exit 1
