@@ -4,6 +4,7 @@
 //! No colours: the log is plain text, and a sanitiser cannot tell our escapes from a server's.
 
 use mcp_host_core::sanitize::strip_terminal_escapes;
+use mcp_host_engine::otlp::{self, OtlpGuard};
 use std::io::Write;
 use tracing_subscriber::fmt::MakeWriter;
 
@@ -12,7 +13,13 @@ pub const LOG_LINE_MAX_CHARS: usize = 4096;
 /// Bytes of one event kept before sanitising; the rest is only counted.
 const EVENT_MAX_BYTES: usize = 64 * 1024;
 
-pub fn init(verbose: u8) {
+/// The log on stderr, and the trace exporter when `OTEL_EXPORTER_OTLP_ENDPOINT` asks for
+/// one (its guard is flushed before the process exits). Each has its own filter: `-v`
+/// does not decide what is traced, nor tracing what is logged.
+pub fn init(verbose: u8) -> Option<OtlpGuard> {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    use tracing_subscriber::{Layer, filter::Targets};
     let default = match verbose {
         0 => "warn,rmcp=off",
         1 => "info,rmcp=error",
@@ -20,11 +27,25 @@ pub fn init(verbose: u8) {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("MCP_HOST_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let log = tracing_subscriber::fmt::layer()
         .with_ansi(false)
         .with_writer(SafeStderr)
-        .init();
+        .with_filter(filter);
+    let config = otlp::OtlpConfig::from_env(&|k| std::env::var(k).ok());
+    let (traces, guard) = match config.map(otlp::layer) {
+        Some(Ok((layer, guard))) => {
+            let only_ours = Targets::new()
+                .with_target(otlp::TARGET, tracing_subscriber::filter::LevelFilter::INFO);
+            (Some(layer.with_filter(only_ours)), Some(guard))
+        }
+        Some(Err(e)) => {
+            crate::output::errln!("warning: traces are off: cannot start their exporter: {e}");
+            (None, None)
+        }
+        None => (None, None),
+    };
+    tracing_subscriber::registry().with(log).with(traces).init();
+    guard
 }
 
 /// Hands the formatter one [`SafeEvent`] per event.

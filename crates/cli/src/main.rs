@@ -32,7 +32,7 @@ fn main() -> ExitCode {
         };
     }
     let cli = cli::Cli::parse_from(argv::normalise(std::env::args_os().collect()));
-    logging::init(cli.verbose);
+    let traces = logging::init(cli.verbose);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -43,7 +43,11 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(commands::run(cli)) {
+    let ran = runtime.block_on(commands::run(cli));
+    if let Some(traces) = &traces {
+        traces.flush();
+    }
+    match ran {
         Ok(code) => code,
         Err(e) => {
             // An error's chain can quote a server or a config file: sanitised like all output.

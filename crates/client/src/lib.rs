@@ -26,6 +26,7 @@ pub mod seccomp;
 pub mod session;
 pub mod stdio;
 pub mod supervisor;
+pub mod trace;
 pub mod wire;
 
 pub use handler::{

@@ -19,6 +19,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 /// An allowed call, by its position in the step.
 pub(crate) struct Job<'c> {
@@ -40,6 +41,8 @@ pub(crate) struct Ran<'c> {
     pub args: Value,
     pub record: CallRecord,
     pub dispatched: Dispatched,
+    /// The call's trace span, given its outcome once the record is complete.
+    pub span: tracing::Span,
 }
 
 pub(crate) type CallTask = JoinHandle<Result<CallOutcome, CallFailure>>;
@@ -115,8 +118,9 @@ impl<P: Provider> Engine<'_, P> {
             source: CallSource::Model,
         });
         let (progress_tx, mut progress) = tokio::sync::mpsc::unbounded_channel();
+        let span = crate::otlp::call_span(job.entry, "model");
         let call = self.gate.send(job.permit, token.clone(), Some(progress_tx));
-        let mut task = tokio::spawn(call);
+        let mut task = tokio::spawn(call.instrument(span.clone()));
         let threshold = async {
             match self.config.background_after {
                 Some(after) => tokio::time::sleep(after).await,
@@ -151,6 +155,7 @@ impl<P: Provider> Engine<'_, P> {
             args: job.args,
             record: job.record,
             dispatched,
+            span,
         }
     }
 }

@@ -32,6 +32,7 @@ pub mod gate;
 mod history;
 pub mod hooks;
 pub mod host;
+pub mod otlp;
 pub mod person;
 mod render;
 mod results;

@@ -18,6 +18,7 @@ use serde_json::Value;
 use std::collections::BTreeSet;
 use std::time::Instant;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 /// How a person's call ended.
 #[derive(Debug)]
@@ -90,9 +91,14 @@ impl Gate {
             source: CallSource::Person,
         });
         let started = Instant::now();
-        let outcome = self.send(permit, cancel, None).await;
+        let span = crate::otlp::call_span(entry, "person");
+        let outcome = self
+            .send(permit, cancel, None)
+            .instrument(span.clone())
+            .await;
         let took = started.elapsed();
         note_outcome(&mut record, &outcome, took);
+        crate::otlp::record_call(&span, &record);
         let ended = ended(&call_id, &entry.name, &outcome, took);
         let result = match outcome {
             Ok(outcome) => {

@@ -124,10 +124,28 @@ impl<P: Provider> Engine<'_, P> {
         let Ran {
             entry,
             args,
-            mut record,
+            record,
             dispatched,
+            span,
             ..
         } = ran;
+        let (text, record) = self
+            .finish_dispatched(conv, call, entry, args, record, dispatched)
+            .await;
+        crate::otlp::record_call(&span, &record);
+        (text, record)
+    }
+
+    /// A dispatched call's text for the model and its completed record.
+    async fn finish_dispatched(
+        &self,
+        conv: &mut Conversation,
+        call: &ToolCall,
+        entry: &Entry,
+        args: Value,
+        mut record: CallRecord,
+        dispatched: Dispatched,
+    ) -> (String, CallRecord) {
         match dispatched {
             Dispatched::Done { outcome, took } => {
                 note_outcome(&mut record, &outcome, took);

@@ -10,6 +10,7 @@ use crate::{
 use mcp_host_core::event::{Event, Usage};
 use mcp_host_models::{Message, ModelRequest, Provider, ProviderError};
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 impl<P: Provider> Engine<'_, P> {
     pub(crate) fn results(&self) -> Option<ResultStore> {
@@ -24,7 +25,20 @@ impl<P: Provider> Engine<'_, P> {
         user: &str,
         cancel: &CancellationToken,
     ) -> Result<TurnReport, EngineError> {
-        let outcome = self.turn(conv, user, cancel).await;
+        let span = crate::trace_span!(
+            "turn",
+            model = %self.config.model,
+            turn = conv.turn_no + 1,
+            steps = tracing::field::Empty,
+            tool_calls = tracing::field::Empty,
+            end = tracing::field::Empty,
+        );
+        let outcome = self.turn(conv, user, cancel).instrument(span.clone()).await;
+        if let Ok(report) = &outcome {
+            span.record("steps", report.steps);
+            span.record("tool_calls", report.calls.len());
+            span.record("end", tracing::field::debug(report.end));
+        }
         self.save(conv).await?;
         outcome
     }
@@ -113,7 +127,31 @@ impl<P: Provider> Engine<'_, P> {
     ) -> Result<Option<mcp_host_models::ModelResponse>, ProviderError> {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         request.deltas = Some(tx);
-        let response = self.provider.complete(&request);
+        let span = crate::trace_span!(
+            "model.request",
+            model = %request.model,
+            messages = request.messages.len(),
+            tools = request.tools.len(),
+            input_tokens = tracing::field::Empty,
+            output_tokens = tracing::field::Empty,
+            tool_calls = tracing::field::Empty,
+            is_error = tracing::field::Empty,
+        );
+        let response = self.provider.complete(&request).instrument(span.clone());
+        let response = async {
+            let r = response.await;
+            match &r {
+                Ok(answer) => {
+                    span.record("input_tokens", answer.usage.input_tokens);
+                    span.record("output_tokens", answer.usage.output_tokens);
+                    span.record("tool_calls", answer.tool_calls.len());
+                }
+                Err(_) => {
+                    span.record("is_error", true);
+                }
+            }
+            r
+        };
         tokio::pin!(response);
         loop {
             tokio::select! {

@@ -2,11 +2,13 @@
 //! builds, the data its tools return (so tests can check it), and a local OAuth
 //! authorization server with the MCP servers it protects ([`oauth_server`]), a local OpenID
 //! Connect provider for the hosted mode's sign-in ([`oidc_provider`]), what the
-//! fake server's `probe` tool tries from inside a confined server ([`probe`]), and a fresh
-//! database per test on the PostgreSQL server the tests were given ([`postgres`]).
+//! fake server's `probe` tool tries from inside a confined server ([`probe`]), a fresh
+//! database per test on the PostgreSQL server the tests were given ([`postgres`]), and a
+//! local OTLP trace receiver ([`otlp_receiver`]).
 
 pub mod oauth_server;
 pub mod oidc_provider;
+pub mod otlp_receiver;
 pub mod postgres;
 pub mod probe;
 

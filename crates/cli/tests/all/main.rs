@@ -31,4 +31,5 @@ mod schema_budget;
 mod serve;
 mod session;
 mod terminal_safety;
+mod traces;
 mod wire_faults;

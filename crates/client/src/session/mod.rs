@@ -411,12 +411,22 @@ impl Session {
         cancel: &CancellationToken,
         progress: Option<mpsc::UnboundedSender<Progress>>,
     ) -> Result<CallOutcome, RequestError> {
+        // Inside the host's span of this call, when traces are recorded: the server learns
+        // where its own spans belong, and the span which era the server spoke.
+        let traceparent = crate::trace::current_traceparent();
+        tracing::Span::current().record("era", self.era.version.as_str());
         let make = |retry: input::Retry| {
             let mut params = CallToolRequestParams::new(name.to_string());
             params.arguments = arguments.clone();
             params.input_responses = retry.input_responses;
             params.request_state = retry.request_state;
-            ClientRequest::CallToolRequest(CallToolRequest::new(params))
+            let mut request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+            // rmcp keeps a request's `_meta` beside its params and writes it out last.
+            if let Some(traceparent) = &traceparent {
+                use rmcp::model::GetMeta;
+                request.get_meta_mut().set_traceparent(traceparent.clone());
+            }
+            request
         };
         let (answer, rounds) = self
             .request_with_input(make, timeout, cancel, progress)

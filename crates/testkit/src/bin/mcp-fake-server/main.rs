@@ -489,8 +489,16 @@ impl Server {
         let Some(path) = &self.opts.request_log else {
             return;
         };
-        let line = match params["name"].as_str() {
-            Some(name) if method == "tools/call" => format!("{method} {name}"),
+        // A call's trace context (SEP-414) when the host sent one: tests match it to the
+        // host's span of the call.
+        let line = match (
+            params["name"].as_str(),
+            params["_meta"]["traceparent"].as_str(),
+        ) {
+            (Some(name), Some(tp)) if method == "tools/call" => {
+                format!("{method} {name} traceparent={tp}")
+            }
+            (Some(name), None) if method == "tools/call" => format!("{method} {name}"),
             _ => method.to_string(),
         };
         let mut f = std::fs::OpenOptions::new()
