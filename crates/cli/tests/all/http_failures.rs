@@ -150,10 +150,10 @@ async fn http_errors_are_retried_only_when_transient() {
         n_404.load(Ordering::SeqCst),
     );
     assert!(a >= 4, "503: one request per attempt at least, got {a}");
-    assert!(
-        b >= 1 && c >= 1 && b < a && c < a,
-        "401 {b} and 404 {c} are not retried like 503 {a}"
-    );
+    assert!(b >= 1 && b < a, "401 {b} is not retried like 503 {a}");
+    // One handshake and no retry: server/discover, initialize (on the same connection and
+    // a fresh one), and the one GET that asks whether it serves the legacy HTTP+SSE transport.
+    assert!((1..=4).contains(&c), "404 {c}: one handshake, not retried");
     m.shutdown().await;
 }
 
