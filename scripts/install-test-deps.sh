@@ -44,22 +44,18 @@ if stamp_ok "$DEPS/.npm" "$want"; then log "npm packages present"; else
   echo "$want" > "$DEPS/.npm"
 fi
 
-if stamp_ok "$DEPS/.node22" "$NODE22_PKG"; then log "node 22 present"; else
-  mkdir -p "$DEPS/node22"
-  [ -f "$DEPS/node22/package.json" ] || echo '{"name":"node22","private":true}' > "$DEPS/node22/package.json"
-  log "npm install $NODE22_PKG"
-  (cd "$DEPS/node22" && npm install --save-exact --loglevel=error "$NODE22_PKG")
-  echo "$NODE22_PKG" > "$DEPS/.node22"
-fi
+# One npm package in a folder of its own (DIR under $DEPS), stamped with its pin.
+npm_alone() { # dir, package
+  if stamp_ok "$DEPS/.$1" "$2"; then log "$1 present"; return; fi
+  mkdir -p "$DEPS/$1"
+  [ -f "$DEPS/$1/package.json" ] || echo "{\"name\":\"$1\",\"private\":true}" > "$DEPS/$1/package.json"
+  log "npm install $2"
+  (cd "$DEPS/$1" && npm install --save-exact --loglevel=error "$2")
+  echo "$2" > "$DEPS/.$1"
+}
+npm_alone node22 "$NODE22_PKG"
 "$DEPS/node22/node_modules/.bin/node" --version >/dev/null
-
-if stamp_ok "$DEPS/.conformance-next" "$CONFORMANCE_NEXT_PKG"; then log "conformance-next present"; else
-  mkdir -p "$DEPS/conformance-next"
-  [ -f "$DEPS/conformance-next/package.json" ] || echo '{"name":"conformance-next","private":true}' > "$DEPS/conformance-next/package.json"
-  log "npm install $CONFORMANCE_NEXT_PKG"
-  (cd "$DEPS/conformance-next" && npm install --save-exact --loglevel=error "$CONFORMANCE_NEXT_PKG")
-  echo "$CONFORMANCE_NEXT_PKG" > "$DEPS/.conformance-next"
-fi
+npm_alone conformance-next "$CONFORMANCE_NEXT_PKG"
 
 want="${PIP_PKGS[*]}"
 if stamp_ok "$DEPS/.pip" "$want" && [ -x "$DEPS/venv/bin/mcp-server-time" ]; then log "python packages present"; else

@@ -85,3 +85,36 @@ pub fn expansion_schema(levels: usize, branches: usize) -> serde_json::Value {
     }
     json!({"type": "object", "properties": {"q": {"$ref": "#/$defs/l0"}}, "$defs": defs})
 }
+
+/// One HTTP/1.1 request from `stream`, for the testkit's small servers: its head
+/// (lowercased, without the blank line) and its body (by `Content-Length`); empty when the
+/// peer closed first.
+pub fn read_http_request(stream: &mut std::net::TcpStream) -> (String, Vec<u8>) {
+    use std::io::Read;
+    let mut raw = Vec::new();
+    let mut chunk = [0u8; 8192];
+    let (head, body_start) = loop {
+        let n = stream.read(&mut chunk).unwrap_or(0);
+        if n == 0 {
+            return (String::new(), Vec::new());
+        }
+        raw.extend_from_slice(&chunk[..n]);
+        if let Some(i) = raw.windows(4).position(|w| w == b"\r\n\r\n") {
+            break (String::from_utf8_lossy(&raw[..i]).to_lowercase(), i + 4);
+        }
+    };
+    let length: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0);
+    while raw.len() < body_start + length {
+        let n = stream.read(&mut chunk).unwrap_or(0);
+        if n == 0 {
+            break;
+        }
+        raw.extend_from_slice(&chunk[..n]);
+    }
+    let end = raw.len().min(body_start + length);
+    (head, raw[body_start..end].to_vec())
+}

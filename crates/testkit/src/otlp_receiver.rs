@@ -3,7 +3,7 @@
 //! resource and scope wrappers, for a test to look at.
 
 use serde_json::Value;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -59,33 +59,9 @@ impl OtlpReceiver {
 }
 
 fn serve(mut stream: std::net::TcpStream, kept: &Mutex<Vec<Value>>, resources: &Mutex<Vec<Value>>) {
-    let mut raw = Vec::new();
-    let mut chunk = [0u8; 16384];
-    let (head, start) = loop {
-        let Ok(n) = stream.read(&mut chunk) else {
-            return;
-        };
-        if n == 0 {
-            return;
-        }
-        raw.extend_from_slice(&chunk[..n]);
-        if let Some(i) = raw.windows(4).position(|w| w == b"\r\n\r\n") {
-            break (String::from_utf8_lossy(&raw[..i]).to_lowercase(), i + 4);
-        }
-    };
-    let length: usize = head
-        .lines()
-        .find_map(|l| l.strip_prefix("content-length:"))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0);
-    while raw.len() < start + length {
-        match stream.read(&mut chunk) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => raw.extend_from_slice(&chunk[..n]),
-        }
-    }
+    let (head, body) = crate::read_http_request(&mut stream);
     let ok = head.starts_with("post /v1/traces");
-    if ok && let Ok(body) = serde_json::from_slice::<Value>(&raw[start..]) {
+    if ok && let Ok(body) = serde_json::from_slice::<Value>(&body) {
         for rs in body["resourceSpans"].as_array().into_iter().flatten() {
             if let Ok(mut r) = resources.lock() {
                 r.push(rs["resource"].clone());

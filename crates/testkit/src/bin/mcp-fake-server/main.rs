@@ -365,35 +365,9 @@ fn listen(port: u16) -> std::net::TcpListener {
     listener
 }
 
-/// One HTTP request: its head (lowercased) and its body (by `Content-Length`).
+/// One HTTP request: its head (lowercased) and its body.
 fn read_request(stream: &mut std::net::TcpStream) -> (String, Vec<u8>) {
-    use std::io::Read;
-    let mut raw = Vec::new();
-    let mut chunk = [0u8; 8192];
-    let (head, body_start) = loop {
-        let n = stream.read(&mut chunk).unwrap_or(0);
-        if n == 0 {
-            break (String::new(), 0);
-        }
-        raw.extend_from_slice(&chunk[..n]);
-        if let Some(i) = raw.windows(4).position(|w| w == b"\r\n\r\n") {
-            break (String::from_utf8_lossy(&raw[..i]).to_lowercase(), i + 4);
-        }
-    };
-    let length: usize = head
-        .lines()
-        .find_map(|l| l.strip_prefix("content-length:"))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0);
-    while raw.len() < body_start + length {
-        let n = stream.read(&mut chunk).unwrap_or(0);
-        if n == 0 {
-            break;
-        }
-        raw.extend_from_slice(&chunk[..n]);
-    }
-    let end = raw.len().min(body_start + length);
-    (head, raw[body_start.min(end)..end].to_vec())
+    mcp_host_testkit::read_http_request(stream)
 }
 
 /// A complete response with a JSON body (or none), closing the connection.
