@@ -18,7 +18,6 @@ use mcp_host_registry::catalogue::{Catalogue, Entry};
 use mcp_host_registry::exposure::HostTool;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
-use tracing::Instrument;
 
 /// The arguments a model sent, as the card of a refused call shows them: text that is not
 /// JSON is shown as that text.
@@ -254,21 +253,9 @@ impl<P: Provider> Engine<'_, P> {
             provenance: conv.turn.provenance(),
             remembered: &remembered,
         };
-        let span = crate::trace_span!(
-            "gate.decide",
-            tool = %entry.name,
-            server = %entry.key.server,
-            verdict = tracing::field::Empty,
-            decided_by = tracing::field::Empty,
-        );
-        let gated = (self.gate)
+        self.gate
             .decide(entry, args, facts, CallSource::Model)
-            .instrument(span.clone())
-            .await;
-        let decision = gated.decision();
-        span.record("verdict", tracing::field::debug(decision.verdict));
-        span.record("decided_by", tracing::field::debug(&decision.decided_by));
-        gated
+            .await
     }
 }
 

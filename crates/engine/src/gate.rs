@@ -24,6 +24,7 @@ use std::collections::BTreeSet;
 use std::future::Future;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 /// How long a call waits for a tool list the server announced as changed before it is
 /// refused (the refresh is one `tools/list`; this is generous).
@@ -158,12 +159,25 @@ impl Gate {
         facts: CallFacts<'_>,
         source: CallSource,
     ) -> Gated {
+        // Every decision is a span of the trace, whoever's call it is.
+        let span = crate::trace_span!(
+            "gate.decide",
+            tool = %entry.name,
+            server = %entry.key.server,
+            source = ?source,
+            verdict = tracing::field::Empty,
+            decided_by = tracing::field::Empty,
+        );
         let mut decision = self.rules(entry, args, facts);
         if decision.verdict != Verdict::Deny
-            && let Some(hooked) = self.hooks.pre_tool_use(&entry.name, args).await
+            && let Some(hooked) = (self.hooks.pre_tool_use(&entry.name, args))
+                .instrument(span.clone())
+                .await
         {
             decision = hooked;
         }
+        span.record("verdict", tracing::field::debug(decision.verdict));
+        span.record("decided_by", tracing::field::debug(&decision.decided_by));
         let permit = Permit {
             server: entry.key.server.clone(),
             tool: entry.key.tool.clone(),

@@ -69,6 +69,17 @@ pub(crate) enum Assertion<'a> {
     Workload(&'a IdTokenSource),
 }
 
+impl<'a> Assertion<'a> {
+    /// Where `grant` gets its assertion, if it is an assertion grant.
+    pub(crate) fn of(grant: &'a super::Grant) -> Option<Self> {
+        match grant {
+            super::Grant::IdentityAssertion(idp) => Some(Self::IdJag(idp)),
+            super::Grant::WorkloadIdentity(source) => Some(Self::Workload(source)),
+            _ => None,
+        }
+    }
+}
+
 impl Exchange<'_> {
     /// The JWT-bearer grant (after the exchange at the identity provider, for an ID-JAG);
     /// the access token is saved in the store. A refused grant is not retried, nor another

@@ -483,11 +483,10 @@ impl Shared {
                 self.jwt_exchange(&metadata, client_id, private_key_pem, *algorithm, &scopes)
                     .await?;
             }
-            Grant::IdentityAssertion(_) | Grant::WorkloadIdentity(_) => {
-                let assertion = match &self.settings.grant {
-                    Grant::WorkloadIdentity(source) => Assertion::Workload(source),
-                    Grant::IdentityAssertion(idp) => Assertion::IdJag(idp),
-                    _ => return Ok(Next::GiveUp),
+            grant => {
+                // A person's grant has no assertion: nothing to do without them.
+                let Some(assertion) = Assertion::of(grant) else {
+                    return Ok(Next::GiveUp);
                 };
                 manager.configure_client_id(client_id)?;
                 drop(manager);
@@ -504,7 +503,6 @@ impl Shared {
                 .run()
                 .await?;
             }
-            Grant::AuthorizationCode(_) => return Ok(Next::GiveUp),
         }
         Ok(Next::Retry)
     }

@@ -106,3 +106,38 @@ fn without_an_endpoint_nothing_is_traced_and_servers_get_no_traceparent() {
     assert!(requests.contains("tools/call echo"), "{requests}");
     assert!(!requests.contains("traceparent"), "{requests}");
 }
+
+#[test]
+fn a_persons_call_is_traced_like_a_models_decision_and_call() {
+    let receiver = OtlpReceiver::start().unwrap();
+    let sb = Sandbox::new();
+    let log = sb.work_file("requests.log");
+    let cfg = sb.config(
+        "c.json",
+        json!({"f": fake_server(&["--request-log", log.to_str().unwrap()])}),
+    );
+    let env = [("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint.as_str())];
+    let out = sb.run_with_env(
+        &["call", "f", "echo", "--args", r#"{"message":"x"}"#],
+        &cfg,
+        &env,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let spans = receiver.wait_for(Duration::from_secs(5), |s| {
+        s.iter().any(|s| s["name"] == "tools/call")
+    });
+    let decide = spans
+        .iter()
+        .find(|s| s["name"] == "gate.decide")
+        .expect("decided");
+    assert_eq!(attr(decide, "source").unwrap()["stringValue"], "Person");
+    let call = spans.iter().find(|s| s["name"] == "tools/call").unwrap();
+    assert_eq!(attr(call, "era").unwrap()["stringValue"], "2025-11-25");
+    let traceparent = format!(
+        "00-{}-{}-01",
+        call["traceId"].as_str().unwrap(),
+        call["spanId"].as_str().unwrap()
+    );
+    let requests = std::fs::read_to_string(&log).unwrap();
+    assert!(requests.contains(&traceparent), "{requests}");
+}
