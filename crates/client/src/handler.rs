@@ -268,10 +268,25 @@ impl ClientHandler for HostHandler {
     }
 }
 
-pub(crate) fn client_config(version: ProtocolVersion, features: &ClientFeatures) -> ClientConfig {
+/// What the host declares. `modern`: for a 2026-07-28 session, which also declares the
+/// Tasks extension (the session follows a call's task to its end); a handshake-era server
+/// is offered nothing it might not know.
+pub(crate) fn client_config(
+    version: ProtocolVersion,
+    modern: bool,
+    features: &ClientFeatures,
+) -> ClientConfig {
     // Capabilities bind us to implement them: no roots or sampling; forms where a person or
     // the defaults can answer them, URLs only where a person can.
     let mut caps = ClientCapabilities::default();
+    if modern {
+        let mut extensions = rmcp::model::ExtensionCapabilities::new();
+        extensions.insert(
+            rmcp::model::TASKS_EXTENSION_ID.to_string(),
+            rmcp::model::JsonObject::new(),
+        );
+        caps.extensions = Some(extensions);
+    }
     if features.ask_person.is_some() {
         caps.elicitation = Some(
             ElicitationCapability::new()

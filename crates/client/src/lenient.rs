@@ -183,6 +183,7 @@ pub fn parse_call_result(result: &Value) -> Result<CallOutcome, String> {
             .cloned(),
         is_error: obj.get("isError").and_then(Value::as_bool).unwrap_or(false),
         input_rounds: Vec::new(),
+        task_id: None,
     })
 }
 

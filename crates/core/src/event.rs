@@ -156,6 +156,9 @@ pub struct CallRecord {
     /// `input_required`), under the one approval the call had.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub input_rounds: Vec<InputRound>,
+    /// The server's id of the task it ran the call as (the Tasks extension), when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
 }
 
 /// One round of a multi-round-trip call: what the server asked and how it was answered.
@@ -201,6 +204,7 @@ impl CallRecord {
             duration_ms: None,
             background_job: None,
             input_rounds: Vec::new(),
+            task_id: None,
         }
     }
 }

@@ -137,6 +137,10 @@ pub struct CallOutcome {
     /// `input_required`), for the call's record; not part of the result.
     #[serde(skip)]
     pub input_rounds: Vec<crate::event::InputRound>,
+    /// The server's id of the task it ran the call as, when it did (the Tasks extension);
+    /// for the call's record, not part of the result.
+    #[serde(skip)]
+    pub task_id: Option<String>,
 }
 
 #[cfg(test)]

@@ -284,6 +284,7 @@ pub fn note_outcome(
             };
             record.is_error = o.is_error;
             record.input_rounds = o.input_rounds.clone();
+            record.task_id = o.task_id.clone();
             record.result_bytes = Some(serde_json::to_vec(o).map_or(0, |b| b.len()));
         }
         Err(e) => {

@@ -108,6 +108,7 @@ mod tests {
             structured: None,
             is_error: false,
             input_rounds: Vec::new(),
+            task_id: None,
         };
         assert_eq!(media(&outcome), ["AAAA".repeat(10).as_str(), "BBBB"]);
         let text = render(&outcome, &[Some("h1".into()), None]);

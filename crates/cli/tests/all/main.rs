@@ -30,6 +30,7 @@ mod run;
 mod schema_budget;
 mod serve;
 mod session;
+mod tasks;
 mod terminal_safety;
 mod traces;
 mod wire_faults;

@@ -83,7 +83,7 @@ impl Session {
         let closed = CancellationToken::new();
         let mode = ClientLifecycleMode::Initialize;
         let result = conn
-            .handshake(endpoint, parts.handler(), mode, timeout, &closed)
+            .handshake(endpoint, parts.handler(&mode), mode, timeout, &closed)
             .await?;
         Self::finish(endpoint, conn, result, timeout, closed, parts, None).await
     }
@@ -100,7 +100,13 @@ impl Session {
         let conn = Conn::new(endpoint)?;
         let probe_closed = CancellationToken::new();
         let first = conn
-            .handshake(endpoint, parts.handler(), discover, timeout, &probe_closed)
+            .handshake(
+                endpoint,
+                parts.handler(&discover),
+                discover,
+                timeout,
+                &probe_closed,
+            )
             .await?;
         let note = match first {
             // A garbled answer to `server/discover` is an answer: the server speaks it.
@@ -133,7 +139,7 @@ impl Session {
         let second = conn
             .handshake(
                 endpoint,
-                parts.handler(),
+                parts.handler(&ClientLifecycleMode::Initialize),
                 ClientLifecycleMode::Initialize,
                 timeout,
                 &closed,
@@ -200,7 +206,7 @@ impl Session {
         let conn = Conn::new(endpoint)?;
         let closed = CancellationToken::new();
         let result = conn
-            .handshake(endpoint, parts.handler(), mode, timeout, &closed)
+            .handshake(endpoint, parts.handler(&mode), mode, timeout, &closed)
             .await?;
         Self::finish(endpoint, conn, result, timeout, closed, parts, None).await
     }
@@ -338,9 +344,10 @@ impl Parts {
         }
     }
 
-    fn handler(&self) -> HostHandler {
+    fn handler(&self, mode: &ClientLifecycleMode) -> HostHandler {
+        let modern = matches!(mode, ClientLifecycleMode::Discover { .. });
         HostHandler {
-            info: client_config(ProtocolVersion::V_2025_11_25, &self.features),
+            info: client_config(ProtocolVersion::V_2025_11_25, modern, &self.features),
             tools_changed: self.tools_changed.clone(),
             offers_changed: self.offers_changed.clone(),
             features: self.features.clone(),

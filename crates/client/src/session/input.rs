@@ -12,7 +12,9 @@
 
 use super::*;
 use mcp_host_core::event::{InputAnswer, InputRound};
-use rmcp::model::{ElicitationAction, InputRequest, InputRequiredResult, InputResponses};
+use rmcp::model::{
+    ElicitationAction, InputRequest, InputRequests, InputRequiredResult, InputResponses,
+};
 
 /// How many rounds of input one request may ask for before the host gives up on it.
 pub const MAX_INPUT_ROUNDS: usize = 10;
@@ -68,6 +70,26 @@ impl Session {
                 "the server answered input_required with nothing to answer and no state".into(),
             ));
         }
+        let (responses, answers) = self.answer_requests(requests, cancel).await?;
+        let round = InputRound {
+            requests: answers,
+            request_state: asked.request_state.is_some(),
+        };
+        let retry = Retry {
+            input_responses: (!responses.is_empty()).then_some(responses),
+            request_state: asked.request_state,
+        };
+        Ok((retry, round))
+    }
+
+    /// Puts each elicitation to the person (or the headless policy) through the handler
+    /// that answers a legacy `elicitation/create`; what they answered, and how, for the
+    /// record. Shared by a request's rounds and a task's (`tasks/update`).
+    pub(crate) async fn answer_requests(
+        &self,
+        requests: InputRequests,
+        cancel: &CancellationToken,
+    ) -> Result<(InputResponses, Vec<InputAnswer>), RequestError> {
         let handler = self.service.service();
         let mut responses = InputResponses::new();
         let mut answers = Vec::new();
@@ -100,14 +122,6 @@ impl Session {
                 serde_json::to_value(&result).map_err(|e| RequestError::Protocol(e.to_string()))?;
             responses.insert(key, value);
         }
-        let round = InputRound {
-            requests: answers,
-            request_state: asked.request_state.is_some(),
-        };
-        let retry = Retry {
-            input_responses: (!responses.is_empty()).then_some(responses),
-            request_state: asked.request_state,
-        };
-        Ok((retry, round))
+        Ok((responses, answers))
     }
 }

@@ -32,8 +32,10 @@ use tokio_util::sync::CancellationToken;
 
 mod connect;
 mod input;
+mod task;
 pub use input::MAX_INPUT_ROUNDS;
 pub(crate) use input::Retry;
+pub use task::{MAX_POLL, MAX_TASK_TIME, MIN_POLL};
 
 /// The protocol versions this host speaks: 2026-07-28 without a handshake, the rest via
 /// `initialize`. A server that settles on anything else is refused.
@@ -429,19 +431,22 @@ impl Session {
             request
         };
         let (answer, rounds) = self
-            .request_with_input(make, timeout, cancel, progress)
+            .request_with_input(make, timeout, cancel, progress.clone())
             .await?;
-        match answer {
-            ServerResult::CreateTaskResult(_) => Err(RequestError::Protocol(
-                "the server answered with a task, which this host does not support yet".into(),
-            )),
-            other => {
-                let mut outcome = lenient::parse_call_result(&to_value(&other)?)
-                    .map_err(RequestError::Protocol)?;
-                outcome.input_rounds = rounds;
-                Ok(outcome)
+        let (result, rounds, task_id) = match answer {
+            ServerResult::CreateTaskResult(created) => {
+                let task_id = created.task.task_id.clone();
+                let done = self
+                    .follow_task(created, rounds, timeout, cancel, progress)
+                    .await?;
+                (done.result, done.rounds, Some(task_id))
             }
-        }
+            other => (to_value(&other)?, rounds, None),
+        };
+        let mut outcome = lenient::parse_call_result(&result).map_err(RequestError::Protocol)?;
+        outcome.input_rounds = rounds;
+        outcome.task_id = task_id;
+        Ok(outcome)
     }
 
     /// Closes the session: stdin is closed first, then the process is stopped in order.

@@ -7,6 +7,7 @@
 
 mod legacy_sse;
 mod mrtr;
+mod tasks;
 
 use serde_json::{Value, json};
 use std::io::{BufRead, Write};
@@ -29,6 +30,8 @@ faults: crash-at-start, hang, garbage, stderr-flood, exit-on-probe,
   silent-discover (server/discover is never answered), hang-list (tools/list is never answered)
   [--discover-delay-ms N] answers server/discover after N ms
   expansion-schema (tool `expand`), slow-schema (tool `deep`), hidden-instructions (tool `notes`)
+  tasks (modern: tool `research{topic,polls,ask}` runs as a task; see tasks.rs), with
+    task-forever, task-fail, task-wrong-id, task-repeat-ask
 tools: echo{message}, add{a,b}, crash, hang, huge, slow{ms,progressEvery}, grow, error, evil, ask (elicitation), plus toolN";
 
 #[derive(Clone, Copy, PartialEq)]
@@ -185,6 +188,9 @@ struct Server {
     asking: Option<Value>,
     /// The `roots` tool's call, waiting for the client's answer to our `roots/list`.
     asking_roots: Option<Value>,
+    /// The `research` tool's tasks, by id (`--fault tasks`).
+    tasks: std::collections::BTreeMap<String, tasks::FakeTask>,
+    next_task: u32,
 }
 
 fn main() {
@@ -226,6 +232,8 @@ fn main() {
         http_head: String::new(),
         asking: None,
         asking_roots: None,
+        tasks: Default::default(),
+        next_task: 0,
     };
     if let Some(port) = http {
         return serve_http(&mut server, port, &buf);
@@ -552,6 +560,9 @@ impl Server {
                 }
             }
             "tools/call" => self.tools_call(id, &params),
+            "tasks/get" | "tasks/update" | "tasks/cancel" if self.has("tasks") => {
+                self.tasks_method(method, id, &params)
+            }
             "subscriptions/listen" => {
                 let meta = json!({"io.modelcontextprotocol/subscriptionId": id});
                 self.send(
@@ -641,10 +652,15 @@ impl Server {
                         "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "fake", "version": "1.0.0"}}});
                     return self.bad_handshake_answer(&id, &answer);
                 }
+                let mut capabilities =
+                    json!({"tools": {"listChanged": true}, "prompts": {}, "resources": {}});
+                if self.has("tasks") {
+                    capabilities["extensions"] = json!({"io.modelcontextprotocol/tasks": {}});
+                }
                 self.reply(id, json!({
                     "resultType": "complete",
                     "supportedVersions": ["2026-07-28"],
-                    "capabilities": {"tools": {"listChanged": true}, "prompts": {}, "resources": {}},
+                    "capabilities": capabilities,
                     "ttlMs": 0, "cacheScope": "private",
                     "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "fake", "version": "1.0.0"}}
                 }))
@@ -673,6 +689,9 @@ impl Server {
         }
         if self.has("ask-roots") {
             tools.push(json!({"name": "roots", "description": "Asks the client for roots", "inputSchema": obj(json!({}))}));
+        }
+        if self.has("tasks") {
+            tools.push(json!({"name": "research", "description": "Researches a topic as a task (the Tasks extension)", "inputSchema": obj(json!({"topic": {"type": "string"}, "polls": {"type": "integer"}, "ask": {"type": "boolean"}}))}));
         }
         if self.has("probe") {
             tools.push(json!({"name": "probe", "description": "Reports what the process may do", "inputSchema": obj(json!({}))}));
@@ -822,6 +841,7 @@ impl Server {
                 self.notify_tools_changed();
             }
             "headers" => self.reply(id, text(self.http_head.clone())),
+            "research" => self.research(id, params),
             // 2026-07-28 has no server requests: the same questions as input rounds.
             "ask" if self.locked == Locked::Modern => self.ask_in_rounds(id, params),
             "ask" => {
