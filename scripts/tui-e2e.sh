@@ -84,7 +84,7 @@ json.dump({"mcpServers": {
     "time": {"command": time_cmd, "args": ["--local-timezone", "UTC"],
              "sandbox": {"network": {"allow": ["example.test"]}}},
     "evil": {"command": fake, "args": ["--describe-echo", desc]},
-    "asker": {"command": fake, "args": ["--era", "modern"]},
+    "asker": {"command": fake, "args": ["--era", "modern", "--fault", "tasks"]},
 }}, open(path, "w"))
 PY
 
@@ -152,6 +152,15 @@ check "the second round asks again, with the first answer" wait_for "Really Grac
 "${T[@]}" send-keys -t e2e Enter
 check "the call completes after two rounds answered in the TUI" wait_for "name=Grace sure=true (accept, 2 rounds)"
 
+# A call the server runs as a task (the Tasks extension): its status shows on its card while
+# it is polled, its question is the person's, and its result arrives when it completes.
+"${T[@]}" send-keys -t e2e '/call asker research {"topic": "python", "ask": true, "polls": 40}' Enter
+check "a task's question puts its form to the person" wait_for "Which python do you mean?"
+"${T[@]}" send-keys -t e2e Enter
+"${T[@]}" send-keys -t e2e Enter
+check "a running task shows its status on its card" wait_for "task working: stage"
+check "the task's result arrives when it completes" wait_for "report on python (technical)"
+
 "${T[@]}" send-keys -t e2e C-c
 "${T[@]}" send-keys -t e2e C-c
 check "Ctrl-C twice quits cleanly" wait_for "HOST-EXITED 0" 15
@@ -204,10 +213,13 @@ fields = ["args_sha256", "background_job", "decided_by", "duration_ms", "error",
           "is_error", "name", "reason", "refused", "result_bytes", "result_handle", "server",
           "source", "status", "tool", "truncated", "ts", "verdict"]
 records = [json.loads(l) for l in open(sys.argv[1])]
-# A call that took input rounds lists them too (the first session's asker__ask).
-assert records and all(sorted(set(r) - {"input_rounds"}) == fields for r in records), records
+# A call that took input rounds lists them too (the first session's asker__ask), and one the
+# server ran as a task its task id (asker__research).
+assert records and all(sorted(set(r) - {"input_rounds", "task_id"}) == fields for r in records), records
 rounds = [r["input_rounds"] for r in records if r["tool"] == "ask"]
 assert [len(r) for r in rounds] == [2], rounds
+tasks = [(r["task_id"], len(r["input_rounds"])) for r in records if r["tool"] == "research"]
+assert tasks == [("task-1", 1)], tasks
 hooked = {r["source"] for r in records if r["tool"] == "get_current_time"
           and (r["decided_by"] or {}).get("by") == "hook" and r["status"] == "refused"}
 assert hooked == {"model", "person"}, hooked

@@ -136,12 +136,7 @@ impl<P: Provider> Engine<'_, P> {
                     self.observer.event(ended(&job.call_id, &job.entry.name, &outcome, took));
                     break Dispatched::Done { outcome, took };
                 }
-                Some(p) = progress.recv() => self.observer.event(Event::Progress {
-                    call_id: job.call_id.clone(),
-                    progress: p.progress,
-                    total: p.total,
-                    message: p.message,
-                }),
+                Some(p) = progress.recv() => self.observer.event(progress_event(&job.call_id, p)),
                 // An interrupt cancels the token; the task then ends at once and is joined
                 // above, so the threshold never moves a cancelled call to the background.
                 () = &mut threshold, if !cancel.is_cancelled() => {
@@ -177,6 +172,16 @@ pub(crate) fn ended(
             Ok(o) => crate::render::preview_text(o),
             Err(e) => e.to_string(),
         },
+    }
+}
+
+/// What a call's server said of its progress, for the front end.
+pub(crate) fn progress_event(call_id: &str, p: mcp_host_client::Progress) -> Event {
+    Event::Progress {
+        call_id: call_id.to_string(),
+        progress: p.progress,
+        total: p.total,
+        message: p.message,
     }
 }
 

@@ -6,7 +6,7 @@
 //! whole: it is not fitted to a model's budget.
 
 use crate::audit::args_hash;
-use crate::dispatch::ended;
+use crate::dispatch::{ended, progress_event};
 use crate::events::{Observer, subject};
 use crate::gate::{CallFacts, CallFailure, Gate, Gated, note_decision, note_outcome};
 use mcp_host_core::CallOutcome;
@@ -92,10 +92,18 @@ impl Gate {
         });
         let started = Instant::now();
         let span = crate::otlp::call_span(entry, "person");
-        let outcome = self
-            .send(permit, cancel, None)
-            .instrument(span.clone())
-            .await;
+        // A person's call shows its progress (a task's status among it) like a model's.
+        let (progress_tx, mut progress) = tokio::sync::mpsc::unbounded_channel();
+        let call = self
+            .send(permit, cancel, Some(progress_tx))
+            .instrument(span.clone());
+        tokio::pin!(call);
+        let outcome = loop {
+            tokio::select! {
+                outcome = &mut call => break outcome,
+                Some(p) = progress.recv() => observer.event(progress_event(&call_id, p)),
+            }
+        };
         let took = started.elapsed();
         note_outcome(&mut record, &outcome, took);
         crate::otlp::record_call(&span, &record);

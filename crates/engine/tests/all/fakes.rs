@@ -102,6 +102,7 @@ impl Caller for FakeCaller {
                 structured: None,
                 is_error: false,
                 input_rounds: Vec::new(),
+                task_id: None,
             })
         })
     }
