@@ -36,5 +36,5 @@ pub use http::{HttpClient, HttpWire, InProcessHttp, http_client, install_crypto_
 pub use listing::{Listing, ToolList};
 pub use manager::{CallError, Expect, Manager, ManagerOptions, ServerSetup, ToolCaller};
 pub use reading::{PromptMessage, ResourceText};
-pub use session::{ConnectError, Endpoint, EraChoice, RequestError, Session};
+pub use session::{CallFailed, ConnectError, Endpoint, EraChoice, RequestError, Session};
 pub use stdio::{StdioLaunch, SupervisorCommand};

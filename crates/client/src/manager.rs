@@ -13,7 +13,7 @@ use crate::session::{RequestError, Session};
 use crate::stdio::SupervisorCommand;
 use mcp_host_config::ServerSpec;
 use mcp_host_core::{
-    CallOutcome, ServerId, ServerState, ServerStatus, ToolDescriptor, TransportKind,
+    CallOutcome, Partial, ServerId, ServerState, ServerStatus, ToolDescriptor, TransportKind,
 };
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -67,6 +67,8 @@ pub enum CallError {
     Request {
         server: String,
         source: RequestError,
+        /// What a `tools/call` got through before it failed (empty for other requests).
+        partial: Partial,
     },
     /// The server announced a tool-list change that was not applied in time: what it now
     /// offers cannot be checked, so nothing is sent.
@@ -302,6 +304,7 @@ impl Manager {
             .map_err(|source| CallError::Request {
                 server: id.to_string(),
                 source,
+                partial: Partial::default(),
             })
     }
 
@@ -318,6 +321,7 @@ impl Manager {
             .map_err(|source| CallError::Request {
                 server: id.to_string(),
                 source,
+                partial: Partial::default(),
             })
     }
 
@@ -385,9 +389,10 @@ impl ToolCaller {
             session
                 .call_tool(&tool, arguments, timeout, &cancel, progress)
                 .await
-                .map_err(|source| CallError::Request {
+                .map_err(|failed| CallError::Request {
                     server: id.to_string(),
-                    source,
+                    source: failed.error,
+                    partial: failed.partial,
                 })
         }
     }

@@ -54,8 +54,14 @@ impl Session {
             params.request_state = retry.request_state;
             ClientRequest::GetPromptRequest(GetPromptRequest::new(params))
         };
-        let (result, _) = self
-            .request_with_input(make, timeout, &CancellationToken::new(), None)
+        let result = self
+            .request_with_input(
+                make,
+                timeout,
+                &CancellationToken::new(),
+                None,
+                &mut Vec::new(),
+            )
             .await?;
         let value = to_value(&result)?;
         let messages = value["messages"].as_array().cloned().unwrap_or_default();
@@ -80,8 +86,14 @@ impl Session {
             params.request_state = retry.request_state;
             ClientRequest::ReadResourceRequest(ReadResourceRequest::new(params))
         };
-        let (result, _) = self
-            .request_with_input(make, timeout, &CancellationToken::new(), None)
+        let result = self
+            .request_with_input(
+                make,
+                timeout,
+                &CancellationToken::new(),
+                None,
+                &mut Vec::new(),
+            )
             .await?;
         let value = to_value(&result)?;
         let contents = value["contents"].as_array().cloned().unwrap_or_default();

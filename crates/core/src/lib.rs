@@ -21,6 +21,6 @@ pub use definition::ToolDefinition;
 pub use facts::{ServerFacts, ToolFilter};
 pub use state::{Era, ServerState, ServerStatus, TransportKind};
 pub use types::{
-    CallOutcome, Content, ListIssue, PromptArgument, PromptDescriptor, ResourceDescriptor,
+    CallOutcome, Content, ListIssue, Partial, PromptArgument, PromptDescriptor, ResourceDescriptor,
     ResourceTemplateDescriptor, ServerId, ToolDescriptor,
 };

@@ -125,6 +125,14 @@ pub struct ResourceTemplateDescriptor {
     pub mime_type: Option<String>,
 }
 
+/// What a call got through before it failed: the rounds of input it was asked (and
+/// answered) and the task it ran as, for its record.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Partial {
+    pub input_rounds: Vec<crate::event::InputRound>,
+    pub task_id: Option<String>,
+}
+
 /// The outcome of a `tools/call` that got a result (which may still be a tool-level error).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct CallOutcome {

@@ -291,6 +291,11 @@ pub fn note_outcome(
             record.status = CallStatus::Failed;
             record.is_error = true;
             record.error = Some(e.to_string());
+            // What was asked before it failed is part of what happened.
+            if let CallFailure::Call(CallError::Request { partial, .. }) = e {
+                record.input_rounds = partial.input_rounds.clone();
+                record.task_id = partial.task_id.clone();
+            }
         }
     }
 }

@@ -72,5 +72,13 @@ fn a_server_that_asks_forever_or_for_undeclared_input_is_refused() {
         let out = sb.run_with(&["call", "m", "ask"], &cfg);
         assert!(!out.status.success(), "{fault}");
         assert!(stderr(&out).contains(why), "{fault}: {}", stderr(&out));
+        // The failed call's record still shows every round it was asked and answered.
+        let calls: Vec<Value> = audit_lines(&sb)
+            .into_iter()
+            .filter(|l| l["event"] == "call")
+            .collect();
+        let answered = if fault == "mrtr-forever" { 10 } else { 0 };
+        let rounds = calls[0]["input_rounds"].as_array().map_or(0, Vec::len);
+        assert_eq!(rounds, answered, "{fault}: {}", calls[0]);
     }
 }

@@ -72,17 +72,24 @@ fn a_task_is_followed_to_its_result_and_its_question_answered_once() {
 }
 
 #[test]
-fn a_failed_task_is_the_calls_error() {
+fn a_failed_task_is_the_calls_error_and_its_record_keeps_what_it_asked() {
     let sb = Sandbox::new();
     let (cfg, _) = researcher(&sb, &["task-fail"], 10_000);
-    let out = sb.run_with(&["call", "m", "research"], &cfg);
+    let args = r#"{"topic": "python", "ask": true}"#;
+    let out = sb.run_with(&["call", "m", "research", "--args", args], &cfg);
     assert!(!out.status.success());
     assert!(
         stderr(&out).contains("server error -32603: the research failed"),
         "{}",
         stderr(&out)
     );
-    assert_eq!(call_records(&sb)[0]["status"], "failed");
+    let record = &call_records(&sb)[0];
+    assert_eq!(record["status"], "failed");
+    assert_eq!(record["task_id"], "task-1", "{record}");
+    assert_eq!(
+        record["input_rounds"][0]["requests"][0]["key"], "clarify",
+        "{record}"
+    );
 }
 
 #[test]

@@ -28,15 +28,16 @@ pub(crate) struct Retry {
 
 impl Session {
     /// Sends the request `make` builds, and again with the answers for as long as the
-    /// server asks for input; the final answer, and the rounds it took.
+    /// server asks for input; the final answer. Each round taken goes into `rounds` as it is
+    /// answered, so a request that fails later still shows what was asked.
     pub(crate) async fn request_with_input(
         &self,
         make: impl Fn(Retry) -> ClientRequest,
         timeout: Duration,
         cancel: &CancellationToken,
         progress: Option<mpsc::UnboundedSender<Progress>>,
-    ) -> Result<(ServerResult, Vec<InputRound>), RequestError> {
-        let mut rounds = Vec::new();
+        rounds: &mut Vec<InputRound>,
+    ) -> Result<ServerResult, RequestError> {
         let mut retry = Retry::default();
         loop {
             let sent = make(retry);
@@ -44,7 +45,7 @@ impl Session {
                 .request(sent, timeout, cancel, progress.clone())
                 .await?;
             let ServerResult::InputRequiredResult(asked) = answer else {
-                return Ok((answer, rounds));
+                return Ok(answer);
             };
             if rounds.len() >= MAX_INPUT_ROUNDS {
                 return Err(RequestError::Protocol(format!(

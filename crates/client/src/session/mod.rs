@@ -10,7 +10,7 @@ use crate::lenient;
 use crate::stdio::{ProcessExit, SpawnError, StdioLaunch, StdioProcess, SupervisorCommand};
 use crate::wire::{Correlated, Verdicts, Wire};
 use mcp_host_auth::{OAuth, OAuthError, auth_failure};
-use mcp_host_core::{CallOutcome, Era, TransportKind};
+use mcp_host_core::{CallOutcome, Era, Partial, TransportKind};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest,
     DiscoverRequest, DiscoverRequestParams, PingRequest, ProtocolVersion, ServerNotification,
@@ -179,6 +179,14 @@ pub enum RequestError {
     NeedsAuth,
     #[error(transparent)]
     Auth(OAuthError),
+}
+
+/// A `tools/call` that failed, with what it got through first.
+#[derive(Debug, thiserror::Error)]
+#[error("{error}")]
+pub struct CallFailed {
+    pub error: RequestError,
+    pub partial: Partial,
 }
 
 /// Unregisters a request's progress route however the request ends (cancelled futures too).
@@ -403,8 +411,9 @@ impl Session {
         }
     }
 
-    /// Calls a tool. `Ok` even when the tool reports `isError`; `Err` for protocol trouble.
-    /// The server's progress notifications for this call go to `progress`.
+    /// Calls a tool. `Ok` even when the tool reports `isError`; `Err` for protocol trouble,
+    /// with the rounds and task the call got through first. The server's progress
+    /// notifications for this call (and its task's status) go to `progress`.
     pub async fn call_tool(
         &self,
         name: &str,
@@ -412,7 +421,7 @@ impl Session {
         timeout: Duration,
         cancel: &CancellationToken,
         progress: Option<mpsc::UnboundedSender<Progress>>,
-    ) -> Result<CallOutcome, RequestError> {
+    ) -> Result<CallOutcome, CallFailed> {
         // Inside the host's span of this call, when traces are recorded: the server learns
         // where its own spans belong, and the span which era the server spoke.
         let traceparent = crate::trace::current_traceparent();
@@ -430,23 +439,37 @@ impl Session {
             }
             request
         };
-        let (answer, rounds) = self
-            .request_with_input(make, timeout, cancel, progress.clone())
-            .await?;
-        let (result, rounds, task_id) = match answer {
-            ServerResult::CreateTaskResult(created) => {
-                let task_id = created.task.task_id.clone();
-                let done = self
-                    .follow_task(created, rounds, timeout, cancel, progress)
-                    .await?;
-                (done.result, done.rounds, Some(task_id))
+        let mut partial = Partial::default();
+        let result = async {
+            let answer = self
+                .request_with_input(
+                    make,
+                    timeout,
+                    cancel,
+                    progress.clone(),
+                    &mut partial.input_rounds,
+                )
+                .await?;
+            let result = match answer {
+                ServerResult::CreateTaskResult(created) => {
+                    partial.task_id = Some(created.task.task_id.clone());
+                    let rounds = &mut partial.input_rounds;
+                    self.follow_task(created, rounds, timeout, cancel, progress)
+                        .await?
+                }
+                other => to_value(&other)?,
+            };
+            lenient::parse_call_result(&result).map_err(RequestError::Protocol)
+        }
+        .await;
+        match result {
+            Ok(mut outcome) => {
+                outcome.input_rounds = partial.input_rounds;
+                outcome.task_id = partial.task_id;
+                Ok(outcome)
             }
-            other => (to_value(&other)?, rounds, None),
-        };
-        let mut outcome = lenient::parse_call_result(&result).map_err(RequestError::Protocol)?;
-        outcome.input_rounds = rounds;
-        outcome.task_id = task_id;
-        Ok(outcome)
+            Err(error) => Err(CallFailed { error, partial }),
+        }
     }
 
     /// Closes the session: stdin is closed first, then the process is stopped in order.

@@ -37,23 +37,18 @@ const DEFAULT_POLL: Duration = Duration::from_secs(1);
 /// The longest the host follows one task.
 pub const MAX_TASK_TIME: Duration = Duration::from_secs(60 * 60);
 
-/// How a followed task ended well: the tool's result, and the rounds of input it took.
-pub(crate) struct Finished {
-    pub result: Value,
-    pub rounds: Vec<InputRound>,
-}
-
 impl Session {
-    /// Follows the task a `tools/call` was answered with to its end. `rounds` are the
-    /// rounds the call itself already took (they share the cap).
+    /// Follows the task a `tools/call` was answered with to its end: the tool's result.
+    /// `rounds` holds the rounds the call itself already took (they share the cap), and
+    /// gets the task's as they are answered.
     pub(crate) async fn follow_task(
         &self,
         created: CreateTaskResult,
-        mut rounds: Vec<InputRound>,
+        rounds: &mut Vec<InputRound>,
         timeout: Duration,
         cancel: &CancellationToken,
         progress: Option<mpsc::UnboundedSender<Progress>>,
-    ) -> Result<Finished, RequestError> {
+    ) -> Result<Value, RequestError> {
         let task_id = created.task.task_id.clone();
         let started = Instant::now();
         let mut status = DetailedTask::new(created.task, TaskPayload::Working);
@@ -73,12 +68,7 @@ impl Session {
                 last_message = Some(message);
             }
             match &status.payload {
-                TaskPayload::Completed { result } => {
-                    return Ok(Finished {
-                        result: Value::Object(result.clone()),
-                        rounds,
-                    });
-                }
+                TaskPayload::Completed { result } => return Ok(Value::Object(result.clone())),
                 TaskPayload::Failed { error } => return Err(task_error(error)),
                 TaskPayload::Cancelled => {
                     return Err(RequestError::Protocol(format!(

@@ -4,7 +4,7 @@
 //! working, default 3) and `ask` (it asks for a clarification first).
 //!
 //! Faults: `task-forever` (always working, with a TTL of 0), `task-fail` (fails on the first
-//! poll), `task-wrong-id` (answers polls about another task), `task-repeat-ask` (keeps
+//! poll, or the first after its question is answered), `task-wrong-id` (answers polls about another task), `task-repeat-ask` (keeps
 //! asking the question already answered, as a slow server would until it catches up).
 
 use super::{Locked, Server};
@@ -90,9 +90,6 @@ impl Server {
         let polls = task.polls;
         let (status, message, extra) = if task.cancelled {
             ("cancelled", "cancelled by the client".to_string(), None)
-        } else if fail {
-            let error = json!({"code": -32603, "message": "the research failed"});
-            ("failed", "failed".into(), Some(("error", error)))
         } else if task.ask && (task.clarified.is_none() || repeat) {
             let schema = json!({"type": "object", "properties": {
                 "interpretation": {"type": "string", "title": "Which one?", "default": "technical"}
@@ -105,6 +102,9 @@ impl Server {
                 "needs a clarification".into(),
                 Some(("inputRequests", requests)),
             )
+        } else if fail {
+            let error = json!({"code": -32603, "message": "the research failed"});
+            ("failed", "failed".into(), Some(("error", error)))
         } else if forever || task.polls_left > 0 {
             task.polls_left = task.polls_left.saturating_sub(1);
             ("working", format!("stage {polls}"), None)
