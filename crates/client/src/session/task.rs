@@ -82,39 +82,16 @@ impl Session {
                     )));
                 }
                 TaskPayload::InputRequired { input_requests } => {
-                    let fresh: rmcp::model::InputRequests = input_requests
-                        .iter()
-                        .filter(|(key, _)| !answered.contains(*key))
-                        .map(|(key, request)| (key.clone(), request.clone()))
-                        .collect();
-                    if !fresh.is_empty() {
-                        if rounds.len() >= MAX_INPUT_ROUNDS {
-                            self.cancel_task(&task_id).await;
-                            return Err(RequestError::Protocol(format!(
-                                "task {task_id} asked for input {} times without finishing; given up",
-                                rounds.len() + 1
-                            )));
-                        }
-                        answered.extend(fresh.keys().cloned());
-                        let (responses, answers) = match self.answer_requests(fresh, cancel).await {
-                            Ok(answer) => answer,
-                            Err(e) => return Err(self.abandon(&task_id, e).await),
-                        };
-                        rounds.push(InputRound {
-                            requests: answers,
-                            request_state: false,
-                        });
-                        let update = ClientRequest::UpdateTaskRequest(UpdateTaskRequest::new(
-                            UpdateTaskParams::new(task_id.clone(), responses),
-                        ));
-                        if let Err(e) = self.request(update, timeout, cancel, None).await {
-                            return Err(self.abandon(&task_id, e).await);
-                        }
-                        // The answer may end the wait at once: ask again without a pause.
-                        status = match self.get_task(&task_id, timeout, cancel).await {
-                            Ok(next) => next,
-                            Err(e) => return Err(self.abandon(&task_id, e).await),
-                        };
+                    let asked = self.answer_task_questions(
+                        &task_id,
+                        input_requests,
+                        &mut answered,
+                        rounds,
+                        timeout,
+                        cancel,
+                    );
+                    if let Some(next) = asked.await? {
+                        status = next;
                         polls += 1;
                         continue;
                     }
@@ -150,6 +127,55 @@ impl Session {
                 Err(e) => return Err(self.abandon(&task_id, e).await),
             };
             polls += 1;
+        }
+    }
+
+    /// Puts the questions of an `input_required` status not yet answered to the person and
+    /// sends the answers with `tasks/update`; the task's status right after, or `None` when
+    /// every question was answered already (the server has yet to catch up).
+    async fn answer_task_questions(
+        &self,
+        task_id: &str,
+        input_requests: &rmcp::model::InputRequests,
+        answered: &mut BTreeSet<String>,
+        rounds: &mut Vec<InputRound>,
+        timeout: Duration,
+        cancel: &CancellationToken,
+    ) -> Result<Option<DetailedTask>, RequestError> {
+        let fresh: rmcp::model::InputRequests = input_requests
+            .iter()
+            .filter(|(key, _)| !answered.contains(*key))
+            .map(|(key, request)| (key.clone(), request.clone()))
+            .collect();
+        if fresh.is_empty() {
+            return Ok(None);
+        }
+        if rounds.len() >= MAX_INPUT_ROUNDS {
+            self.cancel_task(task_id).await;
+            return Err(RequestError::Protocol(format!(
+                "task {task_id} asked for input {} times without finishing; given up",
+                rounds.len() + 1
+            )));
+        }
+        answered.extend(fresh.keys().cloned());
+        let (responses, answers) = match self.answer_requests(fresh, cancel).await {
+            Ok(answer) => answer,
+            Err(e) => return Err(self.abandon(task_id, e).await),
+        };
+        rounds.push(InputRound {
+            requests: answers,
+            request_state: false,
+        });
+        let update = ClientRequest::UpdateTaskRequest(UpdateTaskRequest::new(
+            UpdateTaskParams::new(task_id.to_owned(), responses),
+        ));
+        if let Err(e) = self.request(update, timeout, cancel, None).await {
+            return Err(self.abandon(task_id, e).await);
+        }
+        // The answer may end the wait at once: ask again without a pause.
+        match self.get_task(task_id, timeout, cancel).await {
+            Ok(next) => Ok(Some(next)),
+            Err(e) => Err(self.abandon(task_id, e).await),
         }
     }
 
