@@ -58,8 +58,10 @@ DEFAULT=(
   next:auth/iss-wrong-issuer next:auth/iss-unexpected next:auth/iss-normalized
   next:auth/metadata-issuer-mismatch
   next:auth/client-credentials-jwt next:auth/client-credentials-basic next:auth/wif-jwt-bearer
+  next:auth/dpop next:auth/dpop-nonce
   next:cli:sep-2322-client-request-state next:cli:auth/scope-step-up
   next:cli:auth/authorization-server-migration next:cli:auth/wif-jwt-bearer
+  next:cli:auth/dpop next:cli:auth/dpop-nonce
 )
 SCENARIOS=("$@")
 [ ${#SCENARIOS[@]} -gt 0 ] || SCENARIOS=("${DEFAULT[@]}")

@@ -6,6 +6,7 @@
 //! database per test on the PostgreSQL server the tests were given ([`postgres`]), and a
 //! local OTLP trace receiver ([`otlp_receiver`]).
 
+pub mod dpop_check;
 pub mod oauth_server;
 pub mod oidc_provider;
 pub mod otlp_receiver;

@@ -6,12 +6,19 @@
 //! PKCE checked), a registration endpoint that counts registrations, and at each resource path a minimal stateless Streamable HTTP MCP
 //! server with one tool, which accepts only an access token issued for *its* resource.
 //!
+//! With `dpop` set it is a DPoP (RFC 9449) server too: its metadata offers ES256 proofs, a
+//! token request with a valid proof gets tokens bound to the proof's key (access and
+//! refresh), and a bound token is taken only as `Authorization: DPoP` with a valid proof of
+//! that key for the very request; with `dpop_nonce` both the token endpoint and the MCP
+//! servers demand that nonce (`use_dpop_nonce`) in every proof.
+//!
 //! Everything it saw is recorded, so a test can assert what went over the wire: how many
 //! refresh requests came, with which `resource`, and which bearer token reached which path.
 //! Threads and blocking sockets: it needs no runtime and works from any test.
 
 #![allow(clippy::expect_used)] // Test helper: a panic is the failure report.
 
+use crate::dpop_check::{self, Proven};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -45,6 +52,17 @@ pub struct AuthServerState {
     pub code_grants: usize,
     /// Hold every refresh answer until this is set back to false (at most 30 s).
     pub hold_refreshes: bool,
+    /// Offer and enforce DPoP.
+    pub dpop: bool,
+    /// The nonce every proof must carry, if any.
+    pub dpop_nonce: Option<String>,
+    /// Token (access or refresh) → the thumbprint of the key it is bound to.
+    pub bound: HashMap<String, String>,
+    /// Every valid proof: where it was presented ("/token" or the resource path) and what
+    /// it proved.
+    pub proofs: Vec<(String, Proven)>,
+    /// Why proofs or bound tokens were refused.
+    pub dpop_refusals: Vec<String>,
 }
 
 /// The running server. It lives as long as the test process (its threads are detached).
@@ -193,11 +211,8 @@ fn serve(
         return serve_mcp(stream, &request, base, state);
     }
     match (request.method.as_str(), path) {
-        ("GET", "/.well-known/oauth-authorization-server") => respond(
-            stream,
-            "200 OK",
-            "",
-            &json!({
+        ("GET", "/.well-known/oauth-authorization-server") => {
+            let mut metadata = json!({
                 "issuer": base,
                 "authorization_endpoint": format!("{base}/authorize"),
                 "token_endpoint": format!("{base}/token"),
@@ -206,9 +221,13 @@ fn serve(
                 "grant_types_supported": ["authorization_code", "refresh_token"],
                 "code_challenge_methods_supported": ["S256"],
                 "token_endpoint_auth_methods_supported": ["none"],
-            }),
-        ),
-        ("POST", "/token") => token(stream, &request.body, state, token_delay),
+            });
+            if locked(state).dpop {
+                metadata["dpop_signing_alg_values_supported"] = json!(["ES256"]);
+            }
+            respond(stream, "200 OK", "", &metadata)
+        }
+        ("POST", "/token") => token(stream, &request, base, state, token_delay),
         ("GET", p) if p.starts_with("/authorize?") => authorize(stream, base, p, state),
         ("POST", "/register") => {
             locked(state).registrations += 1;
@@ -253,7 +272,12 @@ fn authorize(stream: TcpStream, base: &str, target: &str, state: &Mutex<AuthServ
 }
 
 /// Trades a code for tokens: once, and only with the verifier of its PKCE challenge.
-fn code_grant(stream: TcpStream, form: &HashMap<String, String>, state: &Mutex<AuthServerState>) {
+fn code_grant(
+    stream: TcpStream,
+    form: &HashMap<String, String>,
+    jkt: Option<String>,
+    state: &Mutex<AuthServerState>,
+) {
     use base64::Engine as _;
     use sha2::Digest as _;
     let field = |k: &str| form.get(k).cloned().unwrap_or_default();
@@ -283,31 +307,82 @@ fn code_grant(stream: TcpStream, form: &HashMap<String, String>, state: &Mutex<A
     } else {
         field("resource")
     };
-    let answer = issue(&mut s, resource);
+    let answer = issue(&mut s, resource, jkt);
     drop(s);
     respond(stream, "200 OK", "", &answer);
 }
 
 /// New tokens for `resource`: the access token it will accept there, and a rotated refresh
 /// token (the only one it accepts from now on).
-fn issue(s: &mut AuthServerState, resource: String) -> Value {
+/// With `jkt`, both are bound to that key.
+fn issue(s: &mut AuthServerState, resource: String, jkt: Option<String>) -> Value {
     s.generation += 1;
     s.current_refresh = format!("refresh-{}", s.generation);
     let access = format!("access-{}", s.generation);
     s.issued.insert(access.clone(), resource);
+    let token_type = match jkt {
+        Some(jkt) => {
+            s.bound.insert(access.clone(), jkt.clone());
+            s.bound.insert(s.current_refresh.clone(), jkt);
+            "DPoP"
+        }
+        None => "Bearer",
+    };
     json!({
         "access_token": access,
-        "token_type": "Bearer",
+        "token_type": token_type,
         "expires_in": 3600,
         "refresh_token": s.current_refresh,
     })
 }
 
-fn token(stream: TcpStream, body: &[u8], state: &Mutex<AuthServerState>, delay: Duration) {
-    let form: HashMap<String, String> = url::form_urlencoded::parse(body).into_owned().collect();
+/// The DPoP check of a token request: `Ok(None)` without DPoP (off, or no proof), the
+/// proof's key when it is valid and carries the nonce, else the refusal to send.
+fn token_proof(
+    request: &Request,
+    base: &str,
+    state: &Mutex<AuthServerState>,
+) -> Result<Option<String>, (&'static str, String, Value)> {
+    let mut s = locked(state);
+    let Some(proof) = request.headers.get("dpop").filter(|_| s.dpop) else {
+        return Ok(None);
+    };
+    let proven = match dpop_check::verify(proof, "POST", &format!("{base}/token"), None) {
+        Ok(p) => p,
+        Err(why) => {
+            s.dpop_refusals.push(format!("/token: {why}"));
+            let error = json!({"error": "invalid_dpop_proof", "error_description": why});
+            return Err(("400 Bad Request", String::new(), error));
+        }
+    };
+    if let Some(nonce) = s.dpop_nonce.clone()
+        && proven.nonce.as_deref() != Some(nonce.as_str())
+    {
+        let error = json!({"error": "use_dpop_nonce"});
+        return Err(("400 Bad Request", format!("dpop-nonce: {nonce}\r\n"), error));
+    }
+    let jkt = proven.jkt.clone();
+    s.proofs.push(("/token".into(), proven));
+    Ok(Some(jkt))
+}
+
+fn token(
+    stream: TcpStream,
+    request: &Request,
+    base: &str,
+    state: &Mutex<AuthServerState>,
+    delay: Duration,
+) {
+    let form: HashMap<String, String> = url::form_urlencoded::parse(&request.body)
+        .into_owned()
+        .collect();
     let field = |k: &str| form.get(k).cloned().unwrap_or_default();
+    let jkt = match token_proof(request, base, state) {
+        Ok(jkt) => jkt,
+        Err((status, headers, error)) => return respond(stream, status, &headers, &error),
+    };
     if field("grant_type") == "authorization_code" {
-        return code_grant(stream, &form, state);
+        return code_grant(stream, &form, jkt, state);
     }
     if field("grant_type") != "refresh_token" {
         let error = json!({"error": "unsupported_grant_type"});
@@ -321,12 +396,21 @@ fn token(stream: TcpStream, body: &[u8], state: &Mutex<AuthServerState>, delay: 
         std::thread::sleep(Duration::from_millis(5));
     }
     let mut s = locked(state);
+    // RFC 9449 §5: a bound refresh token is refreshed only with a proof of its key.
+    let bound_to = s.bound.get(&field("refresh_token")).cloned();
+    if bound_to.is_some() && bound_to != jkt {
+        s.dpop_refusals
+            .push("/token: a bound refresh token without its key's proof".into());
+        drop(s);
+        let error = json!({"error": "invalid_grant"});
+        return respond(stream, "400 Bad Request", "", &error);
+    }
     if s.reject || field("refresh_token") != s.current_refresh {
         drop(s);
         let error = json!({"error": "invalid_grant"});
         return respond(stream, "400 Bad Request", "", &error);
     }
-    let answer = issue(&mut s, field("resource"));
+    let answer = issue(&mut s, field("resource"), jkt);
     drop(s);
     respond(stream, "200 OK", "", &answer);
 }
@@ -343,15 +427,29 @@ fn serve_mcp(stream: TcpStream, request: &Request, base: &str, state: &Mutex<Aut
     let mut s = locked(state);
     s.seen_at_resources
         .push((request.path.clone(), authorization.clone()));
-    let audience = authorization
-        .strip_prefix("Bearer ")
-        .and_then(|t| s.issued.get(t))
-        .cloned();
-    drop(s);
+    let token = authorization
+        .split_once(' ')
+        .map(|(_, t)| t)
+        .unwrap_or_default();
+    let mut audience = s.issued.get(token).cloned();
+    let scheme = if s.dpop { "DPoP" } else { "Bearer" };
     let challenge = format!(
-        "www-authenticate: Bearer resource_metadata=\"{base}/.well-known/oauth-protected-resource{}\"\r\n",
+        "www-authenticate: {scheme} resource_metadata=\"{base}/.well-known/oauth-protected-resource{}\"\r\n",
         request.path
     );
+    match dpop_presentation(&mut s, request, &resource, authorization.split_once(' ')) {
+        Presentation::Fine => {}
+        Presentation::Refused => audience = None,
+        Presentation::NonceNeeded(nonce) => {
+            drop(s);
+            let headers = format!(
+                "www-authenticate: DPoP error=\"use_dpop_nonce\"\r\ndpop-nonce: {nonce}\r\n"
+            );
+            let error = json!({"error": "use_dpop_nonce"});
+            return respond(stream, "401 Unauthorized", &headers, &error);
+        }
+    }
+    drop(s);
     if audience.as_deref() != Some(resource.as_str()) {
         let error = json!({"error": "invalid_token"});
         return respond(stream, "401 Unauthorized", &challenge, &error);
@@ -366,7 +464,7 @@ fn serve_mcp(stream: TcpStream, request: &Request, base: &str, state: &Mutex<Aut
         let mut s = locked(state);
         if s.revoke_at_first_call {
             s.revoke_at_first_call = false;
-            if let Some(token) = authorization.strip_prefix("Bearer ") {
+            if let Some((_, token)) = authorization.split_once(' ') {
                 s.issued.remove(token);
             }
             drop(s);
@@ -403,4 +501,61 @@ fn serve_mcp(stream: TcpStream, request: &Request, base: &str, state: &Mutex<Aut
         "",
         &json!({"jsonrpc": "2.0", "id": id, "result": result}),
     );
+}
+
+enum Presentation {
+    Fine,
+    Refused,
+    NonceNeeded(String),
+}
+
+/// The DPoP rules for a token presented at a resource: a bound token only under the DPoP
+/// scheme with a valid proof of its key for this request (and the nonce, if one is set);
+/// an unbound token only as Bearer.
+fn dpop_presentation(
+    s: &mut AuthServerState,
+    request: &Request,
+    resource: &str,
+    authorization: Option<(&str, &str)>,
+) -> Presentation {
+    let Some((scheme, token)) = authorization else {
+        return Presentation::Fine;
+    };
+    let Some(jkt) = s.bound.get(token).cloned() else {
+        if scheme == "Bearer" {
+            return Presentation::Fine;
+        }
+        s.dpop_refusals
+            .push(format!("{}: an unbound token as {scheme}", request.path));
+        return Presentation::Refused;
+    };
+    if scheme != "DPoP" {
+        s.dpop_refusals
+            .push(format!("{}: a bound token as {scheme}", request.path));
+        return Presentation::Refused;
+    }
+    let Some(proof) = request.headers.get("dpop") else {
+        s.dpop_refusals.push(format!("{}: no proof", request.path));
+        return Presentation::Refused;
+    };
+    match dpop_check::verify(proof, &request.method, resource, Some(token)) {
+        Ok(proven) if proven.jkt != jkt => {
+            s.dpop_refusals
+                .push(format!("{}: a proof of another key", request.path));
+            Presentation::Refused
+        }
+        Ok(proven) => {
+            if let Some(nonce) = s.dpop_nonce.clone()
+                && proven.nonce.as_deref() != Some(nonce.as_str())
+            {
+                return Presentation::NonceNeeded(nonce);
+            }
+            s.proofs.push((request.path.clone(), proven));
+            Presentation::Fine
+        }
+        Err(why) => {
+            s.dpop_refusals.push(format!("{}: {why}", request.path));
+            Presentation::Refused
+        }
+    }
 }

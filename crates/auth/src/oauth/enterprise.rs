@@ -119,6 +119,7 @@ impl Exchange<'_> {
                 [form, vec![("client_id", self.client_id.to_string())]].concat()
             },
             error: failed,
+            dpop: None,
         }
         .send()
         .await?;
@@ -157,6 +158,7 @@ impl Exchange<'_> {
             basic: (idp.client_secret.as_deref()).map(|s| (idp.client_id.as_str(), s)),
             form,
             error: failed,
+            dpop: None,
         }
         .send()
         .await?;

@@ -6,13 +6,14 @@
 //! the machine grants (client credentials, and SEP-990's identity assertion in
 //! `enterprise.rs`). One round runs at a time per server.
 
+use super::dpop::{self, Nonce};
 use super::enterprise::{Assertion, Exchange};
 use super::store::{CredentialStore, Shared as SharedStore};
 use super::token::{MAX_TOKEN_RESPONSE, TokenRequest, listed, save_token};
 use super::{AuthSettings, Authorizer, Grant, JwtAlgorithm, OAuthError, jwt};
 use rmcp::transport::auth::{
     AuthClient, AuthError, AuthorizationManager, AuthorizationMetadata, ClientCredentialsConfig,
-    OAuthClientConfig,
+    InMemoryStateStore, OAuthClientConfig,
 };
 use serde_json::Value;
 use std::sync::Arc;
@@ -56,19 +57,28 @@ struct FlowState {
 pub(crate) struct Shared {
     pub(crate) server_url: String,
     /// The canonical URI of the server, for client-credentials `resource`.
-    resource: String,
+    pub(crate) resource: String,
     settings: AuthSettings,
     /// rmcp's token-attaching client around a placeholder; each transport clones it with its
     /// own HTTP client. Its manager is the one all rounds work on.
     pub(crate) template: AuthClient<reqwest::Client>,
-    store: SharedStore,
+    pub(crate) store: SharedStore,
+    /// The rounds' PKCE and issuer state, which rmcp saves here and a DPoP exchange reads.
+    pub(crate) states: InMemoryStateStore,
+    /// The authorization server's metadata from the latest discovery.
+    metadata: std::sync::Mutex<Option<AuthorizationMetadata>>,
+    /// The latest DPoP nonces of the authorization server and of the server itself.
+    pub(crate) as_nonce: Nonce,
+    pub(crate) resource_nonce: Nonce,
+    /// One refresh of a bound token at a time.
+    pub(crate) refreshing: Mutex<()>,
     /// Held for the whole of a round, so concurrent refusals cause one round.
     state: Mutex<FlowState>,
     /// Rounds completed; a request that saw an older value only needs to retry.
     generation: AtomicU64,
     loaded: AtomicBool,
     /// No-redirect client for the token requests we make ourselves (`private_key_jwt`).
-    token_http: reqwest::Client,
+    pub(crate) token_http: reqwest::Client,
 }
 
 fn config_error(m: impl Into<String>) -> OAuthError {
@@ -124,6 +134,8 @@ impl Shared {
         .map_err(|e| OAuthError::from(&e))?;
         let store = SharedStore(store);
         manager.set_credential_store(store.clone());
+        let states = InMemoryStateStore::new();
+        manager.set_state_store(states.clone());
         let build = |redirect| {
             reqwest::Client::builder()
                 .redirect(redirect)
@@ -138,6 +150,11 @@ impl Shared {
             settings,
             template: AuthClient::new(placeholder, manager),
             store,
+            states,
+            metadata: std::sync::Mutex::new(None),
+            as_nonce: Nonce::default(),
+            resource_nonce: Nonce::default(),
+            refreshing: Mutex::new(()),
             state: Mutex::new(FlowState::default()),
             generation: AtomicU64::new(0),
             loaded: AtomicBool::new(false),
@@ -357,6 +374,7 @@ impl Shared {
         let mut manager = self.template.auth_manager.lock().await;
         let metadata = self.discover(&manager, challenge).await?;
         manager.set_metadata(metadata.clone());
+        self.remember(&metadata);
         let scopes = match &self.settings.scopes {
             Some(scopes) => with_offline_access(scopes.clone(), &metadata),
             None => manager.select_initial_scopes(&[]).await,
@@ -364,10 +382,12 @@ impl Shared {
         let config = self
             .client_config(state, &mut manager, &metadata, &scopes)
             .await?;
+        let secret = config.client_secret.clone();
         manager.configure_client(config)?;
         let refs: Vec<&str> = scopes.iter().map(String::as_str).collect();
         let url = manager.get_authorization_url(&refs).await?;
-        redeem(&manager, authorizer, &url).await?;
+        self.redeem(&manager, authorizer, &url, &metadata, secret.as_deref())
+            .await?;
         Ok(Next::Retry)
     }
 
@@ -430,15 +450,37 @@ impl Shared {
             return self.authorize(state, authorizer, header).await;
         }
         let manager = self.template.auth_manager.lock().await;
-        let granted = manager.get_current_scopes().await;
+        let mut granted = manager.get_current_scopes().await;
+        // rmcp does not see the scopes of a grant it did not exchange itself (a bound
+        // one, or one restored from the store): the stored grant says.
+        if granted.is_empty()
+            && let Ok(Some(stored)) = self.store.load().await
+        {
+            granted = stored.granted_scopes;
+        }
         if required
             .split_whitespace()
             .all(|s| granted.iter().any(|g| g == s))
         {
             return Ok(Next::GiveUp);
         }
-        let url = manager.request_scope_upgrade(required).await?;
-        redeem(&manager, authorizer, &url).await?;
+        drop(manager);
+        let metadata = self.known_metadata().await?;
+        let manager = self.template.auth_manager.lock().await;
+        let url = if dpop::offered(&metadata) {
+            for s in required.split_whitespace() {
+                if !granted.iter().any(|g| g == s) {
+                    granted.push(s.to_string());
+                }
+            }
+            let refs: Vec<&str> = granted.iter().map(String::as_str).collect();
+            manager.get_authorization_url(&refs).await?
+        } else {
+            manager.request_scope_upgrade(required).await?
+        };
+        let secret = self.client_secret(state, &metadata);
+        self.redeem(&manager, authorizer, &url, &metadata, secret.as_deref())
+            .await?;
         Ok(Next::Retry)
     }
 
@@ -447,6 +489,7 @@ impl Shared {
         let mut manager = self.template.auth_manager.lock().await;
         let metadata = self.discover(&manager, challenge).await?;
         manager.set_metadata(metadata.clone());
+        self.remember(&metadata);
         let scopes: Vec<String> = match &self.settings.scopes {
             Some(scopes) => scopes.clone(),
             None => manager
@@ -507,6 +550,69 @@ impl Shared {
         Ok(Next::Retry)
     }
 
+    /// Runs the person's part of a round and redeems the code: for a token bound to a
+    /// proof key when the authorization server takes DPoP proofs, else through rmcp.
+    async fn redeem(
+        &self,
+        manager: &AuthorizationManager,
+        authorizer: &dyn Authorizer,
+        url: &str,
+        metadata: &AuthorizationMetadata,
+        client_secret: Option<&str>,
+    ) -> Result<(), AuthError> {
+        let response = authorizer.authorize(url).await.map_err(AuthError::from)?;
+        if dpop::offered(metadata) {
+            return self
+                .redeem_bound(metadata, url, response, client_secret)
+                .await;
+        }
+        manager
+            .exchange_code_for_token_with_issuer(
+                &response.code,
+                &response.state,
+                response.iss.as_deref(),
+            )
+            .await?;
+        Ok(())
+    }
+
+    fn remember(&self, metadata: &AuthorizationMetadata) {
+        if let Ok(mut slot) = self.metadata.lock() {
+            *slot = Some(metadata.clone());
+        }
+    }
+
+    /// The authorization server's metadata: from this run's latest discovery, else
+    /// discovered now (a credential restored from the store).
+    pub(crate) async fn known_metadata(&self) -> Result<AuthorizationMetadata, AuthError> {
+        if let Some(known) = self.metadata.lock().ok().and_then(|m| m.clone()) {
+            return Ok(known);
+        }
+        let resolution = (self.template.auth_manager.lock().await)
+            .resolve_metadata()
+            .await?;
+        self.remember(&resolution.metadata);
+        Ok(resolution.metadata)
+    }
+
+    /// The secret of the client a round runs as: the one registered with this issuer,
+    /// else the configured one.
+    fn client_secret(&self, state: &FlowState, metadata: &AuthorizationMetadata) -> Option<String> {
+        match &state.registered {
+            Some(r) if r.issuer == metadata.issuer && self.settings.client_id.is_none() => {
+                r.config.client_secret.clone()
+            }
+            _ => self.settings.client_secret.clone(),
+        }
+    }
+
+    /// The configured secret, if `client_id` is the configured client.
+    pub(crate) fn settings_secret_for(&self, client_id: &str) -> Option<&str> {
+        (self.settings.client_id.as_deref() == Some(client_id))
+            .then_some(self.settings.client_secret.as_deref())
+            .flatten()
+    }
+
     /// `client_credentials` authenticated by a signed assertion (RFC 7523 §2.2).
     async fn jwt_exchange(
         &self,
@@ -561,28 +667,12 @@ impl Shared {
             basic: None,
             form,
             error: cc_error,
+            dpop: None,
         }
         .send()
         .await?;
         save_token(&self.store, metadata, client_id, json, scopes, cc_error).await
     }
-}
-
-/// Runs the person's part of a round and redeems the code.
-async fn redeem(
-    manager: &AuthorizationManager,
-    authorizer: &dyn Authorizer,
-    url: &str,
-) -> Result<(), AuthError> {
-    let response = authorizer.authorize(url).await.map_err(AuthError::from)?;
-    manager
-        .exchange_code_for_token_with_issuer(
-            &response.code,
-            &response.state,
-            response.iss.as_deref(),
-        )
-        .await?;
-    Ok(())
 }
 
 /// SEP-2207: ask for `offline_access` (a refresh token) when the server lists it.

@@ -9,7 +9,9 @@
 //! the transport and the request is retried. A 403 `insufficient_scope` steps the grant up.
 //! At most [`MAX_AUTHORIZATION_ROUNDS`] authorization rounds are spent on any one request.
 
+mod bound;
 mod client;
+mod dpop;
 mod enterprise;
 mod flow;
 mod jwt;

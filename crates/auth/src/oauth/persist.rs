@@ -204,7 +204,7 @@ fn in_refresh_margin(credentials: &StoredCredentials) -> Option<bool> {
 }
 
 /// Whether rmcp's `get_access_token` would refresh this credential now.
-fn due_for_refresh(credentials: &StoredCredentials) -> bool {
+pub(crate) fn due_for_refresh(credentials: &StoredCredentials) -> bool {
     refresh_token_of(credentials).is_some() && in_refresh_margin(credentials) == Some(true)
 }
 

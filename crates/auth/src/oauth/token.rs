@@ -1,9 +1,11 @@
 //! The token-endpoint requests this crate makes itself (rmcp makes the others): the
-//! `private_key_jwt` client-credentials exchange and both legs of SEP-990's identity
-//! assertion grant. One form POST with a size-capped JSON answer, only over HTTPS (or
-//! between loopback addresses), with OAuth error answers turned into messages that name the
-//! endpoint's complaint but never echo a token; and the token saved as rmcp saves its own.
+//! `private_key_jwt` client-credentials exchange, both legs of SEP-990's identity assertion
+//! grant, and the code exchange and refresh of a DPoP-bound token. One form POST with a
+//! size-capped JSON answer, only over HTTPS (or between loopback addresses), with OAuth
+//! error answers turned into messages that name the endpoint's complaint but never echo a
+//! token; and the token saved as rmcp saves its own.
 
+use super::dpop::{self, DpopKey, Nonce};
 use super::store::{CredentialStore, StoredCredentials};
 use rmcp::transport::auth::{AuthError, AuthorizationMetadata, OAuthTokenResponse};
 use serde_json::Value;
@@ -24,11 +26,14 @@ pub(crate) struct TokenRequest<'a> {
     pub(crate) form: Vec<(&'static str, String)>,
     /// Turns a message into the caller's error kind.
     pub(crate) error: fn(String) -> AuthError,
+    /// The proof key and the authorization server's nonce, when the token is to be bound.
+    pub(crate) dpop: Option<(&'a DpopKey, &'a Nonce)>,
 }
 
 impl TokenRequest<'_> {
     /// Sends the form; the JSON answer of a 2xx, else an error with the endpoint's `error`
-    /// and `error_description`.
+    /// and `error_description`. With a proof key, every attempt carries a fresh proof, and
+    /// one `use_dpop_nonce` refusal is answered by sending again with the server's nonce.
     pub(crate) async fn send(self) -> Result<Value, AuthError> {
         let fail = self.error;
         let url = reqwest::Url::parse(self.endpoint)?;
@@ -37,6 +42,46 @@ impl TokenRequest<'_> {
                 "refusing to send credentials to {url}: HTTPS is required"
             )));
         }
+        let mut nonce_retried = false;
+        loop {
+            let (status, headers, json) = self.attempt(&url).await?;
+            if let Some((_, nonces)) = self.dpop {
+                let fresh = nonces.take_from(&headers);
+                let field = json
+                    .get("error")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                if status == reqwest::StatusCode::BAD_REQUEST
+                    && dpop::wants_nonce(field)
+                    && fresh
+                    && !nonce_retried
+                {
+                    nonce_retried = true;
+                    continue;
+                }
+            }
+            if !status.is_success() {
+                let field = |k: &str| json.get(k).and_then(Value::as_str).unwrap_or_default();
+                return Err(fail(
+                    format!(
+                        "{status}: {} {}",
+                        field("error"),
+                        field("error_description")
+                    )
+                    .trim_end()
+                    .to_string(),
+                ));
+            }
+            return Ok(json);
+        }
+    }
+
+    /// One POST of the form: the answer's status, headers and JSON body.
+    async fn attempt(
+        &self,
+        url: &reqwest::Url,
+    ) -> Result<(reqwest::StatusCode, reqwest::header::HeaderMap, Value), AuthError> {
+        let fail = self.error;
         let body = {
             let mut form = url::form_urlencoded::Serializer::new(String::new());
             for (k, v) in &self.form {
@@ -46,7 +91,7 @@ impl TokenRequest<'_> {
         };
         let mut request = self
             .http
-            .post(url)
+            .post(url.clone())
             .header(
                 reqwest::header::CONTENT_TYPE,
                 "application/x-www-form-urlencoded",
@@ -59,8 +104,15 @@ impl TokenRequest<'_> {
                 |s: &str| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
             request = request.basic_auth(enc(id), Some(enc(secret)));
         }
+        if let Some((key, nonces)) = self.dpop {
+            let proof = key
+                .proof("POST", url.as_str(), None, nonces.get().as_deref())
+                .map_err(AuthError::from)?;
+            request = request.header("DPoP", proof);
+        }
         let response = request.send().await?;
         let status = response.status();
+        let headers = response.headers().clone();
         if response
             .content_length()
             .is_some_and(|n| n > MAX_TOKEN_RESPONSE as u64)
@@ -73,19 +125,7 @@ impl TokenRequest<'_> {
         }
         let json: Value = serde_json::from_slice(&body)
             .map_err(|e| fail(format!("token response is not JSON ({status}): {e}")))?;
-        if !status.is_success() {
-            let field = |k: &str| json.get(k).and_then(Value::as_str).unwrap_or_default();
-            return Err(fail(
-                format!(
-                    "{status}: {} {}",
-                    field("error"),
-                    field("error_description")
-                )
-                .trim_end()
-                .to_string(),
-            ));
-        }
-        Ok(json)
+        Ok((status, headers, json))
     }
 }
 
