@@ -7,8 +7,10 @@
 # checked in the bytes the pane received), a 2026-07-28 call that asks for input twice
 # (each form answered by key), and Ctrl-C twice to
 # quit with every server stopped; a PreToolUse hook that denies in chat (the model's call and
-# a /call), each audited once with the fields of `run` and `call`; then `auth set-secret` at a terminal (no echo, and the
-# terminal given back, also on Ctrl-C). Last line: "tui-e2e: N passed, N failed".
+# a /call), each audited once with the fields of `run` and `call`; a remote server that asks
+# for more scope mid-session (the person agrees, signs in through a stand-in browser, and
+# the call completes); then `auth set-secret` at a terminal (no echo, and the terminal given
+# back, also on Ctrl-C). Last line: "tui-e2e: N passed, N failed".
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -16,7 +18,8 @@ DEPS="${MCP_HOST_DEPS:-$HOME/.cache/mcp-host-deps}"
 TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
 HOST="$TARGET/debug/mcp-host"
 FAKE="$TARGET/debug/mcp-fake-server"
-[ -x "$HOST" ] && [ -x "$FAKE" ] || (cd "$ROOT" && cargo build -q -p mcp-host -p mcp-host-testkit) || exit 1
+FAKE_OAUTH="$TARGET/debug/mcp-fake-oauth"
+[ -x "$HOST" ] && [ -x "$FAKE" ] && [ -x "$FAKE_OAUTH" ] || (cd "$ROOT" && cargo build -q -p mcp-host -p mcp-host-testkit) || exit 1
 [ -x "$DEPS/venv/bin/mcp-server-time" ] || { echo "run scripts/install-test-deps.sh first" >&2; exit 1; }
 command -v tmux >/dev/null || { echo "tmux is missing (scripts/install-test-deps.sh installs it)" >&2; exit 1; }
 
@@ -24,9 +27,11 @@ WORK="$(mktemp -d)"
 SOCK="$WORK/tmux.sock"
 T=(tmux -S "$SOCK")
 MODEL_PID=""
+OAUTH_PID=""
 cleanup() {
   "${T[@]}" kill-server 2>/dev/null
   [ -n "$MODEL_PID" ] && kill "$MODEL_PID" 2>/dev/null
+  [ -n "$OAUTH_PID" ] && kill "$OAUTH_PID" 2>/dev/null
   rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -228,6 +233,31 @@ PY
 check "chat audits each call once, with the same fields as run and call" audit_ok
 "${T[@]}" send-keys -t e2e '/quit' Enter
 check "/quit exits cleanly after the hooked session" wait_for "HOST-EXITED 0" 15
+
+# A step-up inside a chat: signed in (by `auth login`) without the scope the server's tool
+# needs, the person's /call is answered 403 insufficient_scope; the person is asked, with the
+# scope, whether to sign in, then to open the sign-in page (a stand-in browser that
+# approves), and the same call completes.
+"$FAKE_OAUTH" --require-scope files:write >"$WORK/oauth.url" &
+OAUTH_PID=$!
+for _ in $(seq 1 100); do [ -s "$WORK/oauth.url" ] && break; sleep 0.05; done
+OURL="$(head -1 "$WORK/oauth.url")"
+printf '{"mcpServers": {"r": {"type": "http", "url": "%s"}}}\n' "$OURL" >"$WORK/oauth.json"
+BROWSER="$ROOT/scripts/headless-browser.py" "$HOST" auth login r --strict-mcp-config --mcp-config "$WORK/oauth.json" </dev/null >"$WORK/login.log" 2>&1
+check "auth login signs in to the protected server" grep -q "signed in" "$WORK/login.log"
+"${T[@]}" kill-session -t e2e 2>/dev/null
+"${T[@]}" new-session -d -s e2e -x 100 -y 30 \
+  "env BROWSER=$ROOT/scripts/headless-browser.py $HOST chat --strict-mcp-config --mcp-config $WORK/oauth.json; echo HOST-EXITED \$?; sleep 30"
+wait_for "1/1" 30
+"${T[@]}" send-keys -t e2e '/call r whoami {}' Enter
+check "a step-up asks the person first, naming the scope" wait_for "files:write"
+"${T[@]}" send-keys -t e2e Enter
+check "then offers the sign-in page" wait_for "Sign in to r in your browser"
+"${T[@]}" send-keys -t e2e y
+check "the call completes with the new sign-in" wait_for "$OURL"
+"${T[@]}" send-keys -t e2e '/quit' Enter
+check "/quit exits cleanly after the step-up" wait_for "HOST-EXITED 0" 15
+kill "$OAUTH_PID" 2>/dev/null; OAUTH_PID=""
 
 # `auth set-secret` at a terminal: the secret is not echoed, the terminal echoes again after,
 # and Ctrl-C at the prompt gives up with the terminal given back.

@@ -39,8 +39,8 @@ pub use keyring::{KeyringUnavailable, OsKeyring};
 pub use oauth::{
     AuthSettings, AuthorizationResponse, Authorizer, AuthorizingClient, CredentialStore,
     DEFAULT_LOCK_WAIT, FreshSignIn, Grant, ISSUER_IN_FILE, IdTokenSource, IdentityProvider,
-    InMemoryCredentialStore, JwtAlgorithm, MAX_AUTHORIZATION_ROUNDS, OAuth, OAuthError,
-    StoredCredentials, VaultCredentialStore, auth_failure,
+    InMemoryCredentialStore, JwtAlgorithm, MAX_AUTHORIZATION_ROUNDS, OAuth, OAuthError, Person,
+    RedirectListener, StoredCredentials, VaultCredentialStore, auth_failure,
 };
 pub use sealed::{SealError, SealingKey};
 

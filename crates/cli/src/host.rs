@@ -119,6 +119,8 @@ impl Host {
             credentials: self.credentials.clone(),
             only,
             log_dir: Some(self.logs_dir()),
+            // Whoever answers questions here is at this machine, with its browser.
+            sign_in_here: ask_person.is_some(),
             ask_person,
             protected: (self.paths.user_file.parent().into_iter())
                 .map(Path::to_path_buf)

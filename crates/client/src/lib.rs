@@ -24,6 +24,7 @@ mod runner;
 pub mod sandbox;
 pub mod seccomp;
 pub mod session;
+mod sign_in;
 pub mod stdio;
 pub mod supervisor;
 pub mod trace;

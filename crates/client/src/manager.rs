@@ -37,6 +37,10 @@ pub struct ManagerOptions {
     pub health_interval: Duration,
     /// Where servers' questions for a person go (elicitation), when a person is there.
     pub ask_person: Option<tokio::sync::mpsc::UnboundedSender<ElicitationAsk>>,
+    /// The person's browser runs on this machine (a chat), so a sign-in a stored credential
+    /// needs can be put to them (through `ask_person`) and come back to a loopback listener.
+    /// Not for a hosted service, whose users' browsers are elsewhere.
+    pub sign_in_here: bool,
     /// Where OAuth credentials are stored (`mcp-host auth login` puts them there); `None`
     /// connects remote servers without OAuth.
     pub credentials: Option<mcp_host_auth::CredentialVault>,

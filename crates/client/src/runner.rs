@@ -11,6 +11,7 @@ use crate::http::HttpWire;
 use crate::manager::{ManagerOptions, Slot};
 use crate::sandbox::Confined;
 use crate::session::{ConnectError, Endpoint, EraChoice, RequestError, Session};
+use crate::sign_in::AskInSession;
 use crate::stdio::StdioLaunch;
 use mcp_host_auth::OAuth;
 use mcp_host_config::{ServerSpec, Transport};
@@ -363,8 +364,8 @@ impl Runner {
         }
     }
 
-    /// Gives a remote server OAuth when it can be used without a person (see
-    /// [`OAuth::for_server`]); otherwise a 401 leaves the server in `needs_auth`.
+    /// Gives a remote server OAuth when a sign-in is stored or the grant is a machine one
+    /// (see [`OAuth::for_server`]); otherwise a 401 leaves the server in `needs_auth`.
     async fn attach_oauth(&mut self) {
         let Some(vault) = self.opts.credentials.clone() else {
             return;
@@ -372,7 +373,25 @@ impl Runner {
         let Endpoint::Http { auth, .. } = &mut self.endpoint else {
             return;
         };
-        match OAuth::for_server(vault, &self.spec).await {
+        // In a chat a person can approve a new round; elsewhere nobody is asked.
+        let person = match self
+            .opts
+            .ask_person
+            .as_ref()
+            .filter(|_| self.opts.sign_in_here)
+        {
+            Some(asks) => {
+                match AskInSession::person(ServerId::new(&self.spec.name), asks.clone()).await {
+                    Ok(person) => Some(person),
+                    Err(e) => {
+                        tracing::warn!(server = %self.spec.name, error = %e, "no redirect listener");
+                        None
+                    }
+                }
+            }
+            None => None,
+        };
+        match OAuth::for_server(vault, &self.spec, person).await {
             Ok(oauth) => *auth = oauth,
             Err(e) => tracing::warn!(server = %self.spec.name, error = %e, "OAuth not used"),
         }

@@ -44,6 +44,8 @@ pub struct HostSetup<'a> {
     pub log_dir: Option<PathBuf>,
     /// Where servers' questions for a person go; `None` answers them with their defaults.
     pub ask_person: Option<tokio::sync::mpsc::UnboundedSender<ElicitationAsk>>,
+    /// A sign-in a stored credential needs may be put to that person here (a chat).
+    pub sign_in_here: bool,
     /// The host's own data and configuration folders, which no server's argument grants.
     pub protected: Vec<PathBuf>,
 }
@@ -145,6 +147,7 @@ pub fn connect(setup: HostSetup<'_>, guards: Guards) -> Result<Connected, HostEr
         http_client: http_client()?,
         health_interval: Duration::from_secs(30),
         ask_person: setup.ask_person,
+        sign_in_here: setup.sign_in_here,
         credentials: Some(setup.credentials),
         harness: None,
         log_dir: setup.log_dir,

@@ -95,6 +95,8 @@ async fn build(
         // Users' servers' stderr stays in their status (the page shows it), not in files.
         log_dir: None,
         ask_person: Some(ask_tx),
+        // Users sign in to remote servers from the page, with the service's own callback.
+        sign_in_here: false,
         protected: vec![service.data_dir.clone()],
     };
     let guards = Guards {

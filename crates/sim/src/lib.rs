@@ -55,6 +55,7 @@ pub fn base_options() -> Result<ManagerOptions, String> {
             .map_err(|e| e.to_string())?,
         health_interval: Duration::from_secs(30),
         ask_person: None,
+        sign_in_here: false,
         credentials: None,
         harness: None,
         log_dir: None,

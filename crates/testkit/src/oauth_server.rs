@@ -6,6 +6,9 @@
 //! PKCE checked), a registration endpoint that counts registrations, and at each resource path a minimal stateless Streamable HTTP MCP
 //! server with one tool, which accepts only an access token issued for *its* resource.
 //!
+//! With `required_scope` set, `tools/call` needs that scope (403 `insufficient_scope`
+//! otherwise), and a code grant gives the scope its authorization request asked for.
+//!
 //! With `dpop` set it is a DPoP (RFC 9449) server too: its metadata offers ES256 proofs, a
 //! token request with a valid proof gets tokens bound to the proof's key (access and
 //! refresh), and a bound token is taken only as `Authorization: DPoP` with a valid proof of
@@ -63,6 +66,13 @@ pub struct AuthServerState {
     pub proofs: Vec<(String, Proven)>,
     /// Why proofs or bound tokens were refused.
     pub dpop_refusals: Vec<String>,
+    /// A scope `tools/call` needs: a token without it is answered 403
+    /// `insufficient_scope` (a step-up).
+    pub required_scope: Option<String>,
+    /// Access token → the scopes granted with it.
+    pub granted: HashMap<String, Vec<String>>,
+    /// Authorization code → the scope asked for with it.
+    pub code_scopes: HashMap<String, String>,
 }
 
 /// The running server. It lives as long as the test process (its threads are detached).
@@ -258,6 +268,7 @@ fn authorize(stream: TcpStream, base: &str, target: &str, state: &Mutex<AuthServ
     let code = format!("code-{}", s.codes.len() + s.code_grants);
     s.codes
         .insert(code.clone(), (get("code_challenge"), get("resource")));
+    s.code_scopes.insert(code.clone(), get("scope"));
     drop(s);
     back.query_pairs_mut()
         .append_pair("code", &code)
@@ -307,7 +318,19 @@ fn code_grant(
     } else {
         field("resource")
     };
-    let answer = issue(&mut s, resource, jkt);
+    let scope = s.code_scopes.remove(&field("code")).unwrap_or_default();
+    let mut answer = issue(&mut s, resource, jkt);
+    if !scope.is_empty() {
+        let access = answer["access_token"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        s.granted.insert(
+            access,
+            scope.split_whitespace().map(str::to_string).collect(),
+        );
+        answer["scope"] = scope.into();
+    }
     drop(s);
     respond(stream, "200 OK", "", &answer);
 }
@@ -462,6 +485,17 @@ fn serve_mcp(stream: TcpStream, request: &Request, base: &str, state: &Mutex<Aut
     };
     if message["method"] == "tools/call" {
         let mut s = locked(state);
+        if let Some(required) = s.required_scope.clone()
+            && !s.granted.get(token).is_some_and(|g| g.contains(&required))
+        {
+            drop(s);
+            let challenge = format!(
+                "www-authenticate: Bearer error=\"insufficient_scope\", scope=\"{required}\", resource_metadata=\"{base}/.well-known/oauth-protected-resource{}\"\r\n",
+                request.path
+            );
+            let error = json!({"error": "insufficient_scope"});
+            return respond(stream, "403 Forbidden", &challenge, &error);
+        }
         if s.revoke_at_first_call {
             s.revoke_at_first_call = false;
             if let Some((_, token)) = authorization.split_once(' ') {

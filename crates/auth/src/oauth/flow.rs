@@ -72,6 +72,9 @@ pub(crate) struct Shared {
     pub(crate) resource_nonce: Nonce,
     /// One refresh of a bound token at a time.
     pub(crate) refreshing: Mutex<()>,
+    /// The issuer of the credential the store held at start, to tell a sign-in to a moved
+    /// authorization server from a renewed one.
+    stored_issuer: std::sync::Mutex<Option<String>>,
     /// Held for the whole of a round, so concurrent refusals cause one round.
     state: Mutex<FlowState>,
     /// Rounds completed; a request that saw an older value only needs to retry.
@@ -155,6 +158,7 @@ impl Shared {
             as_nonce: Nonce::default(),
             resource_nonce: Nonce::default(),
             refreshing: Mutex::new(()),
+            stored_issuer: std::sync::Mutex::new(None),
             state: Mutex::new(FlowState::default()),
             generation: AtomicU64::new(0),
             loaded: AtomicBool::new(false),
@@ -187,7 +191,12 @@ impl Shared {
             return;
         }
         let client_id = match self.store.load().await {
-            Ok(Some(c)) => c.token_response.as_ref().map(|_| c.client_id.clone()),
+            Ok(Some(c)) => {
+                if let Ok(mut issuer) = self.stored_issuer.lock() {
+                    issuer.clone_from(&c.issuer);
+                }
+                c.token_response.as_ref().map(|_| c.client_id.clone())
+            }
             Ok(None) => None,
             Err(e) => {
                 tracing::warn!(server = %self.server_url, error = %e, "credential store unreadable");
@@ -263,7 +272,7 @@ impl Shared {
         }
         let next = match (&self.settings.grant, challenge) {
             (Grant::AuthorizationCode(authorizer), Challenge::Unauthorized(header)) => {
-                self.authorize(&mut state, authorizer.as_ref(), header)
+                self.authorize(&mut state, authorizer.as_ref(), header, None)
                     .await?
             }
             (
@@ -364,20 +373,46 @@ impl Shared {
         Ok(Some(metadata))
     }
 
-    /// A full authorization-code round, discovering from the 401's challenge.
+    /// A full authorization-code round, discovering from the 401's challenge, for `wanted`
+    /// scopes if given (a step-up's union), else the configured or discovered ones.
     async fn authorize(
         &self,
         state: &mut FlowState,
         authorizer: &dyn Authorizer,
         challenge: &str,
+        wanted: Option<Vec<String>>,
     ) -> Result<Next, AuthError> {
         let mut manager = self.template.auth_manager.lock().await;
         let metadata = self.discover(&manager, challenge).await?;
         manager.set_metadata(metadata.clone());
         self.remember(&metadata);
-        let scopes = match &self.settings.scopes {
-            Some(scopes) => with_offline_access(scopes.clone(), &metadata),
-            None => manager.select_initial_scopes(&[]).await,
+        let moved_from = self
+            .stored_issuer
+            .lock()
+            .ok()
+            .and_then(|i| i.clone())
+            .filter(|old| metadata.issuer.as_ref() != Some(old));
+        let reason = match (&wanted, moved_from) {
+            (Some(scopes), _) => format!(
+                "{} asks for more access ({}); sign in again to grant it",
+                self.server_url,
+                scopes.join(" ")
+            ),
+            (None, Some(old)) => format!(
+                "{} moved to another authorization server, {} (it was {old}); signing in registers mcp-host there",
+                self.server_url,
+                metadata.issuer.as_deref().unwrap_or("(no issuer)")
+            ),
+            (None, None) => format!(
+                "the sign-in to {} no longer works; sign in again",
+                self.server_url
+            ),
+        };
+        authorizer.consent(&reason).await.map_err(AuthError::from)?;
+        let scopes = match (wanted, &self.settings.scopes) {
+            (Some(scopes), _) => with_offline_access(scopes, &metadata),
+            (None, Some(scopes)) => with_offline_access(scopes.clone(), &metadata),
+            (None, None) => manager.select_initial_scopes(&[]).await,
         };
         let config = self
             .client_config(state, &mut manager, &metadata, &scopes)
@@ -447,7 +482,7 @@ impl Shared {
         };
         if !state.configured {
             // Refused before any round: discover and authorize from this challenge.
-            return self.authorize(state, authorizer, header).await;
+            return self.authorize(state, authorizer, header, None).await;
         }
         let manager = self.template.auth_manager.lock().await;
         let mut granted = manager.get_current_scopes().await;
@@ -465,14 +500,29 @@ impl Shared {
             return Ok(Next::GiveUp);
         }
         drop(manager);
+        for s in required.split_whitespace() {
+            if !granted.iter().any(|g| g == s) {
+                granted.push(s.to_string());
+            }
+        }
+        // A client another process registered (`mcp-host auth login`) names that process's
+        // redirect URI, not this one's: a new round registers again.
+        let registered_elsewhere = state.registered.is_none()
+            && self.settings.client_id.is_none()
+            && self.settings.client_metadata_url.is_none();
+        if registered_elsewhere {
+            return self
+                .authorize(state, authorizer, header, Some(granted))
+                .await;
+        }
         let metadata = self.known_metadata().await?;
+        let reason = format!(
+            "{} asks for more access ({required}); sign in again to grant it",
+            self.server_url
+        );
+        authorizer.consent(&reason).await.map_err(AuthError::from)?;
         let manager = self.template.auth_manager.lock().await;
         let url = if dpop::offered(&metadata) {
-            for s in required.split_whitespace() {
-                if !granted.iter().any(|g| g == s) {
-                    granted.push(s.to_string());
-                }
-            }
             let refs: Vec<&str> = granted.iter().map(String::as_str).collect();
             manager.get_authorization_url(&refs).await?
         } else {

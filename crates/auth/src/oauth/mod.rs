@@ -16,6 +16,7 @@ mod enterprise;
 mod flow;
 mod jwt;
 mod persist;
+mod redirect;
 pub mod store;
 mod token;
 mod unattended;
@@ -23,7 +24,9 @@ mod unattended;
 pub use client::AuthorizingClient;
 pub use enterprise::IdentityProvider;
 pub use persist::{DEFAULT_LOCK_WAIT, ISSUER_IN_FILE, VaultCredentialStore, canonical_resource};
+pub use redirect::RedirectListener;
 pub use store::{CredentialStore, FreshSignIn, InMemoryCredentialStore, StoredCredentials};
+pub use unattended::Person;
 
 use futures::future::BoxFuture;
 use rmcp::transport::auth::{AuthError, ProtectedResourceMetadataInvalidReason};
@@ -263,6 +266,14 @@ pub trait Authorizer: Send + Sync {
     /// Why nobody can approve a step-up to `scopes` now, saying how to do it later.
     fn step_up_unavailable(&self, _scopes: &str) -> Option<String> {
         self.unavailable()
+    }
+
+    /// Whether the person wants a round that the host, not they, started (a sign-in that
+    /// stopped working, more scope, a server that moved to another authorization server),
+    /// asked with `reason` before anything is registered or opened. A person who ran
+    /// `mcp-host auth login` asked already: yes by default.
+    fn consent<'a>(&'a self, _reason: &'a str) -> BoxFuture<'a, Result<(), OAuthError>> {
+        Box::pin(async { Ok(()) })
     }
 }
 

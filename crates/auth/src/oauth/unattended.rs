@@ -1,8 +1,9 @@
-//! OAuth for the connections the host makes while nobody may be watching (the connection
-//! manager's, in the background): [`OAuth::for_server`] gives a configured remote server
-//! OAuth only when it works without a person, and [`NobodyToAsk`] stands in for the person,
-//! so a sign-in that stopped working ends in `needs_auth` with the command that fixes it
-//! instead of a login started behind the user's back.
+//! OAuth for the connections the connection manager makes: [`OAuth::for_server`] gives a
+//! configured remote server OAuth only when a sign-in is stored or the grant is a machine
+//! one. Who approves a new round: a [`Person`] when the front end has one at hand (a chat:
+//! they are asked first, and say yes or no), else [`NobodyToAsk`], so a sign-in that stopped
+//! working ends in `needs_auth` with the command that fixes it instead of a login started
+//! behind the user's back.
 
 use super::{
     AuthSettings, AuthorizationResponse, Authorizer, Grant, OAuth, OAuthError, VaultCredentialStore,
@@ -16,15 +17,25 @@ use std::sync::Arc;
 /// which happens in `mcp-host auth login` (with its own listener), never here.
 const UNUSED_REDIRECT_URI: &str = "http://127.0.0.1/callback";
 
+/// A person who can approve a round from inside a session, and where their browser is sent
+/// back to.
+#[derive(Clone)]
+pub struct Person {
+    pub authorizer: Arc<dyn Authorizer>,
+    pub redirect_uri: String,
+}
+
 impl OAuth {
-    /// OAuth for the configured server `spec` when it can be used without a person: a
-    /// stored credential in `vault` (from `mcp-host auth login`, refreshed as needed), or a
-    /// machine-to-machine grant from the server's `oauth` block. `None` otherwise (and for a
-    /// stdio server): a 401 then leaves the server in `needs_auth`, and nothing is
-    /// registered with an authorization server behind the user's back.
+    /// OAuth for the configured server `spec` when it has a stored credential in `vault`
+    /// (from `mcp-host auth login`, refreshed as needed) or a machine-to-machine grant in
+    /// its `oauth` block. `None` otherwise (and for a stdio server): a 401 then leaves the
+    /// server in `needs_auth`. A round the stored sign-in needs (it stopped working, the
+    /// server wants more scope or moved) goes to `person`, who is asked first; without one
+    /// nothing is registered with an authorization server behind the user's back.
     pub async fn for_server(
         vault: CredentialVault,
         spec: &ServerSpec,
+        person: Option<Person>,
     ) -> Result<Option<Self>, OAuthError> {
         let Transport::Http { url, .. } = &spec.transport else {
             return Ok(None);
@@ -38,10 +49,16 @@ impl OAuth {
             return Ok(None);
         }
         // A machine grant from the config replaces the person's.
-        let person = Grant::AuthorizationCode(Arc::new(NobodyToAsk {
-            server: spec.name.clone(),
-        }));
-        let settings = AuthSettings::new(UNUSED_REDIRECT_URI, person)
+        let (authorizer, redirect_uri): (Arc<dyn Authorizer>, String) = match person {
+            Some(p) => (p.authorizer, p.redirect_uri),
+            None => (
+                Arc::new(NobodyToAsk {
+                    server: spec.name.clone(),
+                }),
+                UNUSED_REDIRECT_URI.into(),
+            ),
+        };
+        let settings = AuthSettings::new(redirect_uri, Grant::AuthorizationCode(authorizer))
             .configured(oauth)?
             .with_stored_secret(&store)
             .await?;
@@ -107,8 +124,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let vault = || CredentialVault::new(dir.path());
         let remote = spec(&format!(r#"{{"url":"{URL}"}}"#));
-        let for_server =
-            |spec: ServerSpec| async move { OAuth::for_server(vault(), &spec).await.unwrap() };
+        let for_server = |spec: ServerSpec| async move {
+            OAuth::for_server(vault(), &spec, None).await.unwrap()
+        };
         assert!(for_server(spec(r#"{"command":"x"}"#)).await.is_none());
         // Nothing stored: a 401 is for `mcp-host auth login`, not for the background.
         assert!(for_server(remote.clone()).await.is_none());

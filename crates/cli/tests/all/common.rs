@@ -179,6 +179,7 @@ pub fn manager_options(base: Duration, max: Duration) -> ManagerOptions {
         http_client: mcp_host_client::http_client(Duration::from_secs(2)).unwrap(),
         health_interval: Duration::from_secs(30),
         ask_person: None,
+        sign_in_here: false,
         credentials: None,
         harness: None,
         log_dir: None,

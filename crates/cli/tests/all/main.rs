@@ -30,6 +30,7 @@ mod run;
 mod schema_budget;
 mod serve;
 mod session;
+mod sign_in;
 mod tasks;
 mod terminal_safety;
 mod traces;
