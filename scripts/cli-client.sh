@@ -14,8 +14,12 @@
 #   secret as `${VAR}` from the environment, or the workload's JWT file; the plain client secret is kept in the
 #   credential store with `mcp-host auth set-secret` instead. `mcp-host call` alone then
 #   gets the token.
-# - Without auth (sep-2322-*: input requests): the suite's tools, called with
-#   `mcp-host call`, two of them at once.
+# - Without auth: `initialize` is `mcp-host servers` (connect and list); the others call
+#   the suite's tools with `mcp-host call` (sep-2322-*'s input requests two at once,
+#   elicitation with the config's `elicitationDefaults`).
+# - A person's sign-in takes the pre-registered client (`auth/pre-registration`) and the
+#   client metadata document URL (`auth/basic-cimd`) from the config's `oauth` block, the
+#   secret through the environment.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 HOST="${CARGO_TARGET_DIR:-$ROOT/target}/debug/mcp-host"
@@ -60,6 +64,16 @@ PY
       printf '%s\n' "$MCP_TEST_CLIENT_SECRET" | "$HOST" auth set-secret s "${CFG[@]}"
     fi
     ;;
+  initialize|tools_call|sse-retry|elicitation-*)
+    printf '{"mcpServers": {"s": {"type": "http", "url": "%s", "elicitationDefaults": true}}}\n' "$URL" >"$WORK/servers.json"
+    case "$MCP_CONFORMANCE_SCENARIO" in
+      initialize) "$HOST" servers "${CFG[@]}" ;;
+      tools_call) "$HOST" call s add_numbers --args '{"a": 5, "b": 3}' "${CFG[@]}" ;;
+      sse-retry) "$HOST" call s test_reconnection "${CFG[@]}" ;;
+      *) "$HOST" call s test_client_elicitation_defaults "${CFG[@]}" ;;
+    esac
+    exit $?
+    ;;
   sep-2322-*)
     printf '{"mcpServers": {"s": {"type": "http", "url": "%s", "elicitationDefaults": true}}}\n' "$URL" >"$WORK/servers.json"
     "$HOST" call s test_mrtr_echo_state "${CFG[@]}" & a=$!
@@ -70,7 +84,22 @@ PY
     exit 0
     ;;
   *)
-    printf '{"mcpServers": {"s": {"type": "http", "url": "%s"}}}\n' "$URL" >"$WORK/servers.json"
+    export MCP_TEST_CLIENT_SECRET
+    MCP_TEST_CLIENT_SECRET="$(python3 -c 'import json,os; print(json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}").get("client_secret", ""))')"
+    python3 - "$URL" "$WORK" <<'PY'
+import json, os, sys
+url, work = sys.argv[1], sys.argv[2]
+ctx = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+# The metadata document URL the suite's CIMD scenario accepts; used only where the
+# authorization server takes such documents.
+oauth = {"clientMetadataUrl": "https://conformance-test.local/client-metadata.json"}
+if "client_id" in ctx:
+    oauth["clientId"] = ctx["client_id"]
+    if ctx.get("client_secret"):
+        oauth["clientSecret"] = "${MCP_TEST_CLIENT_SECRET}"
+with open(os.path.join(work, "servers.json"), "w") as f:
+    json.dump({"mcpServers": {"s": {"type": "http", "url": url, "oauth": oauth}}}, f)
+PY
     BROWSER="$ROOT/scripts/headless-browser.py" "$HOST" auth login s "${CFG[@]}" </dev/null
     "$HOST" auth status s "${CFG[@]}" | grep -q "signed in"
     ;;

@@ -38,9 +38,18 @@ DEFAULT=(
   auth/resource-mismatch auth/offline-access-scope auth/offline-access-not-supported
   auth/client-credentials-basic auth/client-credentials-jwt
   auth/cross-app-access-complete-flow
-  cli:auth/metadata-default cli:auth/scope-from-www-authenticate
+  # The same 26 through the real CLI.
+  cli:initialize cli:tools_call cli:sse-retry cli:elicitation-sep1034-client-defaults
+  cli:auth/metadata-default cli:auth/metadata-var1 cli:auth/metadata-var2
+  cli:auth/metadata-var3 cli:auth/basic-cimd cli:auth/pre-registration
+  cli:auth/scope-from-www-authenticate cli:auth/scope-from-scopes-supported
+  cli:auth/scope-omitted-when-undefined cli:auth/scope-step-up cli:auth/scope-retry-limit
+  cli:auth/token-endpoint-auth-basic cli:auth/token-endpoint-auth-post
+  cli:auth/token-endpoint-auth-none cli:auth/2025-03-26-oauth-metadata-backcompat
+  cli:auth/2025-03-26-oauth-endpoint-fallback cli:auth/resource-mismatch
+  cli:auth/offline-access-scope cli:auth/offline-access-not-supported
   cli:auth/client-credentials-basic cli:auth/client-credentials-jwt
-  cli:auth/cross-app-access-complete-flow cli:auth/scope-step-up
+  cli:auth/cross-app-access-complete-flow
   # 0.2.0-alpha.12: every scenario the 2026-07-28 revision requires (`--requirements
   # 2026-07-28`), the extensions this host implements, and through the CLI the ones that
   # need more than a connection.

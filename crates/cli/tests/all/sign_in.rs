@@ -92,6 +92,9 @@ async fn person(
     mut questions: mpsc::UnboundedReceiver<ElicitationAsk>,
     yes: bool,
 ) -> Vec<ElicitationKind> {
+    // The test's own HTTP client may be built before the host has installed the process's
+    // TLS provider.
+    mcp_host_auth::install_crypto_provider();
     let browser = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
@@ -125,12 +128,11 @@ async fn person(
     asked
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_step_up_is_put_to_the_person_and_the_call_then_completes() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = signed_in_without_the_scope(dir.path()).await;
-    let (m, calls, answering) = start(dir.path(), &server.url("/mcp"), true).await;
-
+/// The server's `whoami`, then the manager stopped (which ends the person's questions).
+async fn whoami_then_stop(
+    m: Manager,
+    calls: ToolCaller,
+) -> Result<mcp_host_core::CallOutcome, mcp_host_client::CallError> {
     let outcome = calls
         .call(
             &ServerId::new("r"),
@@ -138,11 +140,20 @@ async fn a_step_up_is_put_to_the_person_and_the_call_then_completes() {
             None,
             &CancellationToken::new(),
         )
-        .await
-        .unwrap();
-    assert!(!outcome.is_error, "{outcome:?}");
+        .await;
     m.shutdown().await;
     drop((m, calls));
+    outcome
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_step_up_is_put_to_the_person_and_the_call_then_completes() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = signed_in_without_the_scope(dir.path()).await;
+    let (m, calls, answering) = start(dir.path(), &server.url("/mcp"), true).await;
+
+    let outcome = whoami_then_stop(m, calls).await.unwrap();
+    assert!(!outcome.is_error, "{outcome:?}");
 
     let asked = answering.await.unwrap();
     assert_eq!(asked.len(), 2, "{asked:?}");
@@ -170,21 +181,11 @@ async fn a_person_who_says_no_is_told_how_to_sign_in_later_and_nothing_is_regist
     let server = signed_in_without_the_scope(dir.path()).await;
     let (m, calls, answering) = start(dir.path(), &server.url("/mcp"), false).await;
 
-    let failed = calls
-        .call(
-            &ServerId::new("r"),
-            "whoami",
-            None,
-            &CancellationToken::new(),
-        )
-        .await
-        .unwrap_err();
+    let failed = whoami_then_stop(m, calls).await.unwrap_err();
     assert!(
         failed.to_string().contains("mcp-host auth login r"),
         "{failed}"
     );
-    m.shutdown().await;
-    drop((m, calls));
     assert_eq!(answering.await.unwrap().len(), 1, "asked once");
     let state = server.state();
     assert_eq!(state.registrations, 0);
@@ -198,18 +199,8 @@ async fn a_server_that_moved_to_another_authorization_server_asks_before_registe
     let server = signed_in(dir.path(), Some("http://127.0.0.1:9/old-as")).await;
     server.state().required_scope = None;
     let (m, calls, answering) = start(dir.path(), &server.url("/mcp"), true).await;
-    let outcome = calls
-        .call(
-            &ServerId::new("r"),
-            "whoami",
-            None,
-            &CancellationToken::new(),
-        )
-        .await
-        .unwrap();
+    let outcome = whoami_then_stop(m, calls).await.unwrap();
     assert!(!outcome.is_error, "{outcome:?}");
-    m.shutdown().await;
-    drop((m, calls));
     let asked = answering.await.unwrap();
     assert!(
         matches!(&asked[0], ElicitationKind::Form { message, .. }
