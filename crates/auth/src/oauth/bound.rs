@@ -120,6 +120,7 @@ impl Shared {
         let granted = granted(&json, &state.requested_scopes);
         self.save_bound(metadata, &client_id, json, &key, granted)
             .await
+            .map(drop)
     }
 
     /// A token request from this client, authenticated as rmcp would (`client_secret_post`
@@ -163,8 +164,8 @@ impl Shared {
         }
     }
 
-    /// Saves a token answer with its key. The refresh token is kept: this crate refreshes
-    /// a bound token itself, with the key.
+    /// Saves a token answer with its key, and returns the token as saved. The refresh token
+    /// is kept: this crate refreshes a bound token itself, with the key.
     async fn save_bound(
         &self,
         metadata: &AuthorizationMetadata,
@@ -172,7 +173,7 @@ impl Shared {
         json: Value,
         key: &DpopKey,
         granted: Vec<String>,
-    ) -> Result<(), AuthError> {
+    ) -> Result<OAuthTokenResponse, AuthError> {
         let json = dpop::keep_key(json, key);
         // No serde detail in the message: it could quote a token.
         let token: OAuthTokenResponse = serde_json::from_value(json).map_err(|_| {
@@ -180,12 +181,13 @@ impl Shared {
         })?;
         let stored = StoredCredentials::new(
             client_id.to_string(),
-            Some(token),
+            Some(token.clone()),
             granted,
             Some(now_epoch_secs()),
         )
         .with_issuer(metadata.issuer.clone());
-        self.store.save(stored).await
+        self.store.save(stored).await?;
+        Ok(token)
     }
 
     /// How the next request presents the stored credential; a bound token about to expire
@@ -264,16 +266,13 @@ impl Shared {
             fields.insert("refresh_token".into(), refresh.into());
         }
         let granted = granted(&answer, &stored.granted_scopes);
-        self.save_bound(&metadata, &stored.client_id, answer, &key, granted)
+        let token = self
+            .save_bound(&metadata, &stored.client_id, answer, &key, granted)
             .await
             .map_err(|e| OAuthError::from(&e))?;
         drop(guard);
-        let saved = self.store.load().await.ok().flatten();
-        saved
-            .and_then(|s| s.token_response)
-            .map(|t| dpop::bound(&t))
-            .transpose()?
-            .flatten()
+        // A server that answers a proof with a Bearer token unbinds it: signed in again.
+        dpop::bound(&token)?
             .ok_or_else(|| OAuthError::Token("the refreshed token is not bound".into()))
     }
 }

@@ -164,27 +164,25 @@ pub(crate) struct Bound {
 
 /// The bound token in a stored token response, if it is one. A DPoP token whose key is
 /// missing or unreadable is unusable (it cannot be presented): `Err`, so it is signed in
-/// again rather than sent as Bearer.
+/// again rather than sent as Bearer. Read on every request: a Bearer token costs one
+/// comparison.
 pub(crate) fn bound(token: &OAuthTokenResponse) -> Result<Option<Bound>, OAuthError> {
-    let json = serde_json::to_value(token).map_err(key_error)?;
-    let is_dpop = json
-        .get("token_type")
-        .and_then(Value::as_str)
-        .is_some_and(|t| t.eq_ignore_ascii_case("dpop"));
+    use oauth2::TokenResponse as _;
+    let is_dpop = matches!(
+        token.token_type(),
+        oauth2::basic::BasicTokenType::Extension(t) if t.eq_ignore_ascii_case("dpop")
+    );
     if !is_dpop {
         return Ok(None);
     }
-    let key = json
+    let key = token
+        .extra_fields()
+        .0
         .get(KEY_FIELD)
         .and_then(Value::as_str)
         .ok_or_else(|| key_error("a DPoP-bound token is stored without its key"))?;
-    let access_token = json
-        .get("access_token")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string();
     Ok(Some(Bound {
-        access_token,
+        access_token: token.access_token().secret().clone(),
         key: DpopKey::decode(key)?,
     }))
 }
