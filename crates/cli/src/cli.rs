@@ -538,4 +538,10 @@ pub struct CallArgs {
     /// Print the whole result as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Make the call N times in sequence (each through policy, hooks and the audit log) and
+    /// print on stderr how long a round trip took (p50, p90, p99) and the host's CPU per
+    /// call: a call's cost measured without a model. The last result is printed.
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub repeat: u32,
 }

@@ -1,5 +1,6 @@
-//! `mcp-host call SERVER TOOL [--args JSON|-] [--json]`: exit 0 on success, 1 when the call
-//! failed or the tool reported `isError`.
+//! `mcp-host call SERVER TOOL [--args JSON|-] [--json] [--repeat N]`: exit 0 on success, 1
+//! when the call failed or the tool reported `isError`. `--repeat N` makes the same call N
+//! times in sequence, each through the whole gate, and tells their timing on stderr.
 
 use super::with_manager;
 use crate::catalogue::snapshot;
@@ -93,36 +94,49 @@ pub async fn run(host: &Host, args: CallArgs) -> anyhow::Result<ExitCode> {
                 entry.name
             );
         }
-        let call = DirectCall {
-            catalogue: &catalogue,
-            entry,
-            call_id: "direct-1".to_string(),
-            args: Value::Object(arguments.unwrap_or_default()),
-            remembered: &remembered,
-            observer: &Warnings,
-        };
-        let outcome = match c.gate.direct(call, cancel.clone()).await {
-            DirectOutcome::Done {
-                outcome,
-                objections,
-            } => {
-                for objection in objections {
-                    crate::output::errln!("warning: a PostToolUse hook objected: {objection}");
+        let args_value = Value::Object(arguments.unwrap_or_default());
+        let mut timings = Timings::new(args.repeat);
+        let mut outcome = None;
+        for i in 0..args.repeat {
+            let call = DirectCall {
+                catalogue: &catalogue,
+                entry,
+                call_id: format!("direct-{}", i + 1),
+                args: args_value.clone(),
+                remembered: &remembered,
+                observer: &Warnings,
+            };
+            let started = std::time::Instant::now();
+            let done = c.gate.direct(call, cancel.clone()).await;
+            timings.took(started.elapsed());
+            match done {
+                DirectOutcome::Done {
+                    outcome: o,
+                    objections,
+                } => {
+                    for objection in objections {
+                        crate::output::errln!("warning: a PostToolUse hook objected: {objection}");
+                    }
+                    outcome = Some(o);
                 }
-                outcome
+                DirectOutcome::Invalid(why) => {
+                    crate::output::errln!("error: {why}");
+                    return Ok(ExitCode::FAILURE);
+                }
+                DirectOutcome::Denied(d) => {
+                    crate::output::errln!("error: denied: {}", d.reason);
+                    return Ok(ExitCode::FAILURE);
+                }
+                DirectOutcome::Failed(e) => {
+                    crate::output::errln!("error: {e}");
+                    return Ok(ExitCode::FAILURE);
+                }
             }
-            DirectOutcome::Invalid(why) => {
-                crate::output::errln!("error: {why}");
-                return Ok(ExitCode::FAILURE);
-            }
-            DirectOutcome::Denied(d) => {
-                crate::output::errln!("error: denied: {}", d.reason);
-                return Ok(ExitCode::FAILURE);
-            }
-            DirectOutcome::Failed(e) => {
-                crate::output::errln!("error: {e}");
-                return Ok(ExitCode::FAILURE);
-            }
+        }
+        timings.report();
+        // `repeat` is at least 1, so a call was made.
+        let Some(outcome) = outcome else {
+            return Ok(ExitCode::FAILURE);
         };
         if args.json {
             crate::output::print_json(&outcome)?;
@@ -147,6 +161,55 @@ pub async fn run(host: &Host, args: CallArgs) -> anyhow::Result<ExitCode> {
         })
     })
     .await
+}
+
+/// `--repeat N`: each call's round trip through the gate and the host's CPU over all of
+/// them, told on stderr once the calls are done (nothing when the call is made once).
+struct Timings {
+    took: Vec<std::time::Duration>,
+    cpu_at_start: std::time::Duration,
+}
+
+impl Timings {
+    fn new(repeat: u32) -> Self {
+        Self {
+            took: Vec::with_capacity(repeat as usize),
+            cpu_at_start: host_cpu(),
+        }
+    }
+
+    fn took(&mut self, d: std::time::Duration) {
+        self.took.push(d);
+    }
+
+    fn report(mut self) {
+        if self.took.len() < 2 {
+            return;
+        }
+        let cpu = host_cpu().saturating_sub(self.cpu_at_start);
+        let n = self.took.len();
+        self.took.sort_unstable();
+        let at = |q: f64| self.took[((n - 1) as f64 * q) as usize].as_micros();
+        crate::output::errln!(
+            "{n} calls: p50 {} µs, p90 {} µs, p99 {} µs; host CPU {} µs per call",
+            at(0.5),
+            at(0.9),
+            at(0.99),
+            cpu.as_micros() / n as u128
+        );
+    }
+}
+
+/// CPU time of this process, all threads, user and system.
+fn host_cpu() -> std::time::Duration {
+    use nix::sys::resource::{UsageWho, getrusage};
+    let Ok(usage) = getrusage(UsageWho::RUSAGE_SELF) else {
+        return std::time::Duration::ZERO;
+    };
+    let us = |t: nix::sys::time::TimeVal| {
+        std::time::Duration::new(t.tv_sec() as u64, t.tv_usec() as u32 * 1000)
+    };
+    us(usage.user_time()) + us(usage.system_time())
 }
 
 /// The one-shot call shows only what a person must know while it runs: notices.
