@@ -12,19 +12,38 @@ use mcp_host_core::confinement::EgressRecord;
 use mcp_host_core::event::CallRecord;
 use mcp_host_core::time::rfc3339;
 use serde_json::{Value, json};
+use std::fs::File;
 use std::io::Write;
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::SystemTime;
 
+/// Cloned into every front end's gate and the egress reports; the clones share one open
+/// file, so a line costs one `stat` (is the path still this file?) and one `write`.
 #[derive(Clone, Debug)]
 pub struct Audit {
     path: PathBuf,
+    file: Arc<Mutex<Option<Open>>>,
+}
+
+/// The log as opened, and which file that was: a log moved away (rotated) or removed is
+/// noticed at the next line, which starts a new file at the path, as `tail -F` follows it.
+#[derive(Debug)]
+struct Open {
+    file: File,
+    id: (u64, u64),
+}
+
+fn file_id(meta: &std::fs::Metadata) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    (meta.dev(), meta.ino())
 }
 
 impl Audit {
     pub fn new(data_dir: &std::path::Path) -> Self {
         Self {
             path: data_dir.join("audit.jsonl"),
+            file: Arc::default(),
         }
     }
 
@@ -68,20 +87,94 @@ impl Audit {
     }
 
     fn append(&self, line: &Value) -> std::io::Result<()> {
+        // Read with `cat` and `tail -f`: the same terminal-safe JSON as every other output.
+        let mut text = mcp_host_core::sanitize::to_json(line).map_err(std::io::Error::other)?;
+        text.push('\n');
+        // A poisoned lock only means another writer panicked mid-line; the file is still good.
+        let mut open = self.file.lock().unwrap_or_else(PoisonError::into_inner);
+        let current = std::fs::metadata(&self.path).ok().map(|m| file_id(&m));
+        let f = match open.as_mut() {
+            Some(o) if Some(o.id) == current => &mut o.file,
+            _ => {
+                let file = self.open()?;
+                let id = file_id(&file.metadata()?);
+                &mut open.insert(Open { file, id }).file
+            }
+        };
+        // One `write` of the whole line to a file opened for appending: lines from several
+        // processes (a chat and a `run` side by side) never interleave.
+        f.write_all(text.as_bytes())
+    }
+
+    fn open(&self) -> std::io::Result<File> {
         if let Some(dir) = self.path.parent() {
             std::fs::create_dir_all(dir)?;
         }
-        let mut f = std::fs::OpenOptions::new()
+        std::fs::OpenOptions::new()
             .create(true)
             .append(true)
-            .open(&self.path)?;
-        // Read with `cat` and `tail -f`: the same terminal-safe JSON as every other output.
-        let text = mcp_host_core::sanitize::to_json(line).map_err(std::io::Error::other)?;
-        writeln!(f, "{text}")
+            .open(&self.path)
     }
 }
 
 /// The hash an argument object is recorded by.
 pub fn args_hash(args: &Value) -> String {
     mcp_host_registry::pins::definition_hash(args)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Lines from many writers at once (threads of one host, and a second handle as another
+    /// process would have) arrive whole: each is one `write` to a file opened for appending.
+    #[test]
+    fn concurrent_writers_never_split_a_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let (one, other) = (Audit::new(dir.path()), Audit::new(dir.path()));
+        let what = "x".repeat(3000);
+        std::thread::scope(|scope| {
+            for t in 0..8 {
+                let audit = if t % 2 == 0 {
+                    one.clone()
+                } else {
+                    other.clone()
+                };
+                let what = &what;
+                scope.spawn(move || {
+                    for i in 0..200 {
+                        audit.denial(&format!("s{t}-{i}"), what);
+                    }
+                });
+            }
+        });
+        let text = std::fs::read_to_string(dir.path().join("audit.jsonl")).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 1600);
+        for line in lines {
+            let v: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+            assert_eq!(v["event"], "denied");
+            assert_eq!(v["what"].as_str().map(str::len), Some(3000));
+        }
+    }
+
+    /// The folder is made when the first line is written, and again if it was removed; a log
+    /// moved away (rotated) is followed by a new one at the path.
+    #[test]
+    fn a_removed_folder_is_made_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("data");
+        let audit = Audit::new(&data);
+        audit.denial("a", "first");
+        std::fs::remove_dir_all(&data).unwrap();
+        audit.denial("a", "second");
+        let text = std::fs::read_to_string(data.join("audit.jsonl")).unwrap();
+        assert!(text.contains("second"), "{text}");
+        std::fs::rename(data.join("audit.jsonl"), data.join("audit.jsonl.1")).unwrap();
+        audit.denial("a", "third");
+        let text = std::fs::read_to_string(data.join("audit.jsonl")).unwrap();
+        assert!(text.contains("third") && !text.contains("second"), "{text}");
+        let rotated = std::fs::read_to_string(data.join("audit.jsonl.1")).unwrap();
+        assert!(!rotated.contains("third"), "{rotated}");
+    }
 }
