@@ -26,6 +26,9 @@ pub struct Host {
     pub credentials: CredentialVault,
     /// Whether a live progress line may be drawn on stderr: not while logs go there.
     pub progress: bool,
+    /// The one HTTP client of the command, for its model and its remote servers alike,
+    /// built at its first use: a command with stdio servers only never loads CA roots.
+    pub http: mcp_host_client::NetworkClient,
 }
 
 impl Host {
@@ -56,6 +59,7 @@ impl Host {
             config,
             credentials,
             progress: true,
+            http: mcp_host_engine::host::lazy_http_client(),
         })
     }
 
@@ -114,9 +118,10 @@ impl Host {
         Ok(HostSetup {
             config: &self.config,
             env: self.env.clone(),
-            supervisor: std::env::current_exe().context("cannot find the mcp-host executable")?,
+            supervisor: supervisor_program()?,
             record_dir: self.record_dir(),
             credentials: self.credentials.clone(),
+            http: self.http.clone(),
             only,
             log_dir: Some(self.logs_dir()),
             // Whoever answers questions here is at this machine, with its browser.
@@ -301,6 +306,15 @@ pub fn interrupt_token() -> anyhow::Result<CancellationToken> {
         })
         .context("cannot start the signal thread")?;
     Ok(token)
+}
+
+/// The program each stdio server runs under: the small `mcp-host-supervise` installed
+/// beside this executable (under 1 MiB of memory each), else this executable itself, which
+/// does the same as `mcp-host __supervise` at several times the cost per server.
+pub fn supervisor_program() -> anyhow::Result<std::path::PathBuf> {
+    let exe = std::env::current_exe().context("cannot find the mcp-host executable")?;
+    let small = exe.with_file_name("mcp-host-supervise");
+    Ok(if small.is_file() { small } else { exe })
 }
 
 impl Host {

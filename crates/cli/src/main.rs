@@ -1,5 +1,6 @@
 //! The `mcp-host` binary: a thin front end over the engine crates. It also doubles as the
-//! per-server supervisor (`mcp-host __supervise ...`), dispatched before any runtime starts.
+//! per-server supervisor (`mcp-host __supervise ...`), dispatched before any runtime starts,
+//! for when the small `mcp-host-supervise` beside it is missing (`host::supervisor_program`).
 // Every line for a terminal goes through `output` (sanitised); a raw print is a lint error.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
@@ -14,7 +15,7 @@ mod login;
 mod output;
 
 use clap::Parser;
-use mcp_host_client::supervisor::{SUPERVISE_ARG, SupervisorArgs, supervise};
+use mcp_host_client::supervisor::SUPERVISE_ARG;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -23,13 +24,7 @@ fn main() -> ExitCode {
     let mut rest = argv.peekable();
     if rest.peek().is_some_and(|a| a == SUPERVISE_ARG) {
         rest.next();
-        return match SupervisorArgs::parse(rest) {
-            Ok(args) => ExitCode::from(u8::try_from(supervise(&args)).unwrap_or(1)),
-            Err(e) => {
-                output::errln!("mcp-host {SUPERVISE_ARG}: {e}");
-                ExitCode::from(2)
-            }
-        };
+        return mcp_host_client::supervisor::main_with(rest);
     }
     let cli = cli::Cli::parse_from(argv::normalise(std::env::args_os().collect()));
     let traces = logging::init(cli.verbose);

@@ -71,13 +71,53 @@ pub fn descendants(root: i32, procs: &[ProcInfo]) -> Vec<i32> {
     out
 }
 
+/// The pids the kernel lists as children of `pid` (`/proc/PID/task/TID/children`, one
+/// file per thread), or `None` when this kernel does not keep the lists.
+fn children_of(pid: i32) -> Option<Vec<i32>> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+    let mut kids = Vec::new();
+    let mut listed = false;
+    for task in tasks.flatten() {
+        let Ok(text) = std::fs::read_to_string(task.path().join("children")) else {
+            continue;
+        };
+        listed = true;
+        kids.extend(
+            text.split_whitespace()
+                .filter_map(|p| p.parse::<i32>().ok()),
+        );
+    }
+    listed.then_some(kids)
+}
+
+/// All living or unreaped descendants of `root`, children before grandchildren. Walks the
+/// kernel's child lists from `root` down, which costs a few reads for a server's tree where
+/// a scan of every process on a busy machine costs thousands (the supervisor checks after
+/// every signal until its tree is gone). Without the lists, the whole table is scanned.
+pub fn descendants_of(root: i32) -> Vec<i32> {
+    let Some(first) = children_of(root) else {
+        return descendants(root, &all_processes());
+    };
+    let mut out = Vec::new();
+    let mut queue = first;
+    while let Some(pid) = queue.pop() {
+        if pid == root || out.contains(&pid) {
+            continue;
+        }
+        out.push(pid);
+        // A process that exited since it was listed has no list: nothing below it.
+        queue.extend(children_of(pid).unwrap_or_default());
+    }
+    out
+}
+
 /// Signals every descendant of `root` and the process group `pgid` (when given).
 /// Returns how many descendants were found.
 pub fn signal_tree(root: i32, pgid: Option<i32>, signal: Signal) -> usize {
     if let Some(g) = pgid {
         let _ = kill(Pid::from_raw(-g), signal);
     }
-    let found = descendants(root, &all_processes());
+    let found = descendants_of(root);
     for &pid in &found {
         let _ = kill(Pid::from_raw(pid), signal);
     }
@@ -179,6 +219,46 @@ mod tests {
         let mut d = descendants(10, &procs);
         d.sort();
         assert_eq!(d, vec![11, 12, 14]);
+    }
+
+    #[test]
+    fn the_kernels_child_lists_find_grandchildren() {
+        let mut sh = std::process::Command::new("sh")
+            .args(["-c", "sleep 30 & sleep 30 & wait"])
+            .spawn()
+            .unwrap();
+        let sh_pid = sh.id() as i32;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let grandchildren = loop {
+            let below: Vec<i32> = all_processes()
+                .iter()
+                .filter(|p| p.ppid == sh_pid)
+                .map(|p| p.pid)
+                .collect();
+            if below.len() == 2 || std::time::Instant::now() > deadline {
+                break below;
+            }
+            std::thread::yield_now();
+        };
+        assert_eq!(
+            grandchildren.len(),
+            2,
+            "the shell did not start its two sleeps"
+        );
+        let found = descendants_of(std::process::id() as i32);
+        let _ = kill(Pid::from_raw(-sh_pid), Signal::SIGKILL);
+        for pid in &grandchildren {
+            let _ = kill(Pid::from_raw(*pid), Signal::SIGKILL);
+        }
+        let _ = sh.kill();
+        let _ = sh.wait();
+        assert!(
+            found.contains(&sh_pid),
+            "{found:?} lacks the child {sh_pid}"
+        );
+        for pid in grandchildren {
+            assert!(found.contains(&pid), "{found:?} lacks the grandchild {pid}");
+        }
     }
 
     #[test]

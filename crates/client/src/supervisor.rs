@@ -116,6 +116,22 @@ enum Stop {
     Terminate,
 }
 
+/// The supervisor's `main`, whichever program it is in (`mcp-host __supervise ARGS`, or the
+/// small `mcp-host-supervise __supervise ARGS`): `argv` is what follows `__supervise`.
+pub fn main_with(argv: impl IntoIterator<Item = OsString>) -> std::process::ExitCode {
+    match SupervisorArgs::parse(argv) {
+        Ok(args) => std::process::ExitCode::from(u8::try_from(supervise(&args)).unwrap_or(1)),
+        Err(e) => {
+            // No logger here: the host reads the supervisor's stderr as the server's.
+            #[allow(clippy::print_stderr)]
+            {
+                eprintln!("mcp-host {SUPERVISE_ARG}: {e}");
+            }
+            std::process::ExitCode::from(2)
+        }
+    }
+}
+
 /// Runs the supervisor; returns the process exit code.
 pub fn supervise(args: &SupervisorArgs) -> i32 {
     match run(args) {
@@ -333,7 +349,7 @@ fn end_tree(me: i32, server: i32, sfd: &SignalFd, grace: Duration, code: &mut Op
     let mut killed = false;
     loop {
         reap(server, code);
-        let left = procs::descendants(me, &procs::all_processes());
+        let left = procs::descendants_of(me);
         if left.is_empty() {
             return;
         }

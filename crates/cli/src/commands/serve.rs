@@ -92,7 +92,7 @@ pub async fn run(config: &ConfigArgs, args: ServeArgs) -> anyhow::Result<ExitCod
         policy,
         data_dir,
         env: Arc::new(env),
-        supervisor: std::env::current_exe().context("cannot find the mcp-host executable")?,
+        supervisor: crate::host::supervisor_program()?,
         model,
         mode: args.mode.into(),
         max_steps: args.max_steps.max(1),

@@ -146,6 +146,15 @@ impl Family {
 #[test]
 fn sigkill_of_the_host_leaves_no_survivors_within_two_seconds() {
     let mut f = Family::start();
+    // The server runs under the small supervisor program, not a second copy of the host.
+    let supervisor = mcp_host_client::procs::read_proc(f.server).unwrap().ppid;
+    let exe = std::fs::read_link(format!("/proc/{supervisor}/exe")).unwrap();
+    assert_eq!(
+        exe.file_name().and_then(|n| n.to_str()),
+        Some("mcp-host-supervise"),
+        "{}",
+        exe.display()
+    );
     signal(f.host.id(), Signal::SIGKILL);
     f.host.wait().unwrap();
     let killed_at = Instant::now();
