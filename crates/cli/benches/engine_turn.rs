@@ -51,7 +51,9 @@ async fn start(names: &[&str]) -> (Servers, ToolSource, mcp_host_client::ToolCal
         },
         host_env: std::sync::Arc::new(std::env::vars().collect()),
         retry: RetryPolicy::default(),
-        http_client: mcp_host_client::http_client(Duration::from_secs(2)).unwrap(),
+        http_client: mcp_host_client::http_client(Duration::from_secs(2))
+            .unwrap()
+            .into(),
         health_interval: Duration::from_secs(30),
         ask_person: None,
         sign_in_here: false,

@@ -33,7 +33,9 @@ pub mod wire;
 pub use handler::{
     ClientFeatures, ElicitationAsk, ElicitationKind, ElicitationReply, Progress, defaults_answer,
 };
-pub use http::{HttpClient, HttpWire, InProcessHttp, http_client, install_crypto_provider};
+pub use http::{
+    HttpClient, HttpWire, InProcessHttp, NetworkClient, http_client, install_crypto_provider,
+};
 pub use listing::{Listing, ToolList};
 pub use manager::{CallError, Expect, Manager, ManagerOptions, ServerSetup, ToolCaller};
 pub use reading::{PromptMessage, ResourceText};

@@ -31,7 +31,7 @@ pub struct ManagerOptions {
     /// The host's environment; only allow-listed variables reach servers.
     pub host_env: Arc<BTreeMap<String, String>>,
     pub retry: RetryPolicy,
-    pub http_client: reqwest::Client,
+    pub http_client: crate::NetworkClient,
     /// How often an idle remote server is asked whether it is still there. A stdio server's
     /// exit is seen directly; a remote one can vanish without closing anything.
     pub health_interval: Duration,

@@ -38,6 +38,8 @@ pub struct HostSetup<'a> {
     /// Where the supervisors record their servers, so a later host can end leftovers.
     pub record_dir: PathBuf,
     pub credentials: CredentialVault,
+    /// The client remote servers are reached through (built when the first one is).
+    pub http: mcp_host_client::NetworkClient,
     /// Start only these servers (a command that needs only some).
     pub only: Option<&'a [String]>,
     /// Where each stdio server's stderr is kept (`mcp-host logs SERVER`).
@@ -144,7 +146,7 @@ pub fn connect(setup: HostSetup<'_>, guards: Guards) -> Result<Connected, HostEr
         },
         host_env: setup.env,
         retry: RetryPolicy::default(),
-        http_client: http_client()?,
+        http_client: setup.http,
         health_interval: Duration::from_secs(30),
         ask_person: setup.ask_person,
         sign_in_here: setup.sign_in_here,
@@ -211,6 +213,11 @@ fn sealed(spec: &ServerSpec, kernel: Kernel) -> bool {
     let cwd = cwd.as_deref().unwrap_or(&here);
     kernel.landlock_abi >= LANDLOCK_NET_ABI
         && mcp_host_client::sandbox::profile::sealed(sandbox, command, args, declared, cwd)
+}
+
+/// The HTTP client for model providers and remote servers, built at its first use.
+pub fn lazy_http_client() -> mcp_host_client::NetworkClient {
+    mcp_host_client::NetworkClient::lazy(CONNECT_TIMEOUT)
 }
 
 /// The HTTP client for model providers and remote servers.

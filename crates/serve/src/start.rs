@@ -91,6 +91,8 @@ async fn build(
         supervisor: service.supervisor.clone(),
         record_dir: dir.join("run"),
         credentials: service.vault(&start.user, &start.data),
+        // Each user's own, built only when one of their servers is remote.
+        http: mcp_host_engine::host::lazy_http_client(),
         only: None,
         // Users' servers' stderr stays in their status (the page shows it), not in files.
         log_dir: None,

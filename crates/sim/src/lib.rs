@@ -52,7 +52,8 @@ pub fn base_options() -> Result<ManagerOptions, String> {
             http_reconnects: 3,
         },
         http_client: mcp_host_client::http_client(Duration::from_secs(1))
-            .map_err(|e| e.to_string())?,
+            .map_err(|e| e.to_string())?
+            .into(),
         health_interval: Duration::from_secs(30),
         ask_person: None,
         sign_in_here: false,

@@ -176,7 +176,9 @@ pub fn manager_options(base: Duration, max: Duration) -> ManagerOptions {
             },
             ..RetryPolicy::default()
         },
-        http_client: mcp_host_client::http_client(Duration::from_secs(2)).unwrap(),
+        http_client: mcp_host_client::http_client(Duration::from_secs(2))
+            .unwrap()
+            .into(),
         health_interval: Duration::from_secs(30),
         ask_person: None,
         sign_in_here: false,

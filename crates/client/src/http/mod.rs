@@ -13,7 +13,7 @@ use rmcp::transport::streamable_http_client::{
 };
 use rmcp::transport::{StreamableHttpClientTransport, Transport};
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 mod guarded;
@@ -32,13 +32,62 @@ pub use mcp_host_auth::install_crypto_provider;
 /// servers in this process.
 #[derive(Clone, Debug)]
 pub enum HttpClient {
-    Network(reqwest::Client),
+    Network(NetworkClient),
     InProcess(InProcessHttp),
 }
 
 impl From<reqwest::Client> for HttpClient {
     fn from(client: reqwest::Client) -> Self {
+        Self::Network(client.into())
+    }
+}
+
+impl From<NetworkClient> for HttpClient {
+    fn from(client: NetworkClient) -> Self {
         Self::Network(client)
+    }
+}
+
+/// The HTTP client for remote servers, built when the first one is connected to: building
+/// it loads the system's CA roots, most of what an empty start costs, and a configuration
+/// of stdio servers never needs it. Clones share the one client once it is built.
+#[derive(Clone, Debug)]
+pub struct NetworkClient {
+    connect_timeout: Duration,
+    built: Arc<OnceLock<reqwest::Client>>,
+}
+
+impl NetworkClient {
+    /// A client built at its first use, with this connect timeout.
+    pub fn lazy(connect_timeout: Duration) -> Self {
+        Self {
+            connect_timeout,
+            built: Arc::default(),
+        }
+    }
+
+    /// The client, built now if no clone has built it yet.
+    pub fn get(&self) -> Result<reqwest::Client, reqwest::Error> {
+        if let Some(client) = self.built.get() {
+            return Ok(client.clone());
+        }
+        let client = http_client(self.connect_timeout)?;
+        // Two first uses at once build two; the first stored is the one every clone keeps.
+        Ok(self.built.get_or_init(|| client).clone())
+    }
+
+    /// Whether the client has been built (what a test of a stdio-only start checks).
+    pub fn is_built(&self) -> bool {
+        self.built.get().is_some()
+    }
+}
+
+impl From<reqwest::Client> for NetworkClient {
+    fn from(client: reqwest::Client) -> Self {
+        Self {
+            connect_timeout: Duration::ZERO,
+            built: Arc::new(OnceLock::from(client)),
+        }
     }
 }
 
@@ -170,6 +219,8 @@ pub enum OpenError {
     /// nothing before its first message).
     #[error(transparent)]
     Stream(#[from] StreamableHttpError<reqwest::Error>),
+    #[error("cannot build the HTTP client: {0}")]
+    Client(reqwest::Error),
 }
 
 /// The transport for a fresh connection to the server at `url` over `client`: through
@@ -189,11 +240,11 @@ pub async fn transport_for(
     let custom = custom_headers(headers, oauth)?;
     let (over, sever) = match (client, auth) {
         (HttpClient::Network(c), None) => {
-            let (c, sever) = Guarded::new(c.clone());
+            let (c, sever) = Guarded::new(c.get().map_err(OpenError::Client)?);
             (Over::Plain(Kind::open(c, url, custom, wire).await?), sever)
         }
         (HttpClient::Network(c), Some(auth)) => {
-            let (c, sever) = Guarded::new(auth.client(c.clone()));
+            let (c, sever) = Guarded::new(auth.client(c.get().map_err(OpenError::Client)?));
             (
                 Over::Authorized(Kind::open(c, url, custom, wire).await?),
                 sever,
@@ -369,5 +420,16 @@ mod tests {
             out,
             "error sending request for url (https://h.example/mcp?REDACTED)"
         );
+    }
+
+    /// Nothing loads CA roots until a remote server (or a model) needs the client; then
+    /// every clone has the one built.
+    #[test]
+    fn the_client_is_built_at_first_use_and_shared() {
+        let lazy = NetworkClient::lazy(Duration::from_secs(1));
+        let clone = lazy.clone();
+        assert!(!lazy.is_built() && !clone.is_built());
+        clone.get().unwrap();
+        assert!(lazy.is_built());
     }
 }

@@ -505,6 +505,13 @@ fn open_error(e: http::OpenError) -> ConnectError {
     let stream = match e {
         http::OpenError::Header(h) => return ConnectError::Header(h),
         http::OpenError::Stream(s) => s,
+        http::OpenError::Client(e) => {
+            return ConnectError::Handshake {
+                detail: format!("cannot build the HTTP client: {e}"),
+                transient: false,
+                stderr_tail: Vec::new(),
+            };
+        }
     };
     if let Some(failure) = auth_failure(&stream) {
         return ConnectError::Auth(failure);

@@ -159,7 +159,7 @@ pub async fn run(host: &Host, args: DoctorArgs) -> anyhow::Result<ExitCode> {
                     .is_some_and(|s| matches!(s.state, ServerState::NeedsAuth { .. }));
                 if let (true, Some(url)) = (waits, http_url(host, name)) {
                     if http.is_none() {
-                        http = Some(mcp_host_engine::host::http_client()?);
+                        http = Some(host.http.get()?);
                     }
                     if let Some(http) = &http {
                         oauth::walk(http, name, &url, r).await;
