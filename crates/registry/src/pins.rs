@@ -45,11 +45,54 @@ pub fn canonical(v: &Value) -> Value {
 }
 
 pub fn definition_hash(definition: &Value) -> String {
-    let bytes = serde_json::to_vec(&canonical(definition)).unwrap_or_default();
-    Sha256::digest(&bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    let mut bytes = Vec::with_capacity(256);
+    write_canonical(definition, &mut bytes);
+    lower_hex(&Sha256::digest(&bytes))
+}
+
+/// Appends exactly what `serde_json::to_vec(&canonical(v))` makes, without building the
+/// sorted copy: every call's arguments are hashed for the audit log, so this is per call.
+fn write_canonical(v: &Value, out: &mut Vec<u8>) {
+    match v {
+        Value::Object(m) => {
+            let mut entries: Vec<(&String, &Value)> = m.iter().collect();
+            entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+            out.push(b'{');
+            for (i, (key, value)) in entries.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                // Writing a string or a scalar into a Vec cannot fail.
+                let _ = serde_json::to_writer(&mut *out, key);
+                out.push(b':');
+                write_canonical(value, out);
+            }
+            out.push(b'}');
+        }
+        Value::Array(items) => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_canonical(item, out);
+            }
+            out.push(b']');
+        }
+        scalar => {
+            let _ = serde_json::to_writer(&mut *out, scalar);
+        }
+    }
+}
+
+fn lower_hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut text = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        text.push(char::from(DIGITS[usize::from(b >> 4)]));
+        text.push(char::from(DIGITS[usize::from(b & 15)]));
+    }
+    text
 }
 
 fn pretty(v: &Value) -> String {
@@ -115,6 +158,28 @@ mod tests {
     use super::*;
     use serde_json::json;
     use std::collections::HashMap;
+
+    /// Pins on disk were made by hashing the serialized sorted copy; the streaming writer
+    /// must give the same hash for every definition, or every pin would drift.
+    #[test]
+    fn the_hash_is_that_of_the_sorted_copy() {
+        let values = [
+            json!({}),
+            json!([]),
+            json!({"z": 1, "a": [3, {"y": null, "b": "\u{1F600} \"q\" \n"}], "m": 1.5e300}),
+            json!({"name": "t", "inputSchema": {"type": "object", "properties":
+                {"b": {"type": "string"}, "a": {"type": ["number", "null"], "minimum": -0.0}}}}),
+            json!("plain"),
+            json!(-12345678901234i64),
+        ];
+        for v in values {
+            let old = Sha256::digest(serde_json::to_vec(&canonical(&v)).unwrap())
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>();
+            assert_eq!(definition_hash(&v), old, "{v}");
+        }
+    }
     use std::convert::Infallible;
     use std::sync::Mutex;
 
