@@ -69,27 +69,27 @@ impl Audit {
         self.event_or_warn("denied", &json!({"server": server, "what": what}));
     }
 
-    fn event_or_warn(&self, event: &str, fields: &impl serde::Serialize) {
+    fn event_or_warn(&self, event: &'static str, fields: &impl serde::Serialize) {
         if let Err(e) = self.event(event, fields) {
             tracing::warn!(path = %self.path.display(), "cannot write the audit log: {e}");
         }
     }
 
-    /// One line: the time, the kind of event, then the record's own fields.
-    fn event(&self, event: &str, fields: &impl serde::Serialize) -> std::io::Result<()> {
-        let mut line = json!({"ts": rfc3339(SystemTime::now()), "event": event});
-        if let (Value::Object(line), Ok(Value::Object(fields))) =
-            (&mut line, serde_json::to_value(fields))
-        {
-            line.extend(fields);
-        }
-        self.append(&line)
+    /// One line: the time, the kind of event, then the record's own fields (none of which
+    /// is called `ts` or `event`), written straight from the record with no copy of it.
+    fn event(&self, event: &'static str, fields: &impl serde::Serialize) -> std::io::Result<()> {
+        // Read with `cat` and `tail -f`: the same terminal-safe JSON as every other output.
+        let body = mcp_host_core::sanitize::to_json(fields).map_err(std::io::Error::other)?;
+        let inner = (body.strip_prefix('{').and_then(|b| b.strip_suffix('}'))).unwrap_or("");
+        let ts = rfc3339(SystemTime::now());
+        let sep = if inner.is_empty() { "" } else { "," };
+        // `ts` (digits and punctuation) and `event` (this file's constants) need no escaping.
+        self.append(&format!(
+            "{{\"ts\":\"{ts}\",\"event\":\"{event}\"{sep}{inner}}}\n"
+        ))
     }
 
-    fn append(&self, line: &Value) -> std::io::Result<()> {
-        // Read with `cat` and `tail -f`: the same terminal-safe JSON as every other output.
-        let mut text = mcp_host_core::sanitize::to_json(line).map_err(std::io::Error::other)?;
-        text.push('\n');
+    fn append(&self, line: &str) -> std::io::Result<()> {
         // A poisoned lock only means another writer panicked mid-line; the file is still good.
         let mut open = self.file.lock().unwrap_or_else(PoisonError::into_inner);
         let current = std::fs::metadata(&self.path).ok().map(|m| file_id(&m));
@@ -103,7 +103,7 @@ impl Audit {
         };
         // One `write` of the whole line to a file opened for appending: lines from several
         // processes (a chat and a `run` side by side) never interleave.
-        f.write_all(text.as_bytes())
+        f.write_all(line.as_bytes())
     }
 
     fn open(&self) -> std::io::Result<File> {
