@@ -97,14 +97,14 @@ impl<P: Provider> Engine<'_, P> {
             };
             conv.stored_results |= stored.is_some();
             total -= message_tokens(&conv.history[i]);
-            if let Message::ToolResult { content, .. } = &mut conv.history[i] {
+            if let Message::ToolResult { content, .. } = &mut conv.history_mut()[i] {
                 *content = note;
             }
             total += message_tokens(&conv.history[i]);
             cleared += 1;
         }
         let mut truncated = 0;
-        for m in &mut conv.history[..old_end] {
+        for m in &mut conv.history_mut()[..old_end] {
             if total <= limit {
                 break;
             }
@@ -175,9 +175,9 @@ impl<P: Provider> Engine<'_, P> {
                 ),
             ),
         };
-        conv.history.drain(first..last_turn);
+        conv.history_mut().drain(first..last_turn);
         conv.turns.drain(first..last_turn);
-        if let Some(Message::User { text }) = conv.history.get_mut(first) {
+        if let Some(Message::User { text }) = conv.history_mut().get_mut(first) {
             text.insert_str(0, &note);
         }
         done

@@ -13,7 +13,10 @@ use mcp_host_store::ConversationId;
 /// Per-conversation state.
 #[derive(Debug)]
 pub struct Conversation {
-    pub history: Vec<Message>,
+    /// Shared with the model request of the step in flight, so a step does not copy the
+    /// whole history; changed through [`Conversation::history_mut`] (which copies only while
+    /// a request still holds it).
+    pub history: std::sync::Arc<Vec<Message>>,
     /// The turn each message of `history` belongs to (kept in step with it).
     pub(crate) turns: Vec<u32>,
     pub exposure: Exposure,
@@ -39,7 +42,7 @@ impl Conversation {
     /// A conversation kept in memory only.
     pub fn new(context_window: usize, answers: Answers) -> Self {
         Self {
-            history: Vec::new(),
+            history: std::sync::Arc::default(),
             turns: Vec::new(),
             exposure: Exposure::for_context_window(context_window),
             answers,
@@ -82,8 +85,12 @@ impl Conversation {
     }
 
     pub(crate) fn push(&mut self, message: Message) {
-        self.history.push(message);
+        self.history_mut().push(message);
         self.turns.push(self.turn_no);
+    }
+
+    pub(crate) fn history_mut(&mut self) -> &mut Vec<Message> {
+        std::sync::Arc::make_mut(&mut self.history)
     }
 }
 

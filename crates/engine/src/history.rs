@@ -69,7 +69,7 @@ impl Conversation {
             {
                 conv.stored_results = true;
             }
-            conv.history.push(message);
+            conv.history_mut().push(message);
             conv.turns.push(turn);
             conv.turn_no = conv.turn_no.max(turn);
         }

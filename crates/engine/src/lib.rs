@@ -167,24 +167,27 @@ pub fn tool_facts(entry: &Entry) -> ToolFacts<'_> {
 /// none; some compatible servers omit them) restart at each response, and a repeated id would
 /// pair a result with the wrong call and overwrite the stored record of another.
 pub(crate) fn unique_call_ids(calls: &mut [ToolCall], history: &[Message]) {
-    let mut used: std::collections::HashSet<String> = history
-        .iter()
-        .flat_map(|m| match m {
-            Message::Assistant { tool_calls, .. } => {
-                tool_calls.iter().map(|c| c.id.clone()).collect()
-            }
-            _ => Vec::new(),
-        })
-        .collect();
+    // This runs at every step of a turn: a scan of the earlier ids, no set built and no id
+    // copied (the renaming loop below runs only when a provider repeats an id).
+    let earlier = || {
+        (history.iter())
+            .flat_map(|m| match m {
+                Message::Assistant { tool_calls, .. } => tool_calls.as_slice(),
+                _ => &[],
+            })
+            .map(|c| c.id.as_str())
+    };
+    let mut now: Vec<String> = Vec::with_capacity(calls.len());
     for c in calls {
-        if used.contains(&c.id) {
+        let used = |id: &str| now.iter().any(|n| n == id) || earlier().any(|e| e == id);
+        if used(&c.id) {
             let mut n = 2;
-            while used.contains(&format!("{}_{n}", c.id)) {
+            while used(&format!("{}_{n}", c.id)) {
                 n += 1;
             }
             c.id = format!("{}_{n}", c.id);
         }
-        used.insert(c.id.clone());
+        now.push(c.id.clone());
     }
 }
 

@@ -37,7 +37,7 @@ impl Anthropic {
     fn body(request: &ModelRequest) -> Value {
         let mut system = Vec::new();
         let mut messages: Vec<Value> = Vec::new();
-        for m in &request.messages {
+        for m in request.messages.iter() {
             match m {
                 Message::System { text } => system.push(json!({"type": "text", "text": text})),
                 Message::User { text } => messages

@@ -81,7 +81,7 @@ impl Gemini {
             .any(|old| model_name(&request.model).starts_with(old));
         let mut system = Vec::new();
         let mut contents: Vec<Value> = Vec::new();
-        for m in &request.messages {
+        for m in request.messages.iter() {
             match m {
                 Message::System { text } => system.push(json!({"text": text})),
                 Message::User { text } => {

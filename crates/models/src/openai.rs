@@ -20,6 +20,7 @@ pub struct OpenAiCompatible {
     base_url: String,
     api_key: Option<String>,
     pub retry: Retry,
+    sent: std::sync::Arc<wire::SentMessages>,
 }
 
 impl OpenAiCompatible {
@@ -29,28 +30,41 @@ impl OpenAiCompatible {
             base_url: base_url.trim_end_matches('/').to_string(),
             api_key,
             retry: Retry::default(),
+            sent: std::sync::Arc::default(),
         }
     }
 
-    fn body(request: &ModelRequest) -> Value {
-        let messages: Vec<Value> = request.messages.iter().map(wire_message).collect();
+    /// The request's JSON: the messages sent before are copied, not encoded again.
+    fn body(sent: &wire::SentMessages, request: &ModelRequest) -> Vec<u8> {
+        let mut out = Vec::with_capacity(4096);
+        out.extend_from_slice(b"{\"model\":");
+        // A string always serialises.
+        let _ = serde_json::to_writer(&mut out, &request.model);
+        out.extend_from_slice(b",\"messages\":");
+        sent.write_array(&request.messages, wire_message, &mut out);
         // `include_usage` adds a last chunk with token counts; servers that do not know it ignore it.
-        let mut body = json!({"model": request.model, "messages": messages, "stream": true, "stream_options": {"include_usage": true}});
+        out.extend_from_slice(b",\"stream\":true,\"stream_options\":{\"include_usage\":true}");
         if !request.tools.is_empty() {
-            body["tools"] = wire::function_tools(&request.tools, Dialect::OpenAi);
+            out.extend_from_slice(b",\"tools\":");
+            let _ = serde_json::to_writer(
+                &mut out,
+                &wire::function_tools(&request.tools, Dialect::OpenAi),
+            );
         }
-        body
+        out.push(b'}');
+        out
     }
 
     async fn send(&self, request: &ModelRequest) -> Result<ModelResponse, ProviderError> {
         let url = format!("{}/chat/completions", self.base_url);
-        let body = Self::body(request);
-        let response = wire::post_bearer(
+        let body = Self::body(&self.sent, request);
+        let response = wire::post_json(
             &self.client,
             self.retry,
             &url,
-            &body,
-            self.api_key.as_deref(),
+            body.into(),
+            wire::Auth::Bearer(self.api_key.as_deref()),
+            &[],
         )
         .await?;
         let mut text = String::new();
@@ -183,5 +197,63 @@ impl Provider for OpenAiCompatible {
         request: &ModelRequest,
     ) -> impl Future<Output = Result<ModelResponse, ProviderError>> + Send {
         self.send(request)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// What the body was before messages were reused: every message encoded at each step.
+    fn encoded_afresh(request: &ModelRequest) -> Value {
+        let messages: Vec<Value> = request.messages.iter().map(wire_message).collect();
+        json!({"model": request.model, "messages": messages, "stream": true,
+            "stream_options": {"include_usage": true}})
+    }
+
+    #[test]
+    fn reused_messages_make_the_same_body_as_encoding_afresh() {
+        let sent = wire::SentMessages::default();
+        let call = ToolCall {
+            id: "c1".into(),
+            name: "t".into(),
+            arguments: "{\"a\":1}".into(),
+        };
+        let mut history = vec![
+            Message::System { text: "sys".into() },
+            Message::User {
+                text: "hi \"there\"\n".into(),
+            },
+        ];
+        let mut steps = Vec::new();
+        for i in 0..3 {
+            history.push(Message::Assistant {
+                text: String::new(),
+                tool_calls: vec![call.clone()],
+            });
+            history.push(Message::ToolResult {
+                call_id: "c1".into(),
+                name: "t".into(),
+                content: format!("result {i}"),
+                is_error: false,
+            });
+            steps.push(history.clone());
+        }
+        // A compaction rewrites the start: nothing after the change may be reused.
+        let mut rewritten = history.clone();
+        rewritten[1] = Message::User {
+            text: "summary".into(),
+        };
+        steps.push(rewritten);
+        steps.push(vec![Message::User {
+            text: "other".into(),
+        }]);
+        for messages in steps {
+            let request = ModelRequest::new("m", messages, Vec::new());
+            let body: Value =
+                serde_json::from_slice(&OpenAiCompatible::body(&sent, &request)).unwrap();
+            assert_eq!(body, encoded_afresh(&request));
+        }
     }
 }

@@ -46,7 +46,7 @@ impl OpenAiResponses {
     fn body(request: &ModelRequest) -> Value {
         let mut instructions: Vec<&str> = Vec::new();
         let mut input: Vec<Value> = Vec::new();
-        for m in &request.messages {
+        for m in request.messages.iter() {
             match m {
                 Message::System { text } => instructions.push(text),
                 Message::User { text } => input.push(json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]})),

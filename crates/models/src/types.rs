@@ -41,7 +41,8 @@ pub use mcp_host_core::ToolDefinition as ToolSpec;
 #[derive(Clone, Debug)]
 pub struct ModelRequest {
     pub model: String,
-    pub messages: Vec<Message>,
+    /// The conversation's own list, shared: a step's request costs no copy of the history.
+    pub messages: std::sync::Arc<Vec<Message>>,
     pub tools: Vec<ToolSpec>,
     /// Where streamed text goes as it arrives (a front end shows it live); the full text is
     /// also in the response.
@@ -49,10 +50,14 @@ pub struct ModelRequest {
 }
 
 impl ModelRequest {
-    pub fn new(model: impl Into<String>, messages: Vec<Message>, tools: Vec<ToolSpec>) -> Self {
+    pub fn new(
+        model: impl Into<String>,
+        messages: impl Into<std::sync::Arc<Vec<Message>>>,
+        tools: Vec<ToolSpec>,
+    ) -> Self {
         Self {
             model: model.into(),
-            messages,
+            messages: messages.into(),
             tools,
             deltas: None,
         }

@@ -41,8 +41,24 @@ pub(crate) async fn post(
     auth: Auth<'_>,
     headers: &[(&'static str, &'static str)],
 ) -> Result<reqwest::Response, ProviderError> {
+    let bytes = serde_json::to_vec(body).map_err(|e| ProviderError::Stream(e.to_string()))?;
+    post_json(client, retry, url, bytes.into(), auth, headers).await
+}
+
+/// Sends an already serialised JSON body (serialised once, whatever the retries).
+pub(crate) async fn post_json(
+    client: &reqwest::Client,
+    retry: Retry,
+    url: &str,
+    body: bytes::Bytes,
+    auth: Auth<'_>,
+    headers: &[(&'static str, &'static str)],
+) -> Result<reqwest::Response, ProviderError> {
     let build = || {
-        let mut req = client.post(url).json(body);
+        let mut req = client
+            .post(url)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body.clone());
         for (name, value) in headers {
             req = req.header(*name, *value);
         }
@@ -104,4 +120,45 @@ pub(crate) fn function_tools(tools: &[ToolSpec], dialect: Dialect) -> Value {
         .iter()
         .map(|t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": lower(&t.input_schema, dialect)}}))
         .collect()
+}
+
+/// Each message's JSON as a provider last sent it, so that a step of a long turn encodes
+/// only the messages added since the one before and copies the rest: rebuilding the whole
+/// history's JSON at every step made a turn of one call per step cost quadratic time. A
+/// message is reused only where it equals the one encoded at its place; a compaction, or
+/// another conversation on the same provider, starts over from where the two differ.
+#[derive(Debug, Default)]
+pub(crate) struct SentMessages(std::sync::Mutex<Vec<(crate::types::Message, Box<str>)>>);
+
+impl SentMessages {
+    /// Appends `[m1,m2,...]` for `messages` to `out`, encoding with `encode` only what changed.
+    pub(crate) fn write_array(
+        &self,
+        messages: &[crate::types::Message],
+        encode: impl Fn(&crate::types::Message) -> Value,
+        out: &mut Vec<u8>,
+    ) {
+        let mut sent = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let same = (sent.iter().zip(messages))
+            .take_while(|((old, _), new)| old == *new)
+            .count();
+        sent.truncate(same);
+        for m in &messages[same..] {
+            // A `Value` always serialises (its keys are strings).
+            let text = serde_json::to_string(&encode(m)).unwrap_or_else(|_| "null".into());
+            sent.push((m.clone(), text.into()));
+        }
+        out.reserve(sent.iter().map(|(_, t)| t.len() + 1).sum::<usize>() + 2);
+        out.push(b'[');
+        for (i, (_, text)) in sent.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(text.as_bytes());
+        }
+        out.push(b']');
+    }
 }
