@@ -20,7 +20,14 @@ pub struct OpenAiCompatible {
     base_url: String,
     api_key: Option<String>,
     pub retry: Retry,
-    sent: std::sync::Arc<wire::SentMessages>,
+    sent: std::sync::Arc<Sent>,
+}
+
+/// What the provider sent last: the messages and the tools, each item's JSON kept.
+#[derive(Debug, Default)]
+struct Sent {
+    messages: wire::Sent<Message>,
+    tools: wire::Sent<crate::types::ToolSpec>,
 }
 
 impl OpenAiCompatible {
@@ -35,21 +42,20 @@ impl OpenAiCompatible {
     }
 
     /// The request's JSON: the messages sent before are copied, not encoded again.
-    fn body(sent: &wire::SentMessages, request: &ModelRequest) -> Vec<u8> {
+    fn body(sent: &Sent, request: &ModelRequest) -> Vec<u8> {
         let mut out = Vec::with_capacity(4096);
         out.extend_from_slice(b"{\"model\":");
         // A string always serialises.
         let _ = serde_json::to_writer(&mut out, &request.model);
         out.extend_from_slice(b",\"messages\":");
-        sent.write_array(&request.messages, wire_message, &mut out);
+        sent.messages
+            .write_array(&request.messages, wire_message, &mut out);
         // `include_usage` adds a last chunk with token counts; servers that do not know it ignore it.
         out.extend_from_slice(b",\"stream\":true,\"stream_options\":{\"include_usage\":true}");
         if !request.tools.is_empty() {
             out.extend_from_slice(b",\"tools\":");
-            let _ = serde_json::to_writer(
-                &mut out,
-                &wire::function_tools(&request.tools, Dialect::OpenAi),
-            );
+            let encode = |t: &crate::types::ToolSpec| wire::function_tool(t, Dialect::OpenAi);
+            sent.tools.write_array(&request.tools, encode, &mut out);
         }
         out.push(b'}');
         out
@@ -208,13 +214,17 @@ mod tests {
     /// What the body was before messages were reused: every message encoded at each step.
     fn encoded_afresh(request: &ModelRequest) -> Value {
         let messages: Vec<Value> = request.messages.iter().map(wire_message).collect();
-        json!({"model": request.model, "messages": messages, "stream": true,
-            "stream_options": {"include_usage": true}})
+        let mut body = json!({"model": request.model, "messages": messages, "stream": true,
+            "stream_options": {"include_usage": true}});
+        if !request.tools.is_empty() {
+            body["tools"] = wire::function_tools(&request.tools, Dialect::OpenAi);
+        }
+        body
     }
 
     #[test]
     fn reused_messages_make_the_same_body_as_encoding_afresh() {
-        let sent = wire::SentMessages::default();
+        let sent = Sent::default();
         let call = ToolCall {
             id: "c1".into(),
             name: "t".into(),
@@ -249,8 +259,19 @@ mod tests {
         steps.push(vec![Message::User {
             text: "other".into(),
         }]);
-        for messages in steps {
-            let request = ModelRequest::new("m", messages, Vec::new());
+        let tool = |name: &str| crate::types::ToolSpec {
+            name: name.into(),
+            description: "d".into(),
+            input_schema: json!({"type": "object", "properties": {"a": {"type": "integer"}}}),
+        };
+        let toolsets = [
+            vec![tool("a"), tool("b")],
+            vec![tool("a"), tool("b")],
+            vec![tool("b")],
+        ];
+        for (i, messages) in steps.into_iter().enumerate() {
+            let tools = toolsets.get(i).cloned().unwrap_or_default();
+            let request = ModelRequest::new("m", messages, tools);
             let body: Value =
                 serde_json::from_slice(&OpenAiCompatible::body(&sent, &request)).unwrap();
             assert_eq!(body, encoded_afresh(&request));

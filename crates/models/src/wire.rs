@@ -116,40 +116,42 @@ pub(crate) async fn each_payload(
 /// Tools in the OpenAI function shape that Chat Completions and Ollama share, with schemas
 /// lowered for `dialect`.
 pub(crate) fn function_tools(tools: &[ToolSpec], dialect: Dialect) -> Value {
-    tools
-        .iter()
-        .map(|t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": lower(&t.input_schema, dialect)}}))
-        .collect()
+    tools.iter().map(|t| function_tool(t, dialect)).collect()
 }
 
-/// Each message's JSON as a provider last sent it, so that a step of a long turn encodes
-/// only the messages added since the one before and copies the rest: rebuilding the whole
-/// history's JSON at every step made a turn of one call per step cost quadratic time. A
-/// message is reused only where it equals the one encoded at its place; a compaction, or
-/// another conversation on the same provider, starts over from where the two differ.
-#[derive(Debug, Default)]
-pub(crate) struct SentMessages(std::sync::Mutex<Vec<(crate::types::Message, Box<str>)>>);
+pub(crate) fn function_tool(t: &ToolSpec, dialect: Dialect) -> Value {
+    json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": lower(&t.input_schema, dialect)}})
+}
 
-impl SentMessages {
-    /// Appends `[m1,m2,...]` for `messages` to `out`, encoding with `encode` only what changed.
-    pub(crate) fn write_array(
-        &self,
-        messages: &[crate::types::Message],
-        encode: impl Fn(&crate::types::Message) -> Value,
-        out: &mut Vec<u8>,
-    ) {
+/// Each message's (or tool's) JSON as a provider last sent it, so that a step of a long turn
+/// encodes only the messages added since the one before and copies the rest: rebuilding the
+/// whole history's JSON at every step made a turn of one call per step cost quadratic time.
+/// An item is reused only where it equals the one encoded at its place; a compaction, or
+/// another conversation on the same provider, starts over from where the two differ.
+#[derive(Debug)]
+pub(crate) struct Sent<T>(std::sync::Mutex<Vec<(T, Box<str>)>>);
+
+impl<T> Default for Sent<T> {
+    fn default() -> Self {
+        Self(std::sync::Mutex::default())
+    }
+}
+
+impl<T: PartialEq + Clone> Sent<T> {
+    /// Appends `[a,b,...]` for `items` to `out`, encoding with `encode` only what changed.
+    pub(crate) fn write_array(&self, items: &[T], encode: impl Fn(&T) -> Value, out: &mut Vec<u8>) {
         let mut sent = self
             .0
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let same = (sent.iter().zip(messages))
+        let same = (sent.iter().zip(items))
             .take_while(|((old, _), new)| old == *new)
             .count();
         sent.truncate(same);
-        for m in &messages[same..] {
+        for item in &items[same..] {
             // A `Value` always serialises (its keys are strings).
-            let text = serde_json::to_string(&encode(m)).unwrap_or_else(|_| "null".into());
-            sent.push((m.clone(), text.into()));
+            let text = serde_json::to_string(&encode(item)).unwrap_or_else(|_| "null".into());
+            sent.push((item.clone(), text.into()));
         }
         out.reserve(sent.iter().map(|(_, t)| t.len() + 1).sum::<usize>() + 2);
         out.push(b'[');
