@@ -5,10 +5,11 @@
 use crate::availability::Availability;
 use crate::background::BackgroundJob;
 use crate::history;
-use mcp_host_models::Message;
+use mcp_host_models::{Message, Reuse};
 use mcp_host_policy::{Answers, Turn};
 use mcp_host_registry::exposure::Exposure;
 use mcp_host_store::ConversationId;
+use std::collections::HashSet;
 
 /// Per-conversation state.
 #[derive(Debug)]
@@ -36,6 +37,13 @@ pub struct Conversation {
     pub(crate) rewritten: bool,
     /// Which unusable servers the model was told about.
     pub(crate) unavailable: Availability,
+    /// What the provider may reuse of the previous request: this conversation's key and how
+    /// many leading messages are as they were then (only `push` keeps them; any other
+    /// change to the history starts over).
+    pub(crate) reuse: Reuse,
+    /// Every tool call id in `history` (kept by `push`, rebuilt after any other change), so
+    /// a step checks its new ids without a pass over the history.
+    call_ids: Option<HashSet<String>>,
 }
 
 impl Conversation {
@@ -54,6 +62,11 @@ impl Conversation {
             saved: None,
             rewritten: false,
             unavailable: Availability::default(),
+            reuse: Reuse {
+                sender: rand::random(),
+                unchanged: 0,
+            },
+            call_ids: Some(HashSet::new()),
         }
     }
 
@@ -85,12 +98,41 @@ impl Conversation {
     }
 
     pub(crate) fn push(&mut self, message: Message) {
-        self.history_mut().push(message);
+        if let (Some(ids), Message::Assistant { tool_calls, .. }) = (&mut self.call_ids, &message) {
+            ids.extend(tool_calls.iter().map(|c| c.id.clone()));
+        }
+        std::sync::Arc::make_mut(&mut self.history).push(message);
         self.turns.push(self.turn_no);
     }
 
+    /// The history, to change in place: what a provider kept of it is no longer vouched for.
     pub(crate) fn history_mut(&mut self) -> &mut Vec<Message> {
+        self.reuse.unchanged = 0;
+        self.call_ids = None;
         std::sync::Arc::make_mut(&mut self.history)
+    }
+
+    /// Whether a tool call id is taken by an earlier call of the conversation.
+    pub(crate) fn call_id_taken(&mut self, id: &str) -> bool {
+        let history = &self.history;
+        let ids = self.call_ids.get_or_insert_with(|| {
+            (history.iter())
+                .flat_map(|m| match m {
+                    Message::Assistant { tool_calls, .. } => tool_calls.as_slice(),
+                    _ => &[],
+                })
+                .map(|c| c.id.clone())
+                .collect()
+        });
+        ids.contains(id)
+    }
+
+    /// The reuse a request made now may claim; from then on all of today's messages count
+    /// as sent.
+    pub(crate) fn next_reuse(&mut self) -> Reuse {
+        let now = self.reuse;
+        self.reuse.unchanged = self.history.len();
+        now
     }
 }
 

@@ -57,7 +57,7 @@ pub use results::{MAX_READ, ReadError, ResultStore, preview, read_result_definit
 pub use tools::ToolSource;
 
 use crate::connections::Connections;
-use mcp_host_models::{Message, Provider, ProviderError, ToolCall};
+use mcp_host_models::{Provider, ProviderError, ToolCall};
 use mcp_host_policy::{Mode, ToolFacts};
 use mcp_host_registry::catalogue::{Catalogue, Entry};
 use mcp_host_registry::lint::Flag;
@@ -166,20 +166,10 @@ pub fn tool_facts(entry: &Entry) -> ToolFacts<'_> {
 /// Makes every call id unique in the conversation. Ids a provider synthesises (Ollama sends
 /// none; some compatible servers omit them) restart at each response, and a repeated id would
 /// pair a result with the wrong call and overwrite the stored record of another.
-pub(crate) fn unique_call_ids(calls: &mut [ToolCall], history: &[Message]) {
-    // This runs at every step of a turn: a scan of the earlier ids, no set built and no id
-    // copied (the renaming loop below runs only when a provider repeats an id).
-    let earlier = || {
-        (history.iter())
-            .flat_map(|m| match m {
-                Message::Assistant { tool_calls, .. } => tool_calls.as_slice(),
-                _ => &[],
-            })
-            .map(|c| c.id.as_str())
-    };
+pub(crate) fn unique_call_ids(calls: &mut [ToolCall], conv: &mut Conversation) {
     let mut now: Vec<String> = Vec::with_capacity(calls.len());
     for c in calls {
-        let used = |id: &str| now.iter().any(|n| n == id) || earlier().any(|e| e == id);
+        let mut used = |id: &str| now.iter().any(|n| n == id) || conv.call_id_taken(id);
         if used(&c.id) {
             let mut n = 2;
             while used(&format!("{}_{n}", c.id)) {
@@ -200,6 +190,7 @@ pub(crate) fn cancelled(mut report: TurnReport) -> TurnReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mcp_host_models::Message;
 
     #[test]
     fn repeated_call_ids_are_made_unique_within_the_conversation() {
@@ -208,16 +199,17 @@ mod tests {
             name: "t".into(),
             arguments: String::new(),
         };
-        let history = vec![Message::Assistant {
+        let mut conv = Conversation::new(0, mcp_host_policy::Answers::default());
+        conv.push(Message::Assistant {
             text: String::new(),
             tool_calls: vec![call("ollama_call_0"), call("ollama_call_0_2")],
-        }];
+        });
         let mut calls = vec![
             call("ollama_call_0"),
             call("ollama_call_1"),
             call("ollama_call_1"),
         ];
-        unique_call_ids(&mut calls, &history);
+        unique_call_ids(&mut calls, &mut conv);
         let ids: Vec<&str> = calls.iter().map(|c| c.id.as_str()).collect();
         assert_eq!(ids, ["ollama_call_0_3", "ollama_call_1", "ollama_call_1_2"]);
     }

@@ -85,11 +85,13 @@ impl<P: Provider> Engine<'_, P> {
             if conv.stored_results {
                 tools.push(read_result_definition());
             }
-            let request = ModelRequest::new(self.config.model.clone(), conv.history.clone(), tools);
+            let mut request =
+                ModelRequest::new(self.config.model.clone(), conv.history.clone(), tools);
+            request.reuse = Some(conv.next_reuse());
             let Some(mut response) = self.ask_model(request, cancel).await? else {
                 return Ok(cancelled(report));
             };
-            unique_call_ids(&mut response.tool_calls, &conv.history);
+            unique_call_ids(&mut response.tool_calls, conv);
             report.usage += response.usage;
             conv.push(Message::Assistant {
                 text: response.text.clone(),

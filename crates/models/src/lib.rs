@@ -31,8 +31,8 @@ pub use retry::Retry;
 #[doc(hidden)]
 pub use sse::SseParser;
 pub use types::{
-    Message, ModelRequest, ModelResponse, Provider, ProviderError, Scripted, StopReason, ToolCall,
-    ToolSpec, Usage,
+    Message, ModelRequest, ModelResponse, Provider, ProviderError, Reuse, Scripted, StopReason,
+    ToolCall, ToolSpec, Usage,
 };
 
 /// One of the supported providers, chosen at run time.

@@ -48,14 +48,15 @@ impl OpenAiCompatible {
         // A string always serialises.
         let _ = serde_json::to_writer(&mut out, &request.model);
         out.extend_from_slice(b",\"messages\":");
-        sent.messages
-            .write_array(&request.messages, wire_message, &mut out);
+        let messages = &request.messages;
+        (sent.messages).write_array(messages, request.reuse, wire_message, &mut out);
         // `include_usage` adds a last chunk with token counts; servers that do not know it ignore it.
         out.extend_from_slice(b",\"stream\":true,\"stream_options\":{\"include_usage\":true}");
         if !request.tools.is_empty() {
             out.extend_from_slice(b",\"tools\":");
             let encode = |t: &crate::types::ToolSpec| wire::function_tool(t, Dialect::OpenAi);
-            sent.tools.write_array(&request.tools, encode, &mut out);
+            sent.tools
+                .write_array(&request.tools, None, encode, &mut out);
         }
         out.push(b'}');
         out
@@ -224,7 +225,6 @@ mod tests {
 
     #[test]
     fn reused_messages_make_the_same_body_as_encoding_afresh() {
-        let sent = Sent::default();
         let call = ToolCall {
             id: "c1".into(),
             name: "t".into(),
@@ -269,12 +269,24 @@ mod tests {
             vec![tool("a"), tool("b")],
             vec![tool("b")],
         ];
-        for (i, messages) in steps.into_iter().enumerate() {
-            let tools = toolsets.get(i).cloned().unwrap_or_default();
-            let request = ModelRequest::new("m", messages, tools);
-            let body: Value =
-                serde_json::from_slice(&OpenAiCompatible::body(&sent, &request)).unwrap();
-            assert_eq!(body, encoded_afresh(&request));
+        // Compared item by item, and taken on the sender's word as a conversation gives it
+        // (appends vouched for, the rewrite and the other conversation not).
+        let vouched = [Some(0), Some(4), Some(6), Some(0), None];
+        for vouch in [false, true] {
+            let sent = Sent::default();
+            for (i, messages) in steps.iter().enumerate() {
+                let tools = toolsets.get(i).cloned().unwrap_or_default();
+                let mut request = ModelRequest::new("m", messages.clone(), tools);
+                if vouch {
+                    request.reuse = vouched[i].map(|unchanged| crate::Reuse {
+                        sender: 7,
+                        unchanged,
+                    });
+                }
+                let body: Value =
+                    serde_json::from_slice(&OpenAiCompatible::body(&sent, &request)).unwrap();
+                assert_eq!(body, encoded_afresh(&request), "step {i}, vouched {vouch}");
+            }
         }
     }
 }

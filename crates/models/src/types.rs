@@ -47,6 +47,17 @@ pub struct ModelRequest {
     /// Where streamed text goes as it arrives (a front end shows it live); the full text is
     /// also in the response.
     pub deltas: Option<tokio::sync::mpsc::UnboundedSender<String>>,
+    /// What the sender vouches is unchanged since its previous request, so a provider may
+    /// reuse what it encoded then without comparing (`None`: compare).
+    pub reuse: Option<Reuse>,
+}
+
+/// "The first `unchanged` messages are those of the previous request from `sender`."
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reuse {
+    /// Chosen at random by the conversation, so two conversations never share it.
+    pub sender: u64,
+    pub unchanged: usize,
 }
 
 impl ModelRequest {
@@ -60,6 +71,7 @@ impl ModelRequest {
             messages: messages.into(),
             tools,
             deltas: None,
+            reuse: None,
         }
     }
 

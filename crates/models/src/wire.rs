@@ -128,25 +128,47 @@ pub(crate) fn function_tool(t: &ToolSpec, dialect: Dialect) -> Value {
 /// whole history's JSON at every step made a turn of one call per step cost quadratic time.
 /// An item is reused only where it equals the one encoded at its place; a compaction, or
 /// another conversation on the same provider, starts over from where the two differ.
+/// With a sender's [`crate::Reuse`], its unchanged messages are taken on its word: comparing
+/// them was itself a pass over the whole history at every step.
 #[derive(Debug)]
-pub(crate) struct Sent<T>(std::sync::Mutex<Vec<(T, Box<str>)>>);
+pub(crate) struct Sent<T>(std::sync::Mutex<SentItems<T>>);
+
+#[derive(Debug)]
+pub(crate) struct SentItems<T> {
+    /// Whose request these are, when its sender said.
+    sender: Option<u64>,
+    items: Vec<(T, Box<str>)>,
+}
 
 impl<T> Default for Sent<T> {
     fn default() -> Self {
-        Self(std::sync::Mutex::default())
+        Self(std::sync::Mutex::new(SentItems {
+            sender: None,
+            items: Vec::new(),
+        }))
     }
 }
 
 impl<T: PartialEq + Clone> Sent<T> {
     /// Appends `[a,b,...]` for `items` to `out`, encoding with `encode` only what changed.
-    pub(crate) fn write_array(&self, items: &[T], encode: impl Fn(&T) -> Value, out: &mut Vec<u8>) {
-        let mut sent = self
-            .0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let same = (sent.iter().zip(items))
-            .take_while(|((old, _), new)| old == *new)
-            .count();
+    pub(crate) fn write_array(
+        &self,
+        items: &[T],
+        reuse: Option<crate::Reuse>,
+        encode: impl Fn(&T) -> Value,
+        out: &mut Vec<u8>,
+    ) {
+        let mut guard = (self.0.lock()).unwrap_or_else(std::sync::PoisonError::into_inner);
+        let same = match reuse {
+            Some(r) if guard.sender == Some(r.sender) => {
+                r.unchanged.min(guard.items.len()).min(items.len())
+            }
+            _ => (guard.items.iter().zip(items))
+                .take_while(|((old, _), new)| old == *new)
+                .count(),
+        };
+        guard.sender = reuse.map(|r| r.sender);
+        let sent = &mut guard.items;
         sent.truncate(same);
         for item in &items[same..] {
             // A `Value` always serialises (its keys are strings).
