@@ -5,6 +5,8 @@
 //! - a user message `call TOOL {json}` (one per line; several lines, several calls) → those
 //!   tool calls;
 //! - a tool result → "Result: " and the start of what the tool returned;
+//! - `repeat N TOOL {json}` → that call, again after each result until the turn holds N
+//!   results, then "Done: N calls" (a long turn of one call per step);
 //! - `recall` → "Earlier: " and every earlier user message, joined by " | " (what the host
 //!   sent as the conversation's history);
 //! - anything else → "You said: " and the message.
@@ -52,6 +54,9 @@ fn main() {
 }
 
 fn serve(stream: TcpStream, delay: Duration) {
+    // The reply goes out in many small writes; with Nagle's algorithm each waited for the
+    // host's delayed ACK (40 ms a step), as no real provider's streaming server does.
+    let _ = stream.set_nodelay(true);
     let mut reader = BufReader::new(match stream.try_clone() {
         Ok(s) => s,
         Err(_) => return,
@@ -131,6 +136,9 @@ fn answer(request: &Value) -> Vec<Value> {
         .cloned()
         .unwrap_or(Value::Null);
     let text = text_of(&last);
+    if let Some(chunks) = repeat(request) {
+        return chunks;
+    }
     if last["role"] == "tool" {
         let start: String = text.chars().take(200).collect();
         return text_chunks(&format!("Result: {start}"));
@@ -164,6 +172,29 @@ fn answer(request: &Value) -> Vec<Value> {
     }
     out.push(json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}));
     out
+}
+
+/// `repeat N TOOL {json}`: one call per step until the turn holds N results, then "Done".
+/// How a long agent turn is measured (scripts/bench-floor.sh).
+fn repeat(request: &Value) -> Option<Vec<Value>> {
+    let messages = request["messages"].as_array()?;
+    let asked = messages.iter().rposition(|m| m["role"] == "user")?;
+    let text = text_of(&messages[asked]);
+    let (n, rest) = text.trim().strip_prefix("repeat ")?.split_once(' ')?;
+    let n: usize = n.parse().ok()?;
+    let (name, args) = rest.split_once(' ').unwrap_or((rest, "{}"));
+    let done = messages[asked..]
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .count();
+    if done >= n {
+        return Some(text_chunks(&format!("Done: {done} calls")));
+    }
+    let id = format!("call_{}", CALLS.fetch_add(1, Ordering::Relaxed));
+    Some(vec![
+        json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": id, "type": "function", "function": {"name": name, "arguments": args.trim()}}]}, "finish_reason": null}]}),
+        json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}),
+    ])
 }
 
 /// `text` in a few pieces, as a model streams it.

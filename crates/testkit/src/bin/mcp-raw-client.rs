@@ -2,10 +2,11 @@
 //! runtime and no policy, written for `scripts/bench-floor.sh`. It does only what the
 //! protocol needs (JSON-RPC lines over pipes) and reports its own wall time and CPU.
 //!
-//!   mcp-raw-client start N -- CMD ARGS...   # N servers in parallel: initialize, tools/list
+//!   mcp-raw-client list CONFIG.json   # every server of an `mcpServers` file, in parallel:
+//!                                     # initialize, tools/list, close
 //!   mcp-raw-client calls N TOOL ARGS_JSON -- CMD ARGS...   # N sequential tools/call
 //!
-//! Prints one JSON object: `{"servers", "tools", "wall_us", "cpu_us"}` for `start`,
+//! Prints one JSON object: `{"servers", "tools", "wall_us", "cpu_us"}` for `list`,
 //! `{"calls", "p50_us", "p90_us", "p99_us", "cpu_per_call_us"}` for `calls`.
 
 #![allow(clippy::print_stdout, clippy::print_stderr)] // A command-line tool: it reports on the terminal.
@@ -22,10 +23,58 @@ struct Server {
     line: String,
 }
 
+/// One stdio server of a config file: its command line and the variables it adds.
+struct Launch {
+    argv: Vec<String>,
+    env: Vec<(String, String)>,
+}
+
+fn read_config(path: &str) -> std::io::Result<Vec<Launch>> {
+    let config: Value = serde_json::from_slice(&std::fs::read(path)?)?;
+    let servers = config["mcpServers"]
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    let strings = |v: &Value| -> Vec<String> {
+        v.as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    Ok(servers
+        .values()
+        .filter_map(|s| {
+            let mut argv = vec![s["command"].as_str()?.to_string()];
+            argv.extend(strings(&s["args"]));
+            let env = (s["env"].as_object().into_iter().flatten())
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                .collect();
+            Some(Launch { argv, env })
+        })
+        .collect())
+}
+
 impl Server {
-    fn spawn(cmd: &[String]) -> std::io::Result<Self> {
+    fn spawn(launch: &Launch) -> std::io::Result<Self> {
+        let cmd = &launch.argv;
+        // What a host passes a server (mcp-host's allow-list), so both start the same way.
+        let inherited = std::env::vars().filter(|(k, _)| {
+            k.starts_with("LC_")
+                || [
+                    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "TMPDIR", "TZ",
+                ]
+                .contains(&k.as_str())
+                || k.starts_with("XDG_")
+        });
         let mut child = Command::new(&cmd[0])
             .args(&cmd[1..])
+            .env_clear()
+            .envs(inherited)
+            .envs(launch.env.iter().cloned())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -92,11 +141,14 @@ fn cpu_us() -> u64 {
 }
 
 /// Every server is started before any is waited for, as a host starts them.
-fn start(n: usize, cmd: &[String]) -> std::io::Result<Value> {
+fn list(config: &str) -> std::io::Result<Value> {
     let wall = Instant::now();
     let cpu = cpu_us();
-    let mut servers = (0..n)
-        .map(|_| Server::spawn(cmd))
+    let launches = read_config(config)?;
+    let n = launches.len();
+    let mut servers = launches
+        .iter()
+        .map(Server::spawn)
         .collect::<std::io::Result<Vec<_>>>()?;
     for s in &mut servers {
         s.send(&initialize())?;
@@ -120,7 +172,10 @@ fn start(n: usize, cmd: &[String]) -> std::io::Result<Value> {
 
 fn calls(n: usize, tool: &str, args: &str, cmd: &[String]) -> std::io::Result<Value> {
     let arguments: Value = serde_json::from_str(args)?;
-    let mut s = Server::spawn(cmd)?;
+    let mut s = Server::spawn(&Launch {
+        argv: cmd.to_vec(),
+        env: Vec::new(),
+    })?;
     s.send(&initialize())?;
     s.response(0)?;
     s.send(&initialized())?;
@@ -154,25 +209,23 @@ fn calls(n: usize, tool: &str, args: &str, cmd: &[String]) -> std::io::Result<Va
     )
 }
 
+const USAGE: &str = "usage: mcp-raw-client list CONFIG.json | calls N TOOL ARGS -- CMD...";
+
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().skip(1).collect();
-    let Some(sep) = argv.iter().position(|a| a == "--") else {
-        eprintln!("usage: mcp-raw-client start N -- CMD... | calls N TOOL ARGS -- CMD...");
-        return ExitCode::from(2);
-    };
-    let (head, cmd) = (&argv[..sep], &argv[sep + 1..]);
-    let n = |i: usize| {
-        head.get(i)
-            .and_then(|s| s.parse::<usize>().ok())
-            .filter(|n| *n > 0)
-    };
-    let result = match (head.first().map(String::as_str), n(1)) {
-        (Some("start"), Some(count)) if !cmd.is_empty() => start(count, cmd),
-        (Some("calls"), Some(count)) if head.len() == 4 && !cmd.is_empty() => {
-            calls(count, &head[2], &head[3], cmd)
+    let sep = argv.iter().position(|a| a == "--").unwrap_or(argv.len());
+    let (head, cmd) = (&argv[..sep], argv.get(sep + 1..).unwrap_or_default());
+    let count = head
+        .get(1)
+        .and_then(|s| s.parse::<usize>().ok())
+        .filter(|n| *n > 0);
+    let result = match (head.first().map(String::as_str), count) {
+        (Some("list"), _) if head.len() == 2 => list(&head[1]),
+        (Some("calls"), Some(n)) if head.len() == 4 && !cmd.is_empty() => {
+            calls(n, &head[2], &head[3], cmd)
         }
         _ => {
-            eprintln!("usage: mcp-raw-client start N -- CMD... | calls N TOOL ARGS -- CMD...");
+            eprintln!("{USAGE}");
             return ExitCode::from(2);
         }
     };

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The host against the floor: mcp-host beside a raw no-SDK JSON-RPC client
+# (`mcp-raw-client`, crates/testkit) on the same servers, in the same run, as ratios:
+#   - start to every tool listed, 1 / 10 / 50 minimal servers (tests/bench/minimal_server.py:
+#     five tools, raw stdio, no SDK), wall time, median of RUNS;
+#   - instructions of the host and its supervisor processes (callgrind, servers not traced)
+#     for the same start, 10 / 50 servers: repeatable where wall-clock CPU is not;
+#   - sequential tools/call on the minimal server (`mcp-host call --repeat N`): p50 and the
+#     client's CPU per call;
+#   - an agent turn of one call per step against the scripted model (`repeat N`): host CPU
+#     per call, at the start of a turn and at the end of a 2,000-call one;
+#   - peak RSS while holding the seven real servers of the interop set, and the PSS of each
+#     supervisor process.
+# Compare two builds in one run: BEFORE=path/to/old/mcp-host scripts/bench-floor.sh.
+# QUICK=1 skips callgrind. Needs scripts/install-test-deps.sh first (the real servers).
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+DEPS="${MCP_HOST_DEPS:-$HOME/.cache/mcp-host-deps}"
+TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
+(cd "$ROOT" && cargo build --release --locked -q -p mcp-host -p mcp-host-testkit)
+AFTER="${AFTER:-$TARGET/release/mcp-host}"
+[ -x "$DEPS/venv/bin/mcp-server-time" ] || { echo "run scripts/install-test-deps.sh first" >&2; exit 1; }
+
+WORK="$(mktemp -d)"
+trap 'rm -rf "$WORK"' EXIT
+export HOME="$WORK/home" XDG_CONFIG_HOME="$WORK/config" XDG_DATA_HOME="$WORK/data" XDG_RUNTIME_DIR="$WORK/run"
+mkdir -p "$HOME" "$XDG_RUNTIME_DIR"
+NM="$DEPS/node_modules/@modelcontextprotocol"
+cat >"$WORK/seven.json" <<JSON
+{"mcpServers": {
+  "everything": {"command": "node", "args": ["$NM/server-everything/dist/index.js", "stdio"]},
+  "filesystem": {"command": "node", "args": ["$NM/server-filesystem/dist/index.js", "$DEPS/work/fsroot"]},
+  "memory": {"command": "node", "args": ["$NM/server-memory/dist/index.js"], "env": {"MEMORY_FILE_PATH": "$WORK/memory.jsonl"}},
+  "time": {"command": "$DEPS/venv/bin/mcp-server-time", "args": ["--local-timezone", "UTC"]},
+  "fetch": {"command": "$DEPS/venv/bin/mcp-server-fetch"},
+  "git": {"command": "$DEPS/venv/bin/mcp-server-git", "args": ["--repository", "$DEPS/work/gitrepo"]},
+  "fastmcp": {"command": "$DEPS/venv/bin/python", "args": ["$ROOT/tests/interop/fastmcp_server.py"]}
+}}
+JSON
+
+exec python3 "$ROOT/scripts/bench_floor.py" "$WORK" "$TARGET/release" "$AFTER" "${BEFORE:-}" \
+  "${RUNS:-5}" "${QUICK:-0}" "$ROOT/tests/bench/minimal_server.py"

@@ -1,0 +1,212 @@
+"""The driver of scripts/bench-floor.sh (see there for what it measures). Prints markdown.
+
+argv: WORK RELEASE_DIR AFTER BEFORE RUNS QUICK MINIMAL_SERVER"""
+
+import glob
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+work, release, after, before, runs, quick, minimal = sys.argv[1:8]
+runs, quick = int(runs), quick == "1"
+raw = os.path.join(release, "mcp-raw-client")
+fake_model = os.path.join(release, "mcp-fake-model")
+# The real interpreter, not a shell shim in front of it (pyenv's costs a bash start).
+python = os.path.realpath(sys.executable)
+builds = [("after", after)] + ([("before", before)] if before else [])
+ECHO = '{"text":"hi"}'
+
+
+def minimal_config(n):
+    path = os.path.join(work, f"minimal-{n}.json")
+    servers = {f"m{i}": {"command": python, "args": [minimal]} for i in range(n)}
+    with open(path, "w") as f:
+        json.dump({"mcpServers": servers}, f)
+    return path
+
+
+def host_args(config):
+    return ["--strict-mcp-config", "--mcp-config", config]
+
+
+def run(argv, check=True):
+    out = subprocess.run(argv, capture_output=True, text=True)
+    if check and out.returncode != 0:
+        sys.exit(f"failed: {' '.join(argv)}\n{out.stdout}\n{out.stderr}")
+    return out
+
+
+def wall(argv):
+    t = time.monotonic()
+    run(argv)
+    return time.monotonic() - t
+
+
+def median_wall(argv):
+    wall(argv)  # warm the page cache and the servers' own caches
+    return statistics.median(wall(argv) for _ in range(runs))
+
+
+def ratio(a, b):
+    return f"{a / b:.2f}" if b else "-"
+
+
+def row(name, floor, values, unit, fmt="{:.1f}"):
+    cells = [fmt.format(floor)]
+    for v in values:
+        cells += [fmt.format(v), ratio(v, floor)]
+    print(f"| {name} ({unit}) | " + " | ".join(cells) + " |")
+
+
+def header():
+    cols = ["raw"] + [c for b, _ in builds for c in (b, f"{b} / raw")]
+    print("| measure | " + " | ".join(cols) + " |")
+    print("|---|" + "---|" * len(cols))
+
+
+# --- callgrind: instructions of every traced process, servers skipped -----------------------
+def instructions(argv):
+    logs = os.path.join(work, f"cg-{time.monotonic_ns()}")
+    os.makedirs(logs)
+    run(["valgrind", "--tool=callgrind", "--trace-children=yes",
+         "--trace-children-skip=*python*,*node*", "--callgrind-out-file=/dev/null",
+         f"--log-file={logs}/%p.log"] + argv)
+    total, procs = 0, 0
+    for log in glob.glob(f"{logs}/*.log"):
+        with open(log) as f:
+            m = re.search(r"Collected : (\d+)", f.read())
+        if m:
+            total, procs = total + int(m.group(1)), procs + 1
+    return total, procs
+
+
+# --- memory: peak RSS of the client, PSS of each of its direct children ---------------------
+def status_kib(pid, field, path="status"):
+    try:
+        with open(f"/proc/{pid}/{path}") as f:
+            m = re.search(rf"^{field}:\s+(\d+) kB", f.read(), re.M)
+        return int(m.group(1)) if m else None
+    except OSError:
+        return None
+
+
+def children(pid):
+    kids = []
+    for task in glob.glob(f"/proc/{pid}/task/*/children"):
+        try:
+            with open(task) as f:
+                kids += [int(p) for p in f.read().split()]
+        except OSError:
+            pass
+    return kids
+
+
+def memory(argv):
+    """Peak RSS of the process (MiB) and the largest PSS any direct child reached (MiB)."""
+    p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    peak, child_pss = 0, {}
+    while p.poll() is None:
+        peak = max(peak, status_kib(p.pid, "VmHWM") or 0)
+        for kid in children(p.pid):
+            pss = status_kib(kid, "Pss", "smaps_rollup")
+            if pss is not None:
+                child_pss[kid] = max(child_pss.get(kid, 0), pss)
+        time.sleep(0.005)
+    if p.returncode != 0:
+        sys.exit(f"failed: {' '.join(argv)}")
+    return peak / 1024, (max(child_pss.values()) / 1024 if child_pss else 0), len(child_pss)
+
+
+# --- an agent turn: host CPU, read from /proc while it runs ---------------------------------
+def cpu_seconds(argv, env=None):
+    p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    err = []
+    reader = threading.Thread(target=lambda: err.append(p.stderr.read()))
+    reader.start()
+    ticks = os.sysconf("SC_CLK_TCK")
+    last = 0
+    while p.poll() is None:
+        try:
+            with open(f"/proc/{p.pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            last = int(fields[11]) + int(fields[12])  # utime, stime
+        except (OSError, IndexError):
+            pass
+        time.sleep(0.002)
+    reader.join()
+    if p.returncode != 0:
+        sys.exit(f"failed: {' '.join(argv)}\n{err[0].decode(errors='replace')}")
+    return last / ticks
+
+
+def turn_cpu(binary, url, config, n):
+    argv = [binary, "run", "-p", f"repeat {n} m0__echo {ECHO}", "-m", "openai-compatible:fake",
+            "--base-url", url, "--allowed-tools", "m0__echo", "--max-steps", str(n + 5),
+            "--context-window", "1000000000"] + host_args(config)
+    return cpu_seconds(argv)
+
+
+def main():
+    one, ten, fifty = minimal_config(1), minimal_config(10), minimal_config(50)
+    seven = os.path.join(work, "seven.json")
+    print(f"Machine: {os.cpu_count()} CPUs; {runs} runs per wall-time median.\n")
+    header()
+    for n, config in [(1, one), (10, ten), (50, fifty)]:
+        floor = median_wall([raw, "list", config])
+        hosts = [median_wall([b, "tools"] + host_args(config)) for _, b in builds]
+        row(f"start → all tools listed, {n} servers", floor * 1e3, [h * 1e3 for h in hosts], "ms")
+
+    calls = 2000
+    floor = json.loads(run([raw, "calls", str(calls), "echo", ECHO, "--", python, minimal]).stdout)
+    hosts = []
+    for _, b in builds:
+        err = run([b, "call", "m0", "echo", "--args", ECHO, "--repeat", str(calls)]
+                  + host_args(one)).stderr
+        m = re.search(r"p50 (\d+) µs.*host CPU (\d+) µs per call", err)
+        if not m:
+            sys.exit(f"no timing in: {err}")
+        hosts.append((int(m.group(1)), int(m.group(2))))
+    row("sequential tools/call p50", floor["p50_us"], [h[0] for h in hosts], "µs", "{:.0f}")
+    row("client CPU per call", floor["cpu_per_call_us"], [h[1] for h in hosts], "µs", "{:.0f}")
+
+    floor_rss, _, _ = memory([raw, "list", seven])
+    mems = [memory([b, "tools"] + host_args(seven)) for _, b in builds]
+    row("peak RSS holding the 7 real servers", floor_rss, [m[0] for m in mems], "MiB")
+    print("| largest supervisor PSS (MiB) | - | " + " | ".join(
+        f"{m[1]:.2f} ({m[2]} procs) | -" for m in mems) + " |")
+
+    if not quick:
+        for n, config in [(10, ten), (50, fifty)]:
+            floor_i, _ = instructions([raw, "list", config])
+            hosts_i = [instructions([b, "tools"] + host_args(config)) for _, b in builds]
+            row(f"instructions, start with {n} servers (host + supervisors)", floor_i / 1e6,
+                [h[0] / 1e6 for h in hosts_i], "M")
+        low, high = 100, 1000
+        per = lambda argv_for: (instructions(argv_for(high))[0] - instructions(argv_for(low))[0]) / (high - low)
+        floor_c = per(lambda k: [raw, "calls", str(k), "echo", ECHO, "--", python, minimal])
+        hosts_c = [per(lambda k, b=b: [b, "call", "m0", "echo", "--args", ECHO, "--repeat", str(k)]
+                       + host_args(one)) for _, b in builds]
+        row("instructions per call", floor_c / 1e3, [h / 1e3 for h in hosts_c], "k", "{:.0f}")
+
+    model = subprocess.Popen([fake_model], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        url = model.stdout.readline().split("listening on ")[1].strip() + "/v1"
+        print("\nAn agent turn of one call per step (host CPU per call, µs; the scripted model's"
+              " own work is not counted):\n")
+        print("| build | calls 20 → 200 | calls 1,800 → 2,000 | end / start |")
+        print("|---|---|---|---|")
+        for name, b in builds:
+            t = {n: turn_cpu(b, url, one, n) for n in (20, 200, 1800, 2000)}
+            start = (t[200] - t[20]) / 180 * 1e6
+            end = (t[2000] - t[1800]) / 200 * 1e6
+            print(f"| {name} | {start:.0f} | {end:.0f} | {end / start:.2f} |")
+    finally:
+        model.kill()
+
+
+main()
