@@ -25,18 +25,8 @@ WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 export HOME="$WORK/home" XDG_CONFIG_HOME="$WORK/config" XDG_DATA_HOME="$WORK/data" XDG_RUNTIME_DIR="$WORK/run"
 mkdir -p "$HOME" "$XDG_RUNTIME_DIR"
-NM="$DEPS/node_modules/@modelcontextprotocol"
-cat >"$WORK/seven.json" <<JSON
-{"mcpServers": {
-  "everything": {"command": "node", "args": ["$NM/server-everything/dist/index.js", "stdio"]},
-  "filesystem": {"command": "node", "args": ["$NM/server-filesystem/dist/index.js", "$DEPS/work/fsroot"]},
-  "memory": {"command": "node", "args": ["$NM/server-memory/dist/index.js"], "env": {"MEMORY_FILE_PATH": "$WORK/memory.jsonl"}},
-  "time": {"command": "$DEPS/venv/bin/mcp-server-time", "args": ["--local-timezone", "UTC"]},
-  "fetch": {"command": "$DEPS/venv/bin/mcp-server-fetch"},
-  "git": {"command": "$DEPS/venv/bin/mcp-server-git", "args": ["--repository", "$DEPS/work/gitrepo"]},
-  "fastmcp": {"command": "$DEPS/venv/bin/python", "args": ["$ROOT/tests/interop/fastmcp_server.py"]}
-}}
-JSON
+. "$ROOT/scripts/seven-servers.sh"
+write_seven_servers "$WORK/seven.json"
 
 exec python3 "$ROOT/scripts/bench_floor.py" "$WORK" "$TARGET/release" "$AFTER" "${BEFORE:-}" \
   "${RUNS:-5}" "${QUICK:-0}" "$ROOT/tests/bench/minimal_server.py"

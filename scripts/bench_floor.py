@@ -19,12 +19,22 @@ fake_model = os.path.join(release, "mcp-fake-model")
 # The real interpreter, not a shell shim in front of it (pyenv's costs a bash start).
 python = os.path.realpath(sys.executable)
 builds = [("after", after)] + ([("before", before)] if before else [])
+# Each build keeps its own data folder: their stores may be at different migrations.
+ENVS = {b: dict(os.environ, XDG_DATA_HOME=os.path.join(work, f"data-{name}")) for name, b in builds}
+
+
+def env_of(argv):
+    return next((ENVS[a] for a in argv if a in ENVS), None)
 ECHO = '{"text":"hi"}'
 
 
-def minimal_config(n):
-    path = os.path.join(work, f"minimal-{n}.json")
-    servers = {f"m{i}": {"command": python, "args": [minimal]} for i in range(n)}
+def minimal_config(n, sandbox=None):
+    """`sandbox="off"` for callgrind: Landlock refuses the exec that valgrind makes of a
+    confined server, so under valgrind servers run unconfined (confinement's own cost is in
+    docs/benchmarks.md, issue 14)."""
+    path = os.path.join(work, f"minimal-{n}{'-' + sandbox if sandbox else ''}.json")
+    extra = {"sandbox": sandbox} if sandbox else {}
+    servers = {f"m{i}": {"command": python, "args": [minimal], **extra} for i in range(n)}
     with open(path, "w") as f:
         json.dump({"mcpServers": servers}, f)
     return path
@@ -35,7 +45,7 @@ def host_args(config):
 
 
 def run(argv, check=True):
-    out = subprocess.run(argv, capture_output=True, text=True)
+    out = subprocess.run(argv, capture_output=True, text=True, env=env_of(argv))
     if check and out.returncode != 0:
         sys.exit(f"failed: {' '.join(argv)}\n{out.stdout}\n{out.stderr}")
     return out
@@ -108,7 +118,7 @@ def children(pid):
 
 def memory(argv):
     """Peak RSS of the process (MiB) and the largest PSS any direct child reached (MiB)."""
-    p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env_of(argv))
     peak, child_pss = 0, {}
     while p.poll() is None:
         peak = max(peak, status_kib(p.pid, "VmHWM") or 0)
@@ -123,8 +133,8 @@ def memory(argv):
 
 
 # --- an agent turn: host CPU, read from /proc while it runs ---------------------------------
-def cpu_seconds(argv, env=None):
-    p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+def cpu_seconds(argv):
+    p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env_of(argv))
     err = []
     reader = threading.Thread(target=lambda: err.append(p.stderr.read()))
     reader.start()
@@ -181,6 +191,7 @@ def main():
         f"{m[1]:.2f} ({m[2]} procs) | -" for m in mems) + " |")
 
     if not quick:
+        ten, fifty, one = (minimal_config(n, "off") for n in (10, 50, 1))
         for n, config in [(10, ten), (50, fifty)]:
             floor_i, _ = instructions([raw, "list", config])
             hosts_i = [instructions([b, "tools"] + host_args(config)) for _, b in builds]
@@ -193,6 +204,7 @@ def main():
                        + host_args(one)) for _, b in builds]
         row("instructions per call", floor_c / 1e3, [h / 1e3 for h in hosts_c], "k", "{:.0f}")
 
+    one = minimal_config(1)
     model = subprocess.Popen([fake_model], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         url = model.stdout.readline().split("listening on ")[1].strip() + "/v1"

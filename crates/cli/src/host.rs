@@ -310,11 +310,19 @@ pub fn interrupt_token() -> anyhow::Result<CancellationToken> {
 
 /// The program each stdio server runs under: the small `mcp-host-supervise` installed
 /// beside this executable (under 1 MiB of memory each), else this executable itself, which
-/// does the same as `mcp-host __supervise` at several times the cost per server.
+/// does the same as `mcp-host __supervise` at several times the cost per server. A small
+/// program much older than this one is a leftover of an earlier build (`cargo run` builds
+/// only the host) and is passed over: the two must speak the same arguments.
 pub fn supervisor_program() -> anyhow::Result<std::path::PathBuf> {
+    const SAME_BUILD: std::time::Duration = std::time::Duration::from_secs(600);
     let exe = std::env::current_exe().context("cannot find the mcp-host executable")?;
     let small = exe.with_file_name("mcp-host-supervise");
-    Ok(if small.is_file() { small } else { exe })
+    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    let current = match (modified(&small), modified(&exe)) {
+        (Some(small_at), Some(host_at)) => small_at + SAME_BUILD >= host_at,
+        _ => false,
+    };
+    Ok(if current { small } else { exe })
 }
 
 impl Host {
