@@ -628,7 +628,15 @@ async fn handshake_error(e: &ClientInitializeError, process: Option<StdioProcess
                 how,
                 ProcessExit::Signal(_) | ProcessExit::Killed | ProcessExit::Unknown
             );
-            let detail = format!("server {how} during the handshake ({e})");
+            // Whether writing the next request or reading its answer noticed first is a
+            // race the exit decides; either way the exit is the whole story.
+            let detail = match e {
+                ClientInitializeError::ConnectionClosed(_)
+                | ClientInitializeError::TransportError { .. } => {
+                    format!("server {how} during the handshake")
+                }
+                _ => format!("server {how} during the handshake ({e})"),
+            };
             return ConnectError::Handshake {
                 detail,
                 transient,
