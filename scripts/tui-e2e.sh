@@ -230,7 +230,13 @@ hooked = {r["source"] for r in records if r["tool"] == "get_current_time"
 assert hooked == {"model", "person"}, hooked
 PY
 }
-check "chat audits each call once, with the same fields as run and call" audit_ok
+# The screen already showed the hook's words for the model's call, so the /call's record may
+# still be on its way: wait for it (bounded), then check once more so a failure says why.
+audit_settled() {
+  for _ in $(seq 100); do audit_ok 2>/dev/null && return 0; sleep 0.1; done
+  audit_ok
+}
+check "chat audits each call once, with the same fields as run and call" audit_settled
 "${T[@]}" send-keys -t e2e '/quit' Enter
 check "/quit exits cleanly after the hooked session" wait_for "HOST-EXITED 0" 15
 
