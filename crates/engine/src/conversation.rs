@@ -17,7 +17,7 @@ pub struct Conversation {
     /// Shared with the model request of the step in flight, so a step does not copy the
     /// whole history; changed through [`Conversation::history_mut`] (which copies only while
     /// a request still holds it).
-    pub history: std::sync::Arc<Vec<Message>>,
+    pub(crate) history: std::sync::Arc<Vec<Message>>,
     /// The turn each message of `history` belongs to (kept in step with it).
     pub(crate) turns: Vec<u32>,
     pub exposure: Exposure,
@@ -68,6 +68,12 @@ impl Conversation {
             },
             call_ids: Some(HashSet::new()),
         }
+    }
+
+    /// The messages so far. Read-only outside the engine: a change that bypassed `push` and
+    /// `history_mut` would leave the provider reusing JSON the conversation no longer vouches for.
+    pub fn history(&self) -> &[Message] {
+        &self.history
     }
 
     /// The stored conversation's id, when it is persisted.

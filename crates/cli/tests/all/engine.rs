@@ -234,7 +234,7 @@ async fn servers_run_in_parallel_and_one_server_keeps_order_unless_trusted_and_r
     // Servers do not wait for each other: the trusted echo ended before the others' slow calls.
     assert!(recorder.position("ended:t2") < recorder.position("ended:u1"));
     // Whatever the finishing order, results go back in call order.
-    let ids: Vec<String> = tool_results(&conv.history)
+    let ids: Vec<String> = tool_results(conv.history())
         .into_iter()
         .map(|r| r.0)
         .collect();
@@ -311,7 +311,7 @@ async fn approvals_are_asked_per_call_and_answers_hold_for_their_scope() {
         );
         let (conv, report) = fresh_turn(&engine).await;
         assert_eq!(report.end, TurnEnd::Finished);
-        let (_, content, is_error) = &tool_results(&conv.history)[0];
+        let (_, content, is_error) = &tool_results(conv.history())[0];
         assert!(*is_error && content.contains(expect), "{content}");
         assert!(!recorder.seen().iter().any(|s| s.starts_with("begun:")));
     }
@@ -337,7 +337,7 @@ async fn a_long_call_moves_to_the_background_and_arrives_at_the_next_turn() {
     let report = engine.run_turn(&mut conv, "start", &cancel).await.unwrap();
     assert_eq!(report.text, "started it");
     assert_eq!(report.calls[0].background_job.as_deref(), Some("bg-1"));
-    let (_, content, is_error) = &tool_results(&conv.history)[0];
+    let (_, content, is_error) = &tool_results(conv.history())[0];
     assert!(
         !is_error && content.contains("background as job bg-1"),
         "{content}"
@@ -398,7 +398,7 @@ async fn results_over_their_budget_are_stored_and_large_ones_flagged() {
     let gate = gate(caller, policy);
     let engine = engine_for(&provider, &m, &catalogue, &gate, &recorder, cfg);
     let (conv, report) = fresh_turn(&engine).await;
-    let results = tool_results(&conv.history);
+    let results = tool_results(conv.history());
     assert_eq!(results[0].1, "hi");
     // Over the tool's 100-token cap: stored whole, previewed, readable by handle.
     let handle = report.calls[1].result_handle.clone().unwrap();
@@ -454,7 +454,7 @@ async fn a_full_window_is_compacted_at_the_turn_boundary() {
     // Turn 2: the old result is cleared (and stays readable by handle), the long arguments
     // are cut, and that is enough.
     engine.run_turn(&mut conv, &talk(2), &cancel).await.unwrap();
-    let (_, cleared, _) = &tool_results(&conv.history)[0];
+    let (_, cleared, _) = &tool_results(conv.history())[0];
     assert!(
         cleared.starts_with("[result cleared to save context: 6000 bytes, stored as handle"),
         "{cleared}"
@@ -465,8 +465,8 @@ async fn a_full_window_is_compacted_at_the_turn_boundary() {
         .unwrap()
         .trim_end_matches(';');
     assert_eq!(store.get_result(handle).await.unwrap().unwrap(), big);
-    let Message::Assistant { tool_calls, .. } = &conv.history[1] else {
-        panic!("{:?}", conv.history[1])
+    let Message::Assistant { tool_calls, .. } = &conv.history()[1] else {
+        panic!("{:?}", conv.history()[1])
     };
     assert!(
         tool_calls[0]
@@ -508,7 +508,7 @@ async fn a_full_window_is_compacted_at_the_turn_boundary() {
     let resumed = Conversation::resume(&store, &id, 1_000, Answers::default())
         .await
         .unwrap();
-    assert_eq!(resumed.history, conv.history);
+    assert_eq!(resumed.history(), conv.history());
     m.shutdown().await;
 }
 
@@ -548,7 +548,7 @@ async fn a_persisted_conversation_resumes_with_its_history_and_call_records() {
     let mut resumed = Conversation::resume(&store, &id, 100_000, Answers::default())
         .await
         .unwrap();
-    assert_eq!(resumed.history.len(), 4, "{:?}", resumed.history);
+    assert_eq!(resumed.history().len(), 4, "{:?}", resumed.history());
     engine
         .run_turn(&mut resumed, "again?", &CancellationToken::new())
         .await

@@ -66,7 +66,7 @@ async fn turn(policy: Policy) -> (Conversation, mcp_host_engine::TurnReport, Sen
 }
 
 fn tool_result(conv: &Conversation) -> (String, bool) {
-    conv.history
+    conv.history()
         .iter()
         .find_map(|m| match m {
             Message::ToolResult {
@@ -96,8 +96,8 @@ async fn an_allowed_call_is_sent_once_and_its_result_reaches_the_model() {
     assert_eq!(record.status, CallStatus::Ok);
     assert_eq!(record.verdict, Some(Verdict::Allow));
     assert!(record.result_bytes.is_some_and(|b| b > 0));
-    let Some(Message::System { text }) = conv.history.first() else {
-        panic!("no system prompt: {:?}", conv.history);
+    let Some(Message::System { text }) = conv.history().first() else {
+        panic!("no system prompt: {:?}", conv.history());
     };
     assert!(
         text.contains("<server-instructions server=\"f\">") && text.contains("Use echo"),
