@@ -7,11 +7,11 @@
 # scripts/keyring-test.sh's tools are installed, so the OS keyring is measured too).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-cargo build --release --locked -p mcp-host-testkit -p mcp-host
+cargo build --release --locked -p mcp-host-testkit -p mcp-host --features mcp-host/hosted
 cargo bench --locked -p mcp-host --bench startup_and_calls
 cargo bench --locked -p mcp-host --bench engine_turn
 # The hosted mode under N users (LOAD_USERS=10,100,1000 by default; a few minutes at 1,000).
-cargo bench --locked -p mcp-host --bench serve_load
+cargo bench --locked -p mcp-host --features hosted --bench serve_load
 cargo bench --locked -p mcp-host-egress --bench proxy
 if command -v gnome-keyring-daemon >/dev/null; then
   scripts/with-keyring.sh cargo bench --locked -p mcp-host-auth --bench credentials

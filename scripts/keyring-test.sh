@@ -5,8 +5,8 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 cargo test -q --locked -p mcp-host-auth --test keyring --no-run
-cargo test -q --locked -p mcp-host --test all --no-run
+cargo test -q --locked -p mcp-host --features hosted --test all --no-run
 scripts/with-keyring.sh bash -euo pipefail -c '
   cargo test -q --locked -p mcp-host-auth --test keyring -- --ignored
-  cargo test -q --locked -p mcp-host --test all -- --ignored oauth::'
+  cargo test -q --locked -p mcp-host --features hosted --test all -- --ignored oauth::'
 echo "keyring-test: passed"

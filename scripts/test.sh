@@ -9,7 +9,9 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 scripts/install-test-deps.sh
-cargo build --workspace --bins --locked   # the host's tests spawn mcp-host and mcp-fake-server
+# With the hosted mode (`--features mcp-host/hosted`), so `mcp-host serve` is tested too; the
+# host's tests spawn mcp-host and mcp-fake-server.
+cargo build --workspace --bins --locked --features mcp-host/hosted
 # The hosted mode's tests run on SQLite and on a real PostgreSQL: a private cluster for this
 # run (unless one is given), stopped and removed on exit.
 if [ -z "${MCP_HOST_TEST_POSTGRES_URL:-}" ]; then
@@ -18,7 +20,7 @@ if [ -z "${MCP_HOST_TEST_POSTGRES_URL:-}" ]; then
   MCP_HOST_TEST_POSTGRES_URL=$(scripts/postgres.sh start "$PG_DIR")
   export MCP_HOST_TEST_POSTGRES_URL
 fi
-cargo test --workspace --locked
+cargo test --workspace --locked --features mcp-host/hosted
 # The deterministic simulation: a fixed budget of seeds, exact replay, and the injected bug
 # found (a longer run is `scripts/sim.sh 20000`).
 scripts/sim.sh 400

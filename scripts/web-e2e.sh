@@ -8,7 +8,7 @@
 # stream's `reconnect`, started again on the same address) and sign-out. Each SIGTERM must
 # stop the service with exit 0 within a deadline. The markdown renderer's unit tests
 # (tests/web/*.test.mjs, node's test runner) run first.
-# Needs `cargo build --workspace --bins` and scripts/install-test-deps.sh (playwright-core,
+# Needs `cargo build --workspace --bins --features mcp-host/hosted` and scripts/install-test-deps.sh (playwright-core,
 # chromium). Screenshots: $MCP_HOST_ARTEFACTS (default $CARGO_TARGET_DIR/web-e2e).
 # Last line: "web-e2e: N passed, N failed".
 set -euo pipefail
@@ -23,7 +23,7 @@ ARTEFACTS="${MCP_HOST_ARTEFACTS:-$TARGET/web-e2e}"
 
 die() { echo "web-e2e: $*" >&2; echo "web-e2e: 0 passed, 1 failed"; exit 1; }
 for b in mcp-host mcp-fake-server mcp-fake-model; do
-  [ -x "$BIN/$b" ] || die "$BIN/$b is missing: run cargo build --workspace --bins first"
+  [ -x "$BIN/$b" ] || die "$BIN/$b is missing: run cargo build --workspace --bins --features mcp-host/hosted first"
 done
 [ -f "$PLAYWRIGHT/package.json" ] || die "playwright-core is missing at $PLAYWRIGHT: run scripts/install-test-deps.sh"
 [ -x /usr/bin/chromium ] || die "/usr/bin/chromium is missing: run scripts/install-test-deps.sh"

@@ -51,7 +51,7 @@ pub enum Command {
     #[command(subcommand)]
     Auth(AuthCommand),
     /// The hosted mode: a multi-user HTTP service with a web page (SQLite, or PostgreSQL
-    /// for more than one replica).
+    /// for more than one replica). Only in a build with `--features hosted`.
     Serve(Box<ServeArgs>),
     /// Add, list and remove servers in a scope's file, or import them from another host.
     #[command(subcommand)]

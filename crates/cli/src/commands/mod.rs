@@ -8,6 +8,10 @@ mod doctor;
 mod mcp;
 mod policy;
 mod run;
+#[cfg(feature = "hosted")]
+mod serve;
+#[cfg(not(feature = "hosted"))]
+#[path = "serve_absent.rs"]
 mod serve;
 mod servers;
 pub(crate) mod tools;

@@ -28,6 +28,7 @@ mod project_approval;
 mod providers;
 mod run;
 mod schema_budget;
+#[cfg(feature = "hosted")]
 mod serve;
 mod session;
 mod sign_in;
