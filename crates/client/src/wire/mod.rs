@@ -23,15 +23,17 @@
 //! goes on over the same process with a new handle.
 
 use rmcp::model::{
-    ClientNotification, ErrorCode, ErrorData, GetMeta, JsonRpcError, JsonRpcMessage,
-    NumberOrString, ProgressToken, RequestId, ServerNotification,
+    CallToolResult, ClientNotification, ClientRequest, ErrorCode, ErrorData, GetMeta, JsonRpcError,
+    JsonRpcMessage, JsonRpcResponse, JsonRpcVersion2_0, NumberOrString, ProgressToken, RequestId,
+    ServerNotification, ServerResult,
 };
 use rmcp::service::{RoleClient, RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 use serde_json::Value;
-use std::collections::{HashMap, HashSet, VecDeque};
+use serde_json::value::RawValue;
+use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::sync::{Arc, Mutex, OnceLock};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
@@ -135,12 +137,62 @@ pub(crate) fn nesting_depth(line: &[u8]) -> usize {
     max
 }
 
-/// Decodes one line (without its newline).
-pub(crate) fn decode(line: &[u8]) -> Decoded {
+/// A response read as its envelope and its result's text, for [`decode_call_result`].
+#[derive(Deserialize)]
+struct ResultEnvelope<'a> {
+    jsonrpc: JsonRpcVersion2_0,
+    id: RequestId,
+    #[serde(borrow)]
+    result: &'a RawValue,
+    #[serde(default, deserialize_with = "present_any")]
+    method: Option<IgnoredAny>,
+    #[serde(default, deserialize_with = "present_any")]
+    error: Option<IgnoredAny>,
+}
+
+/// The members of a `tools/call` result, looked at only to see whether it starts a task.
+#[derive(Deserialize)]
+struct CallResultKeys {
+    #[serde(default, deserialize_with = "present_any")]
+    task: Option<IgnoredAny>,
+}
+
+/// The answer to a `tools/call` decoded straight into its type. rmcp's own path buffers
+/// the message and tries every kind of result in turn until one fits (`CallToolResult` is
+/// the sixteenth), building and dropping an error for each: most of a call's decoding.
+/// `None` sends the line the general way, which then decides exactly as before: anything
+/// not a plain response, a result that starts a task (`task`), or one `CallToolResult`
+/// refuses (an `input_required` round, no known member).
+fn decode_call_result(
+    line: &[u8],
+    awaits_call_result: impl FnOnce(&RequestId) -> bool,
+) -> Option<RxJsonRpcMessage<RoleClient>> {
+    let envelope: ResultEnvelope = serde_json::from_slice(line).ok()?;
+    if envelope.method.is_some() || envelope.error.is_some() || !awaits_call_result(&envelope.id) {
+        return None;
+    }
+    let keys: CallResultKeys = serde_json::from_str(envelope.result.get()).ok()?;
+    if keys.task.is_some() {
+        return None;
+    }
+    let result: CallToolResult = serde_json::from_str(envelope.result.get()).ok()?;
+    Some(JsonRpcMessage::Response(JsonRpcResponse {
+        jsonrpc: envelope.jsonrpc,
+        id: envelope.id,
+        result: ServerResult::CallToolResult(result),
+    }))
+}
+
+/// Decodes one line (without its newline). `awaits_call_result` says whether an id is a
+/// pending `tools/call`'s, whose answer takes the direct path ([`decode_call_result`]).
+pub(crate) fn decode(line: &[u8], awaits_call_result: impl FnOnce(&RequestId) -> bool) -> Decoded {
     let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     if line.iter().all(u8::is_ascii_whitespace) {
         return Decoded::Ignored("empty line".into());
+    }
+    if let Some(msg) = decode_call_result(line, awaits_call_result) {
+        return Decoded::Message(Box::new(msg));
     }
     let failure = match serde_json::from_slice::<RxJsonRpcMessage<RoleClient>>(line) {
         Ok(msg) => return Decoded::Message(Box::new(msg)),
@@ -189,7 +241,8 @@ fn envelope_problem(head: &Head) -> Option<String> {
 /// refused by the decoder (by id, so a server cannot forge one).
 #[derive(Debug, Default)]
 struct Correlation {
-    outstanding: HashSet<RequestId>,
+    /// Each with whether it is a `tools/call` (its answer is decoded directly).
+    outstanding: HashMap<RequestId, bool>,
     rejected: HashMap<RequestId, String>,
     /// By the progress token a waiting request carries on the wire: rmcp's own token for
     /// it, and the request.
@@ -200,7 +253,7 @@ impl Correlation {
     /// `id` is answered or given up on: nothing more is awaited for it.
     fn settle(&mut self, id: &RequestId) -> bool {
         self.progress.retain(|_, (_, request)| request != id);
-        self.outstanding.remove(id)
+        self.outstanding.remove(id).is_some()
     }
 }
 
@@ -241,8 +294,9 @@ impl Shared {
                     meta.set_progress_token(wire.clone());
                 }
                 let id = r.id.clone();
+                let call = matches!(r.request, ClientRequest::CallToolRequest(_));
                 self.with(|c| {
-                    c.outstanding.insert(id.clone());
+                    c.outstanding.insert(id.clone(), call);
                     if let Some((own, wire)) = tokens {
                         c.progress.insert(wire, (own, id));
                     }
@@ -287,6 +341,12 @@ impl Shared {
             }
             _ => true,
         }
+    }
+
+    /// Whether `id` is a `tools/call` still waiting for its answer.
+    fn awaits_call_result(&self, id: &RequestId) -> bool {
+        self.with(|c| c.outstanding.get(id).copied().unwrap_or(false))
+            .unwrap_or(false)
     }
 
     /// Whether an answer to `id` is awaited; if so it is not any more.
@@ -476,7 +536,7 @@ where
                     let _ = self.shared.fault.set(reason.clone());
                     let pending: Vec<RequestId> = self
                         .shared
-                        .with(|c| c.outstanding.drain().collect())
+                        .with(|c| c.outstanding.drain().map(|(id, _)| id).collect())
                         .unwrap_or_default();
                     for id in pending {
                         let msg = self.shared.reject(id, reason.clone());
@@ -486,7 +546,7 @@ where
                     continue;
                 }
             }
-            let decoded = decode(&reader.line);
+            let decoded = decode(&reader.line, |id| self.shared.awaits_call_result(id));
             reader.line.clear();
             match decoded {
                 Decoded::Message(mut msg) => {

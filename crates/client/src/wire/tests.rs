@@ -6,6 +6,12 @@ use rmcp::model::{
 };
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 
+/// Decodes `line` as the answer to a pending `tools/call` (so through the direct path first,
+/// which must fall back to the general one for everything it does not take).
+fn dec(line: &[u8]) -> Decoded {
+    decode(line, |_| true)
+}
+
 fn reason_of(d: Decoded) -> (Option<RequestId>, String) {
     match d {
         Decoded::BadResponse { id, reason } => (Some(id), reason),
@@ -15,7 +21,7 @@ fn reason_of(d: Decoded) -> (Option<RequestId>, String) {
 
 #[test]
 fn a_lone_surrogate_fails_the_response_it_answers_with_the_reason() {
-    let (id, reason) = reason_of(decode(
+    let (id, reason) = reason_of(dec(
         br#"{"jsonrpc":"2.0","id":3,"result":{"name":"\ud800"}}"#,
     ));
     assert_eq!(id, Some(RequestId::Number(3)));
@@ -27,13 +33,13 @@ fn a_lone_surrogate_fails_the_response_it_answers_with_the_reason() {
 
 #[test]
 fn wrong_envelopes_are_named() {
-    let (_, r) = reason_of(decode(br#"{"jsonrpc":"1.0","id":1,"result":{}}"#));
+    let (_, r) = reason_of(dec(br#"{"jsonrpc":"1.0","id":1,"result":{}}"#));
     assert!(r.contains("not \"2.0\""), "{r}");
-    let (_, r) = reason_of(decode(
+    let (_, r) = reason_of(dec(
         br#"{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":"x"}}"#,
     ));
     assert!(r.contains("both `result` and `error`"), "{r}");
-    let (_, r) = reason_of(decode(br#"{"jsonrpc":"2.0","id":1}"#));
+    let (_, r) = reason_of(dec(br#"{"jsonrpc":"2.0","id":1}"#));
     assert!(r.contains("neither"), "{r}");
 }
 
@@ -44,7 +50,7 @@ fn deep_nesting_is_refused_with_the_limit_and_the_id_is_still_found() {
         "[".repeat(500),
         "]".repeat(500)
     );
-    let (id, r) = reason_of(decode(deep.as_bytes()));
+    let (id, r) = reason_of(dec(deep.as_bytes()));
     assert_eq!(id, Some(RequestId::String("x".into())));
     assert!(r.contains("nested deeper than 127"), "{r}");
     assert_eq!(nesting_depth(br#"{"a":"[[[[","b":[{}]}"#), 3);
@@ -55,16 +61,13 @@ fn requests_with_invalid_ids_are_answered_with_a_null_id_and_noise_is_ignored() 
     for id in ["null", "1.5", "{\"a\":1}", "true"] {
         let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#);
         assert!(
-            matches!(
-                decode(line.as_bytes()),
-                Decoded::BadRequest { id: None, .. }
-            ),
+            matches!(dec(line.as_bytes()), Decoded::BadRequest { id: None, .. }),
             "{id}"
         );
     }
-    assert!(matches!(decode(b"starting up..."), Decoded::Ignored(_)));
+    assert!(matches!(dec(b"starting up..."), Decoded::Ignored(_)));
     assert!(matches!(
-        decode(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#),
+        dec(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#),
         Decoded::Message(_)
     ));
 }
@@ -72,6 +75,38 @@ fn requests_with_invalid_ids_are_answered_with_a_null_id_and_noise_is_ignored() 
 type Duplex = tokio::io::DuplexStream;
 
 /// A wire whose server side the test plays: returns the wire and the server's ends.
+/// The direct path for a `tools/call` answer gives exactly the message the general path
+/// gives, and leaves to it what it must: a task, an input round, a non-response.
+#[test]
+fn a_call_result_decodes_the_same_by_the_direct_path() {
+    let lines = [
+        r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"hi"}]}}"#,
+        r#"{"jsonrpc":"2.0","id":"a","result":{"content":[],"isError":true,"_meta":{"k":[1,2.5]}}}"#,
+        r#"{"jsonrpc":"2.0","id":7,"result":{"structuredContent":null,"resultType":"complete"}}"#,
+        r#"{"jsonrpc":"2.0","id":7,"result":{"structuredContent":{"a":{"b":[null,true]}},"extra":1}}"#,
+        r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"image","data":"AAAA","mimeType":"image/png"}]}}"#,
+        r#"{"jsonrpc":"2.0","id":7,"result":{"task":{"taskId":"t","status":"working","createdAt":"2026-01-01T00:00:00Z","lastUpdatedAt":"2026-01-01T00:00:00Z"}}}"#,
+        r#"{"jsonrpc":"2.0","id":7,"result":{"resultType":"input_required","inputRequests":{}}}"#,
+        r#"{"jsonrpc":"2.0","id":7,"result":{}}"#,
+        r#"{"jsonrpc":"2.0","id":7,"error":{"code":-32602,"message":"no"}}"#,
+        r#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#,
+    ];
+    let mut direct = 0;
+    for line in lines {
+        let general = decode(line.as_bytes(), |_| false);
+        let mut asked = false;
+        let fast = decode(line.as_bytes(), |_| {
+            asked = true;
+            true
+        });
+        // Debug shows every field of the message (rmcp's request types have no `==`).
+        assert_eq!(format!("{general:?}"), format!("{fast:?}"), "{line}");
+        direct += usize::from(asked && decode_call_result(line.as_bytes(), |_| true).is_some());
+    }
+    // The first five take the direct path; the task, the input round and `{}` do not.
+    assert_eq!(direct, 5);
+}
+
 fn pair(cap: usize) -> (Wire<Duplex, Duplex>, Duplex, BufReader<Duplex>) {
     let (server_out, client_in) = tokio::io::duplex(1 << 20);
     let (client_out, server_in) = tokio::io::duplex(1 << 20);
