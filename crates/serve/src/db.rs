@@ -18,6 +18,12 @@ use sqlx::AnyPool;
 use std::path::Path;
 use std::sync::Arc;
 
+/// The service's own tables (`migrations/`); the store's are its own crate's.
+const SERVICE_MIGRATIONS: &[mcp_host_store::migrations::Embedded] = mcp_host_store::embed_migrations!("migrations":
+    "0001_service.sql",
+    "0002_leases_settings_expiry.sql",
+);
+
 #[derive(Debug, thiserror::Error)]
 pub enum DbError {
     #[error("cannot open the service database {url}: {source}")]
@@ -79,7 +85,9 @@ impl Db {
         let pool = (mcp_host_store::db::connect(&url, backend, max).await).map_err(open_err)?;
         let sessions =
             (mcp_host_store::db::connect(&url, backend, max / 2).await).map_err(open_err)?;
-        sqlx::migrate!("./migrations").run(&pool).await?;
+        mcp_host_store::migrations::migrator(SERVICE_MIGRATIONS)?
+            .run(&pool)
+            .await?;
         Store::migrate_shared(&pool).await?;
         Ok(Self {
             pool,
@@ -206,5 +214,13 @@ mod tests {
             redact("postgres://mcp@127.0.0.1/db?password=s3cret&sslmode=require"),
             "postgres://mcp@127.0.0.1/db"
         );
+    }
+
+    #[test]
+    fn the_service_migrations_are_its_folder() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations");
+        if let Err(e) = mcp_host_store::migrations::check_folder(&dir, SERVICE_MIGRATIONS) {
+            panic!("{e}");
+        }
     }
 }

@@ -19,6 +19,7 @@
 
 mod conversations;
 pub mod db;
+pub mod migrations;
 pub mod pins;
 mod results;
 mod tool_calls;
@@ -35,6 +36,20 @@ use sqlx::AnyPool;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::SystemTime;
+
+/// A person's own store file (`migrations/`).
+const OWN_MIGRATIONS: &[migrations::Embedded] = embed_migrations!("migrations":
+    "20261129000002_remembered_answers.sql",
+    "20261129000003_conversations.sql",
+    "20261201000001_scoped.sql",
+    "20261203000001_tool_call_position.sql",
+);
+
+/// The store's tables in a service database (`shared_migrations/`).
+const SHARED_MIGRATIONS: &[migrations::Embedded] = embed_migrations!("shared_migrations":
+    "20261201000001_store.sql",
+    "20261203000001_tool_call_position.sql",
+);
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -108,14 +123,14 @@ fn excerpt(text: &str) -> String {
 impl Store {
     /// A person's own store file at `path`, created or brought up to date.
     pub async fn open(path: &Path) -> Result<Self, StoreError> {
-        let pool = db::open_migrated(path, &sqlx::migrate!("./migrations")).await?;
+        let pool = db::open_migrated(path, &migrations::migrator(OWN_MIGRATIONS)?).await?;
         Ok(Self::scoped(pool, OWN_FILE))
     }
 
     /// Creates or brings up to date the store's tables (pins included) in a service
     /// database, beside the service's own.
     pub async fn migrate_shared(pool: &AnyPool) -> Result<(), StoreError> {
-        let mut migrator = sqlx::migrate!("./shared_migrations");
+        let mut migrator = migrations::migrator(SHARED_MIGRATIONS)?;
         migrator.dangerous_set_table_name(SHARED_MIGRATIONS_TABLE);
         migrator.run(pool).await?;
         Ok(())

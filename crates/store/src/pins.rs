@@ -12,6 +12,12 @@ use sqlx::AnyPool;
 use std::path::Path;
 use std::sync::Arc;
 
+/// The pins file's own migrations (`pin_migrations/`).
+pub(crate) const PIN_MIGRATIONS: &[crate::migrations::Embedded] = crate::embed_migrations!("pin_migrations":
+    "20261129000001_tool_pins.sql",
+    "20261201000001_scoped.sql",
+);
+
 #[derive(Debug, thiserror::Error)]
 pub enum PinError {
     #[error(transparent)]
@@ -31,7 +37,8 @@ pub struct PinStore {
 impl PinStore {
     /// A person's own pin file at `path`, created or brought up to date.
     pub async fn open(path: &Path) -> Result<Self, PinError> {
-        let pool = crate::db::open_migrated(path, &sqlx::migrate!("./pin_migrations")).await?;
+        let migrator = crate::migrations::migrator(PIN_MIGRATIONS)?;
+        let pool = crate::db::open_migrated(path, &migrator).await?;
         Ok(Self::scoped(pool, OWN_FILE))
     }
 
