@@ -132,33 +132,57 @@ def memory(argv):
     return peak / 1024, (max(child_pss.values()) / 1024 if child_pss else 0), len(child_pss)
 
 
-# --- an agent turn: host CPU, read from /proc while it runs ---------------------------------
-def cpu_seconds(argv):
-    p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env_of(argv))
-    err = []
-    reader = threading.Thread(target=lambda: err.append(p.stderr.read()))
-    reader.start()
-    ticks = os.sysconf("SC_CLK_TCK")
-    last = 0
-    while p.poll() is None:
+# --- an agent turn: host CPU against the calls made so far, in one run ----------------------
+def thread_cpu_ns(pid):
+    """CPU time of every live thread of `pid` (`schedstat`: nanoseconds, not clock ticks)."""
+    total = 0
+    for stat in glob.glob(f"/proc/{pid}/task/*/schedstat"):
         try:
-            with open(f"/proc/{p.pid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            last = int(fields[11]) + int(fields[12])  # utime, stime
-        except (OSError, IndexError):
+            with open(stat) as f:
+                total += int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
             pass
-        time.sleep(0.002)
-    reader.join()
-    if p.returncode != 0:
-        sys.exit(f"failed: {' '.join(argv)}\n{err[0].decode(errors='replace')}")
-    return last / ticks
+    return total
 
 
-def turn_cpu(binary, url, config, n):
+def turn_cpu(binary, url, config, n, marks):
+    """Runs one turn of `n` calls and returns the host's CPU seconds at each call count in
+    `marks`, read when the audit log (one line per call) first reaches it. Both ends of a
+    stretch come from the same process, so a run's noise does not land on one end only."""
+    env = env_of([binary])
+    audit = os.path.join(env["XDG_DATA_HOME"], "mcp-host", "audit.jsonl")
+    try:
+        os.remove(audit)
+    except OSError:
+        pass
     argv = [binary, "run", "-p", f"repeat {n} m0__echo {ECHO}", "-m", "openai-compatible:fake",
             "--base-url", url, "--allowed-tools", "m0__echo", "--max-steps", str(n + 5),
             "--context-window", "1000000000"] + host_args(config)
-    return cpu_seconds(argv)
+    p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    err = []
+    reader = threading.Thread(target=lambda: err.append(p.stderr.read()))
+    reader.start()
+    seen, calls, at = 0, 0, {}
+    pending = sorted(marks)
+    while p.poll() is None and pending:
+        cpu = thread_cpu_ns(p.pid)
+        try:
+            with open(audit, "rb") as f:
+                f.seek(seen)
+                chunk = f.read()
+            seen += len(chunk)
+            calls += chunk.count(b"\n")
+        except OSError:
+            pass
+        while pending and calls >= pending[0]:
+            at[pending.pop(0)] = cpu / 1e9
+        time.sleep(0.001)
+    p.wait()
+    reader.join()
+    if p.returncode != 0 or pending:
+        sys.exit(f"failed: {' '.join(argv)} (marks not reached: {pending})\n"
+                 f"{err[0].decode(errors='replace')}")
+    return at
 
 
 def main():
@@ -210,12 +234,12 @@ def main():
         url = model.stdout.readline().split("listening on ")[1].strip() + "/v1"
         print("\nAn agent turn of one call per step (host CPU per call, µs; the scripted model's"
               " own work is not counted):\n")
-        print("| build | calls 20 → 200 | calls 1,800 → 2,000 | end / start |")
+        print("| build | calls 20 → 200 | calls 1,800 → 1,990 | end / start |")
         print("|---|---|---|---|")
         for name, b in builds:
-            t = {n: turn_cpu(b, url, one, n) for n in (20, 200, 1800, 2000)}
+            t = turn_cpu(b, url, one, 2000, (20, 200, 1800, 1990))
             start = (t[200] - t[20]) / 180 * 1e6
-            end = (t[2000] - t[1800]) / 200 * 1e6
+            end = (t[1990] - t[1800]) / 190 * 1e6
             print(f"| {name} | {start:.0f} | {end:.0f} | {end / start:.2f} |")
     finally:
         model.kill()
