@@ -111,12 +111,26 @@ fn valid_id(v: &Value) -> Option<RequestId> {
     }
 }
 
-/// How deeply arrays and objects nest in `line`, not counting brackets inside strings.
-pub(crate) fn nesting_depth(line: &[u8]) -> usize {
+/// What one string-aware pass over a line finds (brackets and escapes inside strings are
+/// not structure): how deeply arrays and objects nest, and whether a string has a
+/// `\uD800`–`\uDFFF` escape.
+struct Scan {
+    depth: usize,
+    surrogate_escape: bool,
+}
+
+fn scan(line: &[u8]) -> Scan {
     let (mut depth, mut max, mut in_string, mut escaped) = (0usize, 0usize, false, false);
-    for &b in line {
+    let mut surrogate_escape = false;
+    for (i, &b) in line.iter().enumerate() {
         if in_string {
             match (escaped, b) {
+                (true, b'u') => {
+                    let hex = line.get(i + 1..i + 3).unwrap_or_default();
+                    surrogate_escape |=
+                        matches!(hex, [b'd' | b'D', b'8'..=b'9' | b'a'..=b'f' | b'A'..=b'F']);
+                    escaped = false;
+                }
                 (true, _) => escaped = false,
                 (false, b'\\') => escaped = true,
                 (false, b'"') => in_string = false,
@@ -134,7 +148,23 @@ pub(crate) fn nesting_depth(line: &[u8]) -> usize {
             _ => {}
         }
     }
-    max
+    Scan {
+        depth: max,
+        surrogate_escape,
+    }
+}
+
+/// How deeply arrays and objects nest in `line`, not counting brackets inside strings.
+pub(crate) fn nesting_depth(line: &[u8]) -> usize {
+    scan(line).depth
+}
+
+/// Whether skipping `line`'s values checks all that reading them would: nested no deeper
+/// than [`MAX_MESSAGE_DEPTH`], and no `\uD800`–`\uDFFF` escape (a valid pair sends the line
+/// the general way too, which reads it as before).
+fn reads_like_skipped(line: &[u8]) -> bool {
+    let found = scan(line);
+    found.depth <= MAX_MESSAGE_DEPTH && !found.surrogate_escape
 }
 
 /// A response read as its envelope and its result's text, for [`decode_call_result`].
@@ -167,7 +197,15 @@ fn decode_call_result(
     line: &[u8],
     awaits_call_result: impl FnOnce(&RequestId) -> bool,
 ) -> Option<RxJsonRpcMessage<RoleClient>> {
-    let envelope: ResultEnvelope = serde_json::from_slice(line).ok()?;
+    // serde_json checks less in a value it skips (here: the envelope's other members, and
+    // the result's beyond `CallToolResult`'s) than in one it reads: no depth limit, no UTF-8
+    // check, lone surrogates let through. The general path reads every value, so what it
+    // would refuse for those reasons is left to it.
+    let line = std::str::from_utf8(line).ok()?;
+    if !reads_like_skipped(line.as_bytes()) {
+        return None;
+    }
+    let envelope: ResultEnvelope = serde_json::from_str(line).ok()?;
     if envelope.method.is_some() || envelope.error.is_some() || !awaits_call_result(&envelope.id) {
         return None;
     }
