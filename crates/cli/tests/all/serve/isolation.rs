@@ -116,6 +116,15 @@ fn another_users_objects_are_not_found_and_each_refusal_is_logged() {
             .map(|h| h["tool"]["name"].as_str().unwrap().to_string())
             .collect()
     };
+    // The search reads the live catalogue: a server still starting (the suite's load can
+    // make that take a while) has no tools in it yet.
+    wait_for("Bob's shared server's tools", || !hits(&bob).is_empty());
+    wait_for("Alice's two servers' tools", || {
+        let hers = hits(&alice);
+        ["private__echo", "shared__echo"]
+            .iter()
+            .all(|n| hers.iter().any(|h| h == n))
+    });
     let his = hits(&bob);
     assert_eq!(
         his.first().map(String::as_str),
