@@ -197,16 +197,17 @@ fn decode_call_result(
     line: &[u8],
     awaits_call_result: impl FnOnce(&RequestId) -> bool,
 ) -> Option<RxJsonRpcMessage<RoleClient>> {
+    // The envelope first, so any other line (a notification, a listing page) costs one
+    // skimming pass here and nothing more.
+    let envelope: ResultEnvelope = serde_json::from_slice(line).ok()?;
+    if envelope.method.is_some() || envelope.error.is_some() || !awaits_call_result(&envelope.id) {
+        return None;
+    }
     // serde_json checks less in a value it skips (here: the envelope's other members, and
     // the result's beyond `CallToolResult`'s) than in one it reads: no depth limit, no UTF-8
     // check, lone surrogates let through. The general path reads every value, so what it
     // would refuse for those reasons is left to it.
-    let line = std::str::from_utf8(line).ok()?;
-    if !reads_like_skipped(line.as_bytes()) {
-        return None;
-    }
-    let envelope: ResultEnvelope = serde_json::from_str(line).ok()?;
-    if envelope.method.is_some() || envelope.error.is_some() || !awaits_call_result(&envelope.id) {
+    if std::str::from_utf8(line).is_err() || !reads_like_skipped(line) {
         return None;
     }
     let keys: CallResultKeys = serde_json::from_str(envelope.result.get()).ok()?;
