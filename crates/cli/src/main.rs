@@ -28,10 +28,17 @@ fn main() -> ExitCode {
     }
     let cli = cli::Cli::parse_from(argv::normalise(std::env::args_os().collect()));
     let traces = logging::init(cli.verbose);
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    // One person's commands run on one thread: a turn's model request, tool call, audit line
+    // and store commit hand each other the work in turn, and on a thread pool every hand-over
+    // was a wake-up of another thread (some 30 futex calls and 10 epoll waits per call). The
+    // service serves many people at once and keeps the pool.
+    let serves = matches!(cli.command, Some(cli::Command::Serve(_)));
+    let mut builder = if serves {
+        tokio::runtime::Builder::new_multi_thread()
+    } else {
+        tokio::runtime::Builder::new_current_thread()
+    };
+    let runtime = match builder.enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             output::errln!("error: cannot start the async runtime: {e}");
