@@ -90,14 +90,16 @@ impl Hooks {
     }
 
     /// The strictest answer of the matching `PreToolUse` hooks, if any answered.
+    /// The input is built only when a hook matches: most calls have none, and it copies the
+    /// arguments and reads the working directory.
     pub async fn pre_tool_use(&self, name: &str, args: &Value) -> Option<Decision> {
+        let matching = matching(&self.pre, name);
+        if matching.is_empty() {
+            return None;
+        }
         let input = json!({"hook_event_name": "PreToolUse", "tool_name": name, "tool_input": args, "cwd": cwd()});
         let mut strictest: Option<Decision> = None;
-        for hook in self
-            .pre
-            .iter()
-            .filter(|h| h.matcher.as_ref().is_none_or(|m| m.is_match(name)))
-        {
+        for hook in matching {
             let Some(d) = run(&hook.command, &input, self.env.as_deref()).await else {
                 continue;
             };
@@ -122,9 +124,7 @@ impl Hooks {
         args: &Value,
         outcome: &CallOutcome,
     ) -> Vec<String> {
-        let matching: Vec<&Hook> = (self.post.iter())
-            .filter(|h| h.matcher.as_ref().is_none_or(|m| m.is_match(name)))
-            .collect();
+        let matching = matching(&self.post, name);
         if matching.is_empty() {
             return Vec::new();
         }
@@ -140,6 +140,13 @@ impl Hooks {
         }
         objections
     }
+}
+
+/// The hooks of `hooks` whose matcher takes the tool `name` (no matcher: every tool).
+fn matching<'a>(hooks: &'a [Hook], name: &str) -> Vec<&'a Hook> {
+    (hooks.iter())
+        .filter(|h| h.matcher.as_ref().is_none_or(|m| m.is_match(name)))
+        .collect()
 }
 
 fn cwd() -> String {
