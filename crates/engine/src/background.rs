@@ -74,7 +74,7 @@ impl<P: Provider> Engine<'_, P> {
             record.truncated = taken.truncated;
             let text = taken.text;
             self.observer.event(card);
-            self.finish_record(conv, &record, &call).await;
+            self.finish_record(conv, &record, &call);
             parts.push(format!(
                 "<background-result job=\"{}\" tool=\"{}\" call_id=\"{}\" is_error=\"{}\">\n{text}\n</background-result>",
                 job.id, job.entry.name, job.call_id, record.is_error

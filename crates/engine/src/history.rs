@@ -28,6 +28,8 @@ pub(crate) struct Saved {
     pub store: Store,
     /// Messages of `history` already in the store.
     pub persisted: usize,
+    /// Calls recorded since the last save, written with the turn's messages.
+    pub calls: Vec<ToolCallRow>,
 }
 
 impl Conversation {
@@ -45,6 +47,7 @@ impl Conversation {
             id,
             store: store.clone(),
             persisted: 0,
+            calls: Vec::new(),
         });
         Ok(conv)
     }
@@ -77,6 +80,7 @@ impl Conversation {
             id: id.clone(),
             store: store.clone(),
             persisted: conv.history.len(),
+            calls: Vec::new(),
         });
         Ok(conv)
     }
@@ -118,24 +122,40 @@ impl<P: Provider> Engine<'_, P> {
             saved.persisted = len;
         }
         conv.rewritten = false;
+        self.save_calls(conv).await;
         Ok(())
     }
 
-    /// Records one call in the store's audit of calls. A failure is told, not fatal: the
-    /// turn matters more than its record.
-    pub(crate) async fn record_call(
+    /// Writes the calls recorded since the last save in one transaction. A failure is told,
+    /// not fatal: the turn matters more than its record (the audit log has every call).
+    async fn save_calls(&self, conv: &mut Conversation) {
+        let Some(saved) = &mut conv.saved else {
+            return;
+        };
+        let calls = std::mem::take(&mut saved.calls);
+        if let Err(e) = saved.store.record_tool_calls(&calls).await {
+            let n = calls.len();
+            self.observer
+                .event(notice(format!("{n} calls could not be recorded: {e}")));
+        }
+    }
+
+    /// Records one call in the store's audit of calls, written at the next save (the end
+    /// of the turn, with its messages; see docs/architecture.md, "Durability").
+    pub(crate) fn record_call(
         &self,
-        conv: &Conversation,
+        conv: &mut Conversation,
         record: &CallRecord,
         call: &ToolCall,
     ) {
-        let Some(saved) = &conv.saved else {
+        let turn = conv.turn_no;
+        let Some(saved) = &mut conv.saved else {
             return;
         };
         let took = Duration::from_millis(record.duration_ms.unwrap_or(0));
         let row = ToolCallRow {
             conversation_id: saved.id.clone(),
-            turn: conv.turn_no,
+            turn,
             call_id: call.id.clone(),
             name: call.name.clone(),
             server: record.server.clone().unwrap_or_default(),
@@ -161,9 +181,6 @@ impl<P: Provider> Engine<'_, P> {
             took_ms: record.duration_ms,
             background: record.background_job.is_some(),
         };
-        if let Err(e) = saved.store.record_tool_call(&row).await {
-            self.observer
-                .event(notice(format!("the call could not be recorded: {e}")));
-        }
+        saved.calls.push(row);
     }
 }

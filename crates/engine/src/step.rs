@@ -94,16 +94,16 @@ impl<P: Provider> Engine<'_, P> {
                 content,
                 is_error: record.is_error,
             });
-            self.finish_record(conv, &record, call).await;
+            self.finish_record(conv, &record, call);
             records.push(record);
         }
     }
 
     /// A call's one record: the audit line, and the store's row when the conversation is
     /// persisted, both from the same record.
-    pub(crate) async fn finish_record(
+    pub(crate) fn finish_record(
         &self,
-        conv: &Conversation,
+        conv: &mut Conversation,
         record: &CallRecord,
         call: &ToolCall,
     ) {
@@ -111,7 +111,7 @@ impl<P: Provider> Engine<'_, P> {
         if record.status != CallStatus::Background {
             self.gate.record(record, self.observer);
         }
-        self.record_call(conv, record, call).await;
+        self.record_call(conv, record, call);
     }
 
     /// Turns a dispatched call into what the model reads.

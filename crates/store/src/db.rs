@@ -112,5 +112,5 @@ pub async fn open_sqlite(path: &Path) -> Result<AnyPool, StoreError> {
         source,
     };
     let url = sqlite_url(path).map_err(|e| open_err(sqlx::Error::Io(e)))?;
-    connect(&url, Backend::Sqlite, 2).await.map_err(open_err)
+    connect(&url, Backend::Sqlite, 1).await.map_err(open_err)
 }

@@ -82,57 +82,41 @@ impl Store {
     /// Records a tool call, replacing an earlier record of the same (conversation, turn,
     /// call id).
     pub async fn record_tool_call(&self, record: &ToolCallRow) -> Result<(), StoreError> {
-        let arguments = serde_json::to_string(&record.arguments)?;
-        let decided_by = record
-            .decided_by
-            .as_ref()
-            .map(serde_json::to_string)
-            .transpose()?;
-        let took_ms = record
-            .took_ms
-            .map(|ms| i64::try_from(ms).unwrap_or(i64::MAX));
-        let done = sqlx::query(
-            "INSERT INTO tool_calls (scope, conversation_id, turn, call_id, position, name, server,
-                 tool, arguments, verdict, decided_by, is_error, refused, result_handle,
-                 started_ms, took_ms, background)
-             VALUES ($1, $2, $3, $4,
-                 (SELECT COALESCE(MAX(position), 0) + 1 FROM tool_calls
-                     WHERE scope = $1 AND conversation_id = $2),
-                 $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
-             ON CONFLICT (scope, conversation_id, turn, call_id) DO UPDATE SET
-                 name = excluded.name, server = excluded.server, tool = excluded.tool,
-                 arguments = excluded.arguments, verdict = excluded.verdict,
-                 decided_by = excluded.decided_by, is_error = excluded.is_error,
-                 refused = excluded.refused, result_handle = excluded.result_handle,
-                 started_ms = excluded.started_ms, took_ms = excluded.took_ms,
-                 background = excluded.background",
-        )
-        .bind(self.scope())
-        .bind(record.conversation_id.as_str())
-        .bind(i64::from(record.turn))
-        .bind(&record.call_id)
-        .bind(&record.name)
-        .bind(&record.server)
-        .bind(&record.tool)
-        .bind(arguments)
-        .bind(&record.verdict)
-        .bind(decided_by)
-        .bind(i64::from(record.is_error))
-        .bind(&record.refused)
-        .bind(&record.result_handle)
-        .bind(unix_millis(record.started_at))
-        .bind(took_ms)
-        .bind(i64::from(record.background))
-        .execute(self.pool())
-        .await;
-        match done {
-            Ok(_) => Ok(()),
-            // The foreign key is the existence check: one statement, no race.
-            Err(sqlx::Error::Database(e)) if e.is_foreign_key_violation() => Err(
-                StoreError::NoConversation(record.conversation_id.to_string()),
-            ),
-            Err(e) => Err(e.into()),
+        self.record_tool_calls(std::slice::from_ref(record)).await
+    }
+
+    /// Records tool calls in order, all or none, in one transaction: a turn's calls are
+    /// written together (one commit per row was most of the store's cost of a call).
+    pub async fn record_tool_calls(&self, records: &[ToolCallRow]) -> Result<(), StoreError> {
+        // Serialise before taking the write lock, and fail before writing anything.
+        let rows = records
+            .iter()
+            .map(|r| {
+                let decided_by = r.decided_by.as_ref().map(serde_json::to_string);
+                Ok((
+                    r,
+                    serde_json::to_string(&r.arguments)?,
+                    decided_by.transpose()?,
+                ))
+            })
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        if rows.is_empty() {
+            return Ok(());
         }
+        let mut tx = self.pool().begin().await?;
+        for (record, arguments, decided_by) in rows {
+            match upsert_call(&mut tx, self.scope(), record, arguments, decided_by).await {
+                Ok(()) => {}
+                // The foreign key is the existence check: one statement, no race.
+                Err(sqlx::Error::Database(e)) if e.is_foreign_key_violation() => {
+                    let id = record.conversation_id.to_string();
+                    return Err(StoreError::NoConversation(id));
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        tx.commit().await?;
+        Ok(())
     }
 
     /// The recorded tool calls of a conversation, in the order they were first recorded.
@@ -155,4 +139,52 @@ impl Store {
         tx.commit().await?;
         rows.iter().map(from_row).collect()
     }
+}
+
+/// Inserts or replaces one call's row; its position is the next in its conversation.
+async fn upsert_call(
+    conn: &mut sqlx::AnyConnection,
+    scope: &str,
+    record: &ToolCallRow,
+    arguments: String,
+    decided_by: Option<String>,
+) -> Result<(), sqlx::Error> {
+    let took_ms = record
+        .took_ms
+        .map(|ms| i64::try_from(ms).unwrap_or(i64::MAX));
+    sqlx::query(
+        "INSERT INTO tool_calls (scope, conversation_id, turn, call_id, position, name, server,
+                 tool, arguments, verdict, decided_by, is_error, refused, result_handle,
+                 started_ms, took_ms, background)
+             VALUES ($1, $2, $3, $4,
+                 (SELECT COALESCE(MAX(position), 0) + 1 FROM tool_calls
+                     WHERE scope = $1 AND conversation_id = $2),
+                 $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+             ON CONFLICT (scope, conversation_id, turn, call_id) DO UPDATE SET
+                 name = excluded.name, server = excluded.server, tool = excluded.tool,
+                 arguments = excluded.arguments, verdict = excluded.verdict,
+                 decided_by = excluded.decided_by, is_error = excluded.is_error,
+                 refused = excluded.refused, result_handle = excluded.result_handle,
+                 started_ms = excluded.started_ms, took_ms = excluded.took_ms,
+                 background = excluded.background",
+    )
+    .bind(scope)
+    .bind(record.conversation_id.as_str())
+    .bind(i64::from(record.turn))
+    .bind(&record.call_id)
+    .bind(&record.name)
+    .bind(&record.server)
+    .bind(&record.tool)
+    .bind(arguments)
+    .bind(&record.verdict)
+    .bind(decided_by)
+    .bind(i64::from(record.is_error))
+    .bind(&record.refused)
+    .bind(&record.result_handle)
+    .bind(unix_millis(record.started_at))
+    .bind(took_ms)
+    .bind(i64::from(record.background))
+    .execute(conn)
+    .await?;
+    Ok(())
 }

@@ -167,6 +167,11 @@ async fn unknown_conversation_is_reported_as_such() {
     is_missing(store.conversation(&unknown).await.map(drop));
     is_missing(store.load_tool_calls(&unknown).await.map(drop));
     is_missing(store.record_tool_call(&call(&unknown, "c1")).await);
+    // A turn's calls are written together: one of them for a conversation that is gone
+    // leaves none of them behind.
+    let batch = [call(&known, "c1"), call(&unknown, "c2"), call(&known, "c3")];
+    is_missing(store.record_tool_calls(&batch).await);
+    assert!(store.load_tool_calls(&known).await.unwrap().is_empty());
     // A failed append leaves nothing behind.
     assert!(store.load_messages(&known).await.unwrap().is_empty());
 }
@@ -291,9 +296,23 @@ async fn tool_calls_are_recorded_and_updated() {
         rows[1],
         ToolCallRow {
             started_at: rows[1].started_at,
-            ..other
+            ..other.clone()
         }
     );
+    // The same three records written as one turn's batch, in order, end the same way.
+    let again = store.create_conversation("m", "/w").await.unwrap();
+    let batch = [&started, &other, &finished].map(|r| ToolCallRow {
+        conversation_id: again.clone(),
+        ..r.clone()
+    });
+    store.record_tool_calls(&batch).await.unwrap();
+    let batched = store.load_tool_calls(&again).await.unwrap();
+    let by_id = |rows: &[ToolCallRow]| -> Vec<(String, String, bool)> {
+        (rows.iter())
+            .map(|r| (r.call_id.clone(), r.verdict.clone(), r.is_error))
+            .collect()
+    };
+    assert_eq!(by_id(&batched), by_id(&rows));
 }
 
 #[tokio::test]
