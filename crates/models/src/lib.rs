@@ -5,6 +5,7 @@
 //! (`lower`), and a scripted provider for engine tests.
 
 mod anthropic;
+mod body;
 mod gemini;
 mod lowering;
 mod ndjson;

@@ -4,12 +4,14 @@
 //! reasons are kept as `Other`, a missing call id is synthesised, an `error` chunk ends the
 //! stream with `ProviderError::Stream`.
 
+use crate::body::Growing;
 use crate::lowering::Dialect;
 use crate::retry::Retry;
 use crate::types::{
     Message, ModelRequest, ModelResponse, Provider, ProviderError, StopReason, ToolCall, Usage,
 };
 use crate::wire::{self, Flow, Framing};
+use bytes::{Bytes, BytesMut};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -23,10 +25,10 @@ pub struct OpenAiCompatible {
     sent: std::sync::Arc<Sent>,
 }
 
-/// What the provider sent last: the messages and the tools, each item's JSON kept.
+/// What the provider sent last: the body, which the next step extends, and each tool's JSON.
 #[derive(Debug, Default)]
 struct Sent {
-    messages: wire::Sent<Message>,
+    body: Growing<Message>,
     tools: wire::Sent<crate::types::ToolSpec>,
 }
 
@@ -41,25 +43,26 @@ impl OpenAiCompatible {
         }
     }
 
-    /// The request's JSON: the messages sent before are copied, not encoded again.
-    fn body(sent: &Sent, request: &ModelRequest) -> Vec<u8> {
-        let mut out = Vec::with_capacity(4096);
-        out.extend_from_slice(b"{\"model\":");
+    /// The request's JSON: the last step's body with the messages added since (the model
+    /// and the messages first, so that only what follows them is written again).
+    fn body(sent: &Sent, request: &ModelRequest) -> Bytes {
+        let mut head = b"{\"model\":".to_vec();
         // A string always serialises.
-        let _ = serde_json::to_writer(&mut out, &request.model);
-        out.extend_from_slice(b",\"messages\":");
+        let _ = serde_json::to_writer(&mut head, &request.model);
+        head.extend_from_slice(b",\"messages\":[");
+        let tail = |out: &mut BytesMut| {
+            // `include_usage` adds a last chunk with token counts; servers that do not know
+            // it ignore it.
+            out.extend_from_slice(b"],\"stream\":true,\"stream_options\":{\"include_usage\":true}");
+            if !request.tools.is_empty() {
+                out.extend_from_slice(b",\"tools\":");
+                let encode = |t: &crate::types::ToolSpec| wire::function_tool(t, Dialect::OpenAi);
+                sent.tools.write_array(&request.tools, encode, out);
+            }
+            out.extend_from_slice(b"}");
+        };
         let messages = &request.messages;
-        (sent.messages).write_array(messages, request.reuse, wire_message, &mut out);
-        // `include_usage` adds a last chunk with token counts; servers that do not know it ignore it.
-        out.extend_from_slice(b",\"stream\":true,\"stream_options\":{\"include_usage\":true}");
-        if !request.tools.is_empty() {
-            out.extend_from_slice(b",\"tools\":");
-            let encode = |t: &crate::types::ToolSpec| wire::function_tool(t, Dialect::OpenAi);
-            sent.tools
-                .write_array(&request.tools, None, encode, &mut out);
-        }
-        out.push(b'}');
-        out
+        (sent.body).body(&head, messages, request.reuse, wire_message, tail)
     }
 
     async fn send(&self, request: &ModelRequest) -> Result<ModelResponse, ProviderError> {
@@ -69,7 +72,7 @@ impl OpenAiCompatible {
             &self.client,
             self.retry,
             &url,
-            body.into(),
+            body,
             wire::Auth::Bearer(self.api_key.as_deref()),
             &[],
         )

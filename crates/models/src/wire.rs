@@ -123,29 +123,16 @@ pub(crate) fn function_tool(t: &ToolSpec, dialect: Dialect) -> Value {
     json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": lower(&t.input_schema, dialect)}})
 }
 
-/// Each message's (or tool's) JSON as a provider last sent it, so that a step of a long turn
-/// encodes only the messages added since the one before and copies the rest: rebuilding the
-/// whole history's JSON at every step made a turn of one call per step cost quadratic time.
-/// An item is reused only where it equals the one encoded at its place; a compaction, or
-/// another conversation on the same provider, starts over from where the two differ.
-/// With a sender's [`crate::Reuse`], its unchanged messages are taken on its word: comparing
-/// them was itself a pass over the whole history at every step.
+/// Each tool's JSON as a provider last sent it, so that a step encodes only the tools that
+/// changed (a catalogue is mostly the same from one step to the next) and copies the rest.
+/// A tool is reused only where it equals the one encoded at its place. (The history's
+/// messages are kept in the body itself: `body::Growing`.)
 #[derive(Debug)]
-pub(crate) struct Sent<T>(std::sync::Mutex<SentItems<T>>);
-
-#[derive(Debug)]
-pub(crate) struct SentItems<T> {
-    /// Whose request these are, when its sender said.
-    sender: Option<u64>,
-    items: Vec<(T, Box<str>)>,
-}
+pub(crate) struct Sent<T>(std::sync::Mutex<Vec<(T, Box<str>)>>);
 
 impl<T> Default for Sent<T> {
     fn default() -> Self {
-        Self(std::sync::Mutex::new(SentItems {
-            sender: None,
-            items: Vec::new(),
-        }))
+        Self(std::sync::Mutex::new(Vec::new()))
     }
 }
 
@@ -154,21 +141,13 @@ impl<T: PartialEq + Clone> Sent<T> {
     pub(crate) fn write_array(
         &self,
         items: &[T],
-        reuse: Option<crate::Reuse>,
         encode: impl Fn(&T) -> Value,
-        out: &mut Vec<u8>,
+        out: &mut bytes::BytesMut,
     ) {
-        let mut guard = (self.0.lock()).unwrap_or_else(std::sync::PoisonError::into_inner);
-        let same = match reuse {
-            Some(r) if guard.sender == Some(r.sender) => {
-                r.unchanged.min(guard.items.len()).min(items.len())
-            }
-            _ => (guard.items.iter().zip(items))
-                .take_while(|((old, _), new)| old == *new)
-                .count(),
-        };
-        guard.sender = reuse.map(|r| r.sender);
-        let sent = &mut guard.items;
+        let mut sent = (self.0.lock()).unwrap_or_else(std::sync::PoisonError::into_inner);
+        let same = (sent.iter().zip(items))
+            .take_while(|((old, _), new)| old == *new)
+            .count();
         sent.truncate(same);
         for item in &items[same..] {
             // A `Value` always serialises (its keys are strings).
@@ -176,13 +155,13 @@ impl<T: PartialEq + Clone> Sent<T> {
             sent.push((item.clone(), text.into()));
         }
         out.reserve(sent.iter().map(|(_, t)| t.len() + 1).sum::<usize>() + 2);
-        out.push(b'[');
+        out.extend_from_slice(b"[");
         for (i, (_, text)) in sent.iter().enumerate() {
             if i > 0 {
-                out.push(b',');
+                out.extend_from_slice(b",");
             }
             out.extend_from_slice(text.as_bytes());
         }
-        out.push(b']');
+        out.extend_from_slice(b"]");
     }
 }
