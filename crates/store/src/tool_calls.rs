@@ -2,11 +2,14 @@
 //! server and tool it went to, the policy verdict and who decided it, and how it ended.
 //! Rows are keyed by (conversation, turn, call id), so recording a call again updates it.
 
-use crate::conversations::{ensure_exists, to_u32};
+use crate::conversations::{ROWS_PER_INSERT, ensure_exists, multi_row_insert, to_u32};
 use crate::{ConversationId, Store, StoreError};
 use serde_json::Value;
+use sqlx::AssertSqlSafe;
 use sqlx::Row;
 use sqlx::any::AnyRow;
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// One tool call as recorded. Plain data: the engine fills it from its own types.
@@ -86,11 +89,23 @@ impl Store {
     }
 
     /// Records tool calls in order, all or none, in one transaction: a turn's calls are
-    /// written together (one commit per row was most of the store's cost of a call).
+    /// written together, a hundred to a statement (one commit per row was most of the
+    /// store's cost of a call). A call recorded twice keeps its first place and its last
+    /// record.
     pub async fn record_tool_calls(&self, records: &[ToolCallRow]) -> Result<(), StoreError> {
+        let mut latest: Vec<&ToolCallRow> = Vec::new();
+        let mut place = HashMap::new();
+        for r in records {
+            match place.entry((&r.conversation_id, r.turn, r.call_id.as_str())) {
+                Entry::Occupied(at) => latest[*at.get()] = r,
+                Entry::Vacant(at) => {
+                    at.insert(latest.len());
+                    latest.push(r);
+                }
+            }
+        }
         // Serialise before taking the write lock, and fail before writing anything.
-        let rows = records
-            .iter()
+        let rows = (latest.into_iter())
             .map(|r| {
                 let decided_by = r.decided_by.as_ref().map(serde_json::to_string);
                 Ok((
@@ -100,19 +115,37 @@ impl Store {
                 ))
             })
             .collect::<Result<Vec<_>, StoreError>>()?;
+        let mut conversations: Vec<&ConversationId> = Vec::new();
+        for (r, ..) in &rows {
+            if !conversations.contains(&&r.conversation_id) {
+                conversations.push(&r.conversation_id);
+            }
+        }
         if rows.is_empty() {
             return Ok(());
         }
         let mut tx = self.pool().begin().await?;
-        for (record, arguments, decided_by) in rows {
-            match upsert_call(&mut tx, self.scope(), record, arguments, decided_by).await {
-                Ok(()) => {}
-                // The foreign key is the existence check: one statement, no race.
-                Err(sqlx::Error::Database(e)) if e.is_foreign_key_violation() => {
-                    let id = record.conversation_id.to_string();
-                    return Err(StoreError::NoConversation(id));
+        for id in conversations {
+            let mine = rows.iter().filter(|(r, ..)| r.conversation_id == *id);
+            let mine: Vec<_> = mine.collect();
+            let first: i64 = sqlx::query_scalar(
+                "SELECT COALESCE(MAX(position), 0) + 1 FROM tool_calls
+                 WHERE scope = $1 AND conversation_id = $2",
+            )
+            .bind(self.scope())
+            .bind(id.as_str())
+            .fetch_one(&mut *tx)
+            .await?;
+            for (n, chunk) in mine.chunks(ROWS_PER_INSERT).enumerate() {
+                let position = first + i64::try_from(n * ROWS_PER_INSERT).unwrap_or(i64::MAX);
+                match upsert_calls(&mut tx, self.scope(), position, chunk).await {
+                    Ok(()) => {}
+                    // The foreign key is the existence check: one statement, no race.
+                    Err(sqlx::Error::Database(e)) if e.is_foreign_key_violation() => {
+                        return Err(StoreError::NoConversation(id.to_string()));
+                    }
+                    Err(e) => return Err(e.into()),
                 }
-                Err(e) => return Err(e.into()),
             }
         }
         tx.commit().await?;
@@ -141,50 +174,49 @@ impl Store {
     }
 }
 
-/// Inserts or replaces one call's row; its position is the next in its conversation.
-async fn upsert_call(
+/// A call as it is written: the row, its arguments and who decided, serialised.
+type Serialised<'a> = (&'a ToolCallRow, String, Option<String>);
+
+/// Inserts or replaces `rows` of one conversation, numbered from `position` on (a replaced
+/// row keeps the place it had).
+async fn upsert_calls(
     conn: &mut sqlx::AnyConnection,
     scope: &str,
-    record: &ToolCallRow,
-    arguments: String,
-    decided_by: Option<String>,
+    position: i64,
+    rows: &[&Serialised<'_>],
 ) -> Result<(), sqlx::Error> {
-    let took_ms = record
-        .took_ms
-        .map(|ms| i64::try_from(ms).unwrap_or(i64::MAX));
-    sqlx::query(
-        "INSERT INTO tool_calls (scope, conversation_id, turn, call_id, position, name, server,
-                 tool, arguments, verdict, decided_by, is_error, refused, result_handle,
-                 started_ms, took_ms, background)
-             VALUES ($1, $2, $3, $4,
-                 (SELECT COALESCE(MAX(position), 0) + 1 FROM tool_calls
-                     WHERE scope = $1 AND conversation_id = $2),
-                 $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
-             ON CONFLICT (scope, conversation_id, turn, call_id) DO UPDATE SET
-                 name = excluded.name, server = excluded.server, tool = excluded.tool,
-                 arguments = excluded.arguments, verdict = excluded.verdict,
-                 decided_by = excluded.decided_by, is_error = excluded.is_error,
-                 refused = excluded.refused, result_handle = excluded.result_handle,
-                 started_ms = excluded.started_ms, took_ms = excluded.took_ms,
-                 background = excluded.background",
-    )
-    .bind(scope)
-    .bind(record.conversation_id.as_str())
-    .bind(i64::from(record.turn))
-    .bind(&record.call_id)
-    .bind(&record.name)
-    .bind(&record.server)
-    .bind(&record.tool)
-    .bind(arguments)
-    .bind(&record.verdict)
-    .bind(decided_by)
-    .bind(i64::from(record.is_error))
-    .bind(&record.refused)
-    .bind(&record.result_handle)
-    .bind(unix_millis(record.started_at))
-    .bind(took_ms)
-    .bind(i64::from(record.background))
-    .execute(conn)
-    .await?;
+    let head = "INSERT INTO tool_calls (scope, conversation_id, turn, call_id, position, name,
+         server, tool, arguments, verdict, decided_by, is_error, refused, result_handle,
+         started_ms, took_ms, background)";
+    let sql = multi_row_insert(head, 1, 16, rows.len())
+        + " ON CONFLICT (scope, conversation_id, turn, call_id) DO UPDATE SET
+             name = excluded.name, server = excluded.server, tool = excluded.tool,
+             arguments = excluded.arguments, verdict = excluded.verdict,
+             decided_by = excluded.decided_by, is_error = excluded.is_error,
+             refused = excluded.refused, result_handle = excluded.result_handle,
+             started_ms = excluded.started_ms, took_ms = excluded.took_ms,
+             background = excluded.background";
+    let mut query = sqlx::query(AssertSqlSafe(sql)).bind(scope);
+    for (n, (record, arguments, decided_by)) in (0..).zip(rows) {
+        let took_ms = (record.took_ms).map(|ms| i64::try_from(ms).unwrap_or(i64::MAX));
+        query = query
+            .bind(record.conversation_id.as_str())
+            .bind(i64::from(record.turn))
+            .bind(&record.call_id)
+            .bind(position + n)
+            .bind(&record.name)
+            .bind(&record.server)
+            .bind(&record.tool)
+            .bind(arguments)
+            .bind(&record.verdict)
+            .bind(decided_by)
+            .bind(i64::from(record.is_error))
+            .bind(&record.refused)
+            .bind(&record.result_handle)
+            .bind(unix_millis(record.started_at))
+            .bind(took_ms)
+            .bind(i64::from(record.background));
+    }
+    query.execute(conn).await?;
     Ok(())
 }

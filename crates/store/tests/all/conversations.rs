@@ -138,6 +138,15 @@ async fn replace_messages_rewrites_the_whole_history() {
         store.load_messages(&id).await.unwrap().last(),
         Some(&(5, json!("new")))
     );
+    // Long histories go in several statements and come back in order, appends after them.
+    let long: Vec<(u32, serde_json::Value)> = (0..250).map(|i| (i / 7, json!(i))).collect();
+    store.replace_messages(&id, &long).await.unwrap();
+    let more: Vec<serde_json::Value> = (250..460).map(|i| json!(i)).collect();
+    store.append_messages(&id, 40, &more).await.unwrap();
+    let expected: Vec<(u32, serde_json::Value)> = (long.iter().cloned())
+        .chain(more.iter().map(|m| (40, m.clone())))
+        .collect();
+    assert_eq!(store.load_messages(&id).await.unwrap(), expected);
     store.replace_messages(&id, &[]).await.unwrap();
     assert!(store.load_messages(&id).await.unwrap().is_empty());
     assert_eq!(
@@ -313,6 +322,20 @@ async fn tool_calls_are_recorded_and_updated() {
             .collect()
     };
     assert_eq!(by_id(&batched), by_id(&rows));
+    // A long turn's calls span several statements and keep their order, after what was
+    // recorded before.
+    let many: Vec<ToolCallRow> = (0..250)
+        .map(|i| call(&again, &format!("m{i:03}")))
+        .collect();
+    store.record_tool_calls(&many).await.unwrap();
+    let all = store.load_tool_calls(&again).await.unwrap();
+    let ids: Vec<&str> = all.iter().map(|r| r.call_id.as_str()).collect();
+    let expected: Vec<String> = ["c1", "c2"]
+        .map(String::from)
+        .into_iter()
+        .chain(many.iter().map(|r| r.call_id.clone()))
+        .collect();
+    assert_eq!(ids, expected);
 }
 
 #[tokio::test]
