@@ -184,18 +184,29 @@ impl<F: Formatter> Formatter for TerminalSafe<F> {
         w: &mut W,
         fragment: &str,
     ) -> io::Result<()> {
-        let mut start = 0;
-        for (i, c) in fragment.char_indices() {
+        // Only DEL and non-ASCII characters can need escaping here (serde_json escapes the
+        // control characters itself): ASCII runs are skipped a byte at a time, and only the
+        // characters after them are decoded (decoding every character was most of the cost
+        // of an audit line).
+        let bytes = fragment.as_bytes();
+        let (mut start, mut next) = (0, 0);
+        while let Some(ascii) = bytes[next..].iter().position(|&b| b >= 0x7f) {
+            let at = next + ascii;
+            // `at` starts a character: `next` does, and only ASCII bytes lie between.
+            let Some(c) = fragment.get(at..).and_then(|rest| rest.chars().next()) else {
+                break;
+            };
+            next = at + c.len_utf8();
             if json_must_escape(c) {
-                w.write_all(&fragment.as_bytes()[start..i])?;
+                w.write_all(&bytes[start..at])?;
                 let mut units = [0u16; 2];
                 for unit in c.encode_utf16(&mut units) {
                     write!(w, "\\u{unit:04x}")?;
                 }
-                start = i + c.len_utf8();
+                start = next;
             }
         }
-        w.write_all(&fragment.as_bytes()[start..])
+        w.write_all(&bytes[start..])
     }
 
     fn begin_array<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
@@ -308,6 +319,49 @@ mod tests {
         // Text cannot pass itself off as a marker.
         assert_eq!(reveal("⟨9 spaces⟩"), "⟨U+27E8⟩9 spaces⟩");
         assert_eq!(reveal("héllo wörld ✓"), "héllo wörld ✓");
+    }
+
+    #[test]
+    fn the_ascii_skipping_writer_escapes_as_one_that_decodes_every_character() {
+        let reference = |text: &str| -> String {
+            text.chars()
+                .map(|c| match c {
+                    c if super::json_must_escape(c) => {
+                        let mut units = [0u16; 2];
+                        let units = c.encode_utf16(&mut units);
+                        units.iter().map(|u| format!("\\u{u:04x}")).collect()
+                    }
+                    c => c.to_string(),
+                })
+                .collect()
+        };
+        let pieces = [
+            "a",
+            "\u{7f}",
+            "ü",
+            "\u{202e}",
+            "✓",
+            "\u{e0041}",
+            "\u{85}",
+            "xyz",
+            "",
+        ];
+        for a in pieces {
+            for b in pieces {
+                for c in pieces {
+                    let text = format!("{a}{b}{c}{a}");
+                    let mut out = Vec::new();
+                    let mut f = super::TerminalSafe(serde_json::ser::CompactFormatter);
+                    serde_json::ser::Formatter::write_string_fragment(&mut f, &mut out, &text)
+                        .unwrap();
+                    assert_eq!(
+                        String::from_utf8(out).unwrap(),
+                        reference(&text),
+                        "{text:?}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]
