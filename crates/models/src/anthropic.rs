@@ -4,12 +4,14 @@
 //! prompt and the tool list carry `cache_control` breakpoints so a stable catalogue is read
 //! from the prompt cache.
 
+use crate::body::{Growing, write_json};
 use crate::lowering::{Dialect, lower};
 use crate::retry::Retry;
 use crate::types::{
     Message, ModelRequest, ModelResponse, Provider, ProviderError, StopReason, ToolCall, Usage,
 };
 use crate::wire::{self, Auth, Flow, Framing};
+use bytes::{Bytes, BytesMut};
 use serde_json::{Value, json};
 use std::future::Future;
 
@@ -22,6 +24,8 @@ pub struct Anthropic {
     base_url: String,
     api_key: Option<String>,
     pub retry: Retry,
+    /// The last request's body, which the next step extends.
+    sent: std::sync::Arc<Growing<Message>>,
 }
 
 impl Anthropic {
@@ -31,80 +35,52 @@ impl Anthropic {
             base_url: base_url.trim_end_matches('/').to_string(),
             api_key,
             retry: Retry::default(),
+            sent: std::sync::Arc::default(),
         }
     }
 
-    fn body(request: &ModelRequest) -> Value {
-        let mut system = Vec::new();
-        let mut messages: Vec<Value> = Vec::new();
-        for m in request.messages.iter() {
-            match m {
-                Message::System { text } => system.push(json!({"type": "text", "text": text})),
-                Message::User { text } => messages
-                    .push(json!({"role": "user", "content": [{"type": "text", "text": text}]})),
-                Message::Assistant { text, tool_calls } => {
-                    let mut content = Vec::new();
-                    if !text.is_empty() {
-                        content.push(json!({"type": "text", "text": text}));
-                    }
-                    for c in tool_calls {
-                        let input: Value =
-                            serde_json::from_str(&c.arguments).unwrap_or_else(|_| json!({}));
-                        content.push(
-                            json!({"type": "tool_use", "id": c.id, "name": c.name, "input": input}),
-                        );
-                    }
-                    messages.push(json!({"role": "assistant", "content": content}));
-                }
-                Message::ToolResult {
-                    call_id,
-                    content,
-                    is_error,
-                    ..
-                } => {
-                    let block = json!({"type": "tool_result", "tool_use_id": call_id, "content": content, "is_error": is_error});
-                    // Results of one step belong in one user message, in call order.
-                    match messages.last_mut() {
-                        Some(last)
-                            if last["role"] == "user"
-                                && last["content"][0]["type"] == "tool_result" =>
-                        {
-                            if let Some(arr) = last["content"].as_array_mut() {
-                                arr.push(block);
-                            }
-                        }
-                        _ => messages.push(json!({"role": "user", "content": [block]})),
-                    }
-                }
-            }
-        }
-        let mut body = json!({"model": request.model, "max_tokens": MAX_TOKENS, "messages": messages, "stream": true});
+    /// The request's JSON: the last step's body with the messages added since. The system
+    /// prompt goes first (all system messages, wherever they are, as one list); the history
+    /// follows, its tool results grouped into one user message per step; then the tools.
+    fn body(sent: &Growing<Message>, request: &ModelRequest) -> Bytes {
+        let mut system: Vec<Value> = (request.messages.iter())
+            .filter_map(|m| match m {
+                Message::System { text } => Some(json!({"type": "text", "text": text})),
+                _ => None,
+            })
+            .collect();
+        let mut head = json!({"model": request.model, "max_tokens": MAX_TOKENS, "stream": true});
         if let Some(last) = system.last_mut() {
             last["cache_control"] = json!({"type": "ephemeral"});
-            body["system"] = json!(system);
+            head["system"] = json!(system);
         }
-        if !request.tools.is_empty() {
-            let mut tools: Vec<Value> = request
-                .tools
-                .iter()
-                .map(|t| json!({"name": t.name, "description": t.description, "input_schema": lower(&t.input_schema, Dialect::Anthropic)}))
-                .collect();
-            if let Some(last) = tools.last_mut() {
-                last["cache_control"] = json!({"type": "ephemeral"});
+        // An object always serialises; its closing brace gives way to the messages.
+        let mut head = serde_json::to_vec(&head).unwrap_or_default();
+        head.pop();
+        head.extend_from_slice(b",\"messages\":[");
+        let tail = |out: &mut BytesMut| {
+            let last = (request.messages.iter()).rfind(|m| !matches!(m, Message::System { .. }));
+            if matches!(last, Some(Message::ToolResult { .. })) {
+                out.extend_from_slice(b"]}");
             }
-            body["tools"] = json!(tools);
-        }
-        body
+            out.extend_from_slice(b"]");
+            if !request.tools.is_empty() {
+                out.extend_from_slice(b",\"tools\":");
+                write_json(out, &tools(&request.tools));
+            }
+            out.extend_from_slice(b"}");
+        };
+        sent.body(&head, &request.messages, request.reuse, wire_item, tail)
     }
 
     async fn send(&self, request: &ModelRequest) -> Result<ModelResponse, ProviderError> {
         let url = format!("{}/v1/messages", self.base_url);
-        let body = Self::body(request);
-        let response = wire::post(
+        let body = Self::body(&self.sent, request);
+        let response = wire::post_json(
             &self.client,
             self.retry,
             &url,
-            &body,
+            body,
             Auth::Header("x-api-key", self.api_key.as_deref()),
             &[("anthropic-version", API_VERSION)],
         )
@@ -198,6 +174,80 @@ impl Anthropic {
     }
 }
 
+/// The history's message `i`, after what separates it from the one before: system
+/// messages are in the head, not here; consecutive tool results share one user message.
+fn wire_item(messages: &[Message], i: usize, out: &mut BytesMut) {
+    let message = &messages[i];
+    if matches!(message, Message::System { .. }) {
+        return;
+    }
+    let before = (messages[..i].iter()).rfind(|m| !matches!(m, Message::System { .. }));
+    let after_result = matches!(before, Some(Message::ToolResult { .. }));
+    match message {
+        Message::ToolResult {
+            call_id,
+            content,
+            is_error,
+            ..
+        } => {
+            if after_result {
+                out.extend_from_slice(b",");
+            } else {
+                if before.is_some() {
+                    out.extend_from_slice(b",");
+                }
+                out.extend_from_slice(b"{\"role\":\"user\",\"content\":[");
+            }
+            let block = json!({"type": "tool_result", "tool_use_id": call_id, "content": content, "is_error": is_error});
+            write_json(out, &block);
+        }
+        _ => {
+            if after_result {
+                out.extend_from_slice(b"]}");
+            }
+            if before.is_some() {
+                out.extend_from_slice(b",");
+            }
+            write_json(out, &wire_message(message));
+        }
+    }
+}
+
+/// A user or assistant message as the Messages API takes it.
+fn wire_message(message: &Message) -> Value {
+    match message {
+        Message::Assistant { text, tool_calls } => {
+            let mut content = Vec::new();
+            if !text.is_empty() {
+                content.push(json!({"type": "text", "text": text}));
+            }
+            for c in tool_calls {
+                let input: Value = serde_json::from_str(&c.arguments).unwrap_or_else(|_| json!({}));
+                content
+                    .push(json!({"type": "tool_use", "id": c.id, "name": c.name, "input": input}));
+            }
+            json!({"role": "assistant", "content": content})
+        }
+        Message::User { text } => {
+            json!({"role": "user", "content": [{"type": "text", "text": text}]})
+        }
+        // Never asked: `wire_item` writes these itself.
+        Message::System { .. } | Message::ToolResult { .. } => Value::Null,
+    }
+}
+
+/// The tools, the last one marked as the end of the cached prefix.
+fn tools(tools: &[crate::types::ToolSpec]) -> Value {
+    let mut tools: Vec<Value> = tools
+        .iter()
+        .map(|t| json!({"name": t.name, "description": t.description, "input_schema": lower(&t.input_schema, Dialect::Anthropic)}))
+        .collect();
+    if let Some(last) = tools.last_mut() {
+        last["cache_control"] = json!({"type": "ephemeral"});
+    }
+    Value::Array(tools)
+}
+
 impl Provider for Anthropic {
     fn complete(
         &self,
@@ -255,7 +305,8 @@ mod tests {
                 input_schema: json!({"type": "object"}),
             }],
         );
-        let body = Anthropic::body(&request);
+        let body = Anthropic::body(&Growing::default(), &request);
+        let body: Value = serde_json::from_slice(&body).unwrap();
         let msgs = body["messages"].as_array().unwrap();
         assert_eq!(msgs.len(), 3);
         assert_eq!(msgs[1]["content"][0]["input"], json!({"q": 1}));
@@ -263,5 +314,126 @@ mod tests {
         assert_eq!(msgs[2]["content"][1]["is_error"], true);
         assert_eq!(body["system"][0]["cache_control"]["type"], "ephemeral");
         assert_eq!(body["tools"][0]["cache_control"]["type"], "ephemeral");
+    }
+
+    /// The body as it was built before steps extended the last one: every message encoded
+    /// afresh into one value.
+    fn encoded_afresh(request: &ModelRequest) -> Value {
+        let mut system = Vec::new();
+        let mut messages: Vec<Value> = Vec::new();
+        for m in request.messages.iter() {
+            match m {
+                Message::System { text } => system.push(json!({"type": "text", "text": text})),
+                Message::ToolResult {
+                    call_id,
+                    content,
+                    is_error,
+                    ..
+                } => {
+                    let block = json!({"type": "tool_result", "tool_use_id": call_id, "content": content, "is_error": is_error});
+                    match messages.last_mut() {
+                        Some(last)
+                            if last["role"] == "user"
+                                && last["content"][0]["type"] == "tool_result" =>
+                        {
+                            last["content"].as_array_mut().unwrap().push(block);
+                        }
+                        _ => messages.push(json!({"role": "user", "content": [block]})),
+                    }
+                }
+                other => messages.push(wire_message(other)),
+            }
+        }
+        let mut body = json!({"model": request.model, "max_tokens": MAX_TOKENS, "messages": messages, "stream": true});
+        if let Some(last) = system.last_mut() {
+            last["cache_control"] = json!({"type": "ephemeral"});
+            body["system"] = json!(system);
+        }
+        if !request.tools.is_empty() {
+            body["tools"] = tools(&request.tools);
+        }
+        body
+    }
+
+    #[test]
+    fn extended_bodies_are_the_bodies_encoded_afresh() {
+        let call = |id: &str| ToolCall {
+            id: id.into(),
+            name: "t".into(),
+            arguments: "{\"a\":1}".into(),
+        };
+        let result = |id: &str| Message::ToolResult {
+            call_id: id.into(),
+            name: "t".into(),
+            content: format!("result of {id}"),
+            is_error: id == "b",
+        };
+        let mut history = vec![
+            Message::System { text: "sys".into() },
+            Message::User { text: "hi".into() },
+        ];
+        let mut steps = Vec::new();
+        for (i, ids) in [vec!["a", "b"], vec!["c"], vec!["d", "e", "f"]]
+            .iter()
+            .enumerate()
+        {
+            history.push(Message::Assistant {
+                text: if i == 1 {
+                    "thinking".into()
+                } else {
+                    String::new()
+                },
+                tool_calls: ids.iter().map(|id| call(id)).collect(),
+            });
+            for id in ids {
+                history.push(result(id));
+                steps.push(history.clone());
+            }
+        }
+        // A system message between two results (they still share one user message), a
+        // closing answer, a rewrite of the start, and another conversation.
+        let mut between = history.clone();
+        between.insert(
+            between.len() - 1,
+            Message::System {
+                text: "note".into(),
+            },
+        );
+        steps.push(between.clone());
+        between.push(Message::Assistant {
+            text: "done".into(),
+            tool_calls: vec![],
+        });
+        steps.push(between.clone());
+        let mut rewritten = history.clone();
+        rewritten[1] = Message::User {
+            text: "summary".into(),
+        };
+        steps.push(rewritten);
+        steps.push(vec![
+            result("x"),
+            Message::User {
+                text: "other".into(),
+            },
+        ]);
+        steps.push(vec![Message::System {
+            text: "only".into(),
+        }]);
+        let tool = ToolSpec {
+            name: "t".into(),
+            description: "d".into(),
+            input_schema: json!({"type": "object"}),
+        };
+        let sent = Growing::default();
+        for (i, messages) in steps.iter().enumerate() {
+            let tools = if i % 2 == 0 {
+                vec![tool.clone()]
+            } else {
+                vec![]
+            };
+            let request = ModelRequest::new("m", messages.clone(), tools);
+            let body: Value = serde_json::from_slice(&Anthropic::body(&sent, &request)).unwrap();
+            assert_eq!(body, encoded_afresh(&request), "step {i}");
+        }
     }
 }

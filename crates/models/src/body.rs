@@ -13,6 +13,25 @@ use bytes::{BufMut, Bytes, BytesMut};
 use serde_json::Value;
 use std::sync::{Mutex, PoisonError};
 
+/// Writes `value`'s JSON to `out`.
+pub(crate) fn write_json(out: &mut BytesMut, value: &Value) {
+    // Infallible: a `Value`'s keys are strings, and memory takes every write.
+    let _ = serde_json::to_writer(out.writer(), value);
+}
+
+/// Writes `items[i]` as `encode` gives it, after a comma unless it is the first: an array
+/// of one JSON value per item.
+pub(crate) fn comma_separated<T>(
+    encode: impl Fn(&T) -> Value,
+) -> impl Fn(&[T], usize, &mut BytesMut) {
+    move |items, i, out| {
+        if i > 0 {
+            out.put_u8(b',');
+        }
+        write_json(out, &encode(&items[i]));
+    }
+}
+
 #[derive(Debug)]
 pub(crate) struct Growing<T>(Mutex<State<T>>);
 
@@ -40,9 +59,11 @@ impl<T> Default for Growing<T> {
 }
 
 impl<T: PartialEq + Clone> Growing<T> {
-    /// `head`, then `items` encoded with `encode` and separated by commas, then what `tail`
-    /// writes. `head` ends where the first item goes (`..."messages":[`), and `tail` starts
-    /// by closing what `head` opened.
+    /// `head`, then what `encode(items, i, buf)` writes for each item `i` in turn, then what
+    /// `tail` writes. `head` ends where the first item goes (`..."messages":[`); `encode`
+    /// writes an item with whatever separates it from the ones before (a comma, or the
+    /// closing of a group they opened), and may look back at them but never ahead; `tail`
+    /// closes what `head` and the items opened.
     ///
     /// An item is reused only where it equals the one written at its place, or where the
     /// sender's [`Reuse`] vouches that it is unchanged (comparing was itself a pass over the
@@ -53,7 +74,7 @@ impl<T: PartialEq + Clone> Growing<T> {
         head: &[u8],
         items: &[T],
         reuse: Option<Reuse>,
-        encode: impl Fn(&T) -> Value,
+        encode: impl Fn(&[T], usize, &mut BytesMut),
         tail: impl FnOnce(&mut BytesMut),
     ) -> Bytes {
         let mut state = self.0.lock().unwrap_or_else(PoisonError::into_inner);
@@ -77,12 +98,8 @@ impl<T: PartialEq + Clone> Growing<T> {
         state.sender = reuse.map(|r| r.sender);
         state.items.truncate(same);
         buf.truncate(state.items.last().map_or(state.head, |(_, end)| *end));
-        for item in &items[same..] {
-            if buf.len() > state.head {
-                buf.put_u8(b',');
-            }
-            // Infallible: a `Value`'s keys are strings, and memory takes every write.
-            let _ = serde_json::to_writer((&mut buf).writer(), &encode(item));
+        for (i, item) in items.iter().enumerate().skip(same) {
+            encode(items, i, &mut buf);
             state.items.push((item.clone(), buf.len()));
         }
         tail(&mut buf);
@@ -102,7 +119,7 @@ mod tests {
             head.as_bytes(),
             items,
             reuse,
-            |n| Value::from(*n),
+            comma_separated(|n| Value::from(*n)),
             |buf| buf.extend_from_slice(b"]}"),
         );
         String::from_utf8(bytes.to_vec()).unwrap()
@@ -115,7 +132,7 @@ mod tests {
             b"{\"a\":[",
             &[1, 2],
             None,
-            |n| Value::from(*n),
+            comma_separated(|n| Value::from(*n)),
             |b| b.extend_from_slice(b"]}"),
         );
         // The first body is still held (a request in flight): the next step must not

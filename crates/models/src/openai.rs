@@ -4,7 +4,7 @@
 //! reasons are kept as `Other`, a missing call id is synthesised, an `error` chunk ends the
 //! stream with `ProviderError::Stream`.
 
-use crate::body::Growing;
+use crate::body::{Growing, comma_separated};
 use crate::lowering::Dialect;
 use crate::retry::Retry;
 use crate::types::{
@@ -62,7 +62,8 @@ impl OpenAiCompatible {
             out.extend_from_slice(b"}");
         };
         let messages = &request.messages;
-        (sent.body).body(&head, messages, request.reuse, wire_message, tail)
+        let encode = comma_separated(wire_message);
+        (sent.body).body(&head, messages, request.reuse, encode, tail)
     }
 
     async fn send(&self, request: &ModelRequest) -> Result<ModelResponse, ProviderError> {
