@@ -109,6 +109,79 @@ impl<T: PartialEq + Clone> Growing<T> {
     }
 }
 
+/// Histories a turn goes through, for tests holding a provider's extended bodies equal to
+/// the ones it encoded afresh: steps of one and several calls, a system note between two
+/// results, a closing answer, a rewrite of the start, another conversation.
+#[cfg(test)]
+pub(crate) fn test_histories() -> Vec<Vec<crate::Message>> {
+    use crate::{Message, ToolCall};
+    let call = |id: &str| ToolCall {
+        id: id.into(),
+        name: "t".into(),
+        arguments: if id == "c" {
+            String::new()
+        } else {
+            "{\"a\":1}".into()
+        },
+    };
+    let result = |id: &str| Message::ToolResult {
+        call_id: id.into(),
+        name: "t".into(),
+        content: format!("result of {id}"),
+        is_error: id == "b",
+    };
+    let mut history = vec![
+        Message::System { text: "sys".into() },
+        Message::User { text: "hi".into() },
+    ];
+    let mut steps = Vec::new();
+    for (i, ids) in [vec!["a", "b"], vec!["c"], vec!["d", "e", "f"]]
+        .iter()
+        .enumerate()
+    {
+        history.push(Message::Assistant {
+            text: if i == 1 {
+                "thinking".into()
+            } else {
+                String::new()
+            },
+            tool_calls: ids.iter().map(|id| call(id)).collect(),
+        });
+        for id in ids {
+            history.push(result(id));
+            steps.push(history.clone());
+        }
+    }
+    let mut between = history.clone();
+    between.insert(
+        between.len() - 1,
+        Message::System {
+            text: "note".into(),
+        },
+    );
+    steps.push(between.clone());
+    between.push(Message::Assistant {
+        text: "done".into(),
+        tool_calls: vec![],
+    });
+    steps.push(between);
+    let mut rewritten = history;
+    rewritten[1] = Message::User {
+        text: "summary".into(),
+    };
+    steps.push(rewritten);
+    steps.push(vec![
+        result("x"),
+        Message::User {
+            text: "other".into(),
+        },
+    ]);
+    steps.push(vec![Message::System {
+        text: "only".into(),
+    }]);
+    steps
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]

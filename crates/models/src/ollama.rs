@@ -4,12 +4,14 @@
 //! stop reason and the token counts. Tool results go back as `tool` messages naming the
 //! tool. No auth unless a key is given (a proxy in front of Ollama may want a bearer token).
 
+use crate::body::{Growing, comma_separated, write_json};
 use crate::lowering::Dialect;
 use crate::retry::Retry;
 use crate::types::{
     Message, ModelRequest, ModelResponse, Provider, ProviderError, StopReason, ToolCall, Usage,
 };
 use crate::wire::{self, Flow, Framing};
+use bytes::{Bytes, BytesMut};
 use serde_json::{Map, Value, json};
 use std::future::Future;
 
@@ -19,6 +21,8 @@ pub struct Ollama {
     base_url: String,
     api_key: Option<String>,
     pub retry: Retry,
+    /// The last request's body, which the next step extends.
+    sent: std::sync::Arc<Growing<Message>>,
 }
 
 /// What the lines of one response add up to.
@@ -37,27 +41,38 @@ impl Ollama {
             base_url: base_url.trim_end_matches('/').to_string(),
             api_key,
             retry: Retry::default(),
+            sent: std::sync::Arc::default(),
         }
     }
 
-    fn body(request: &ModelRequest) -> Value {
-        let messages: Vec<Value> = request.messages.iter().map(wire_message).collect();
-        let mut body = json!({"model": request.model, "messages": messages, "stream": true});
-        if !request.tools.is_empty() {
-            body["tools"] = wire::function_tools(&request.tools, Dialect::Ollama);
-        }
-        body
+    /// The request's JSON: the last step's body with the messages added since.
+    fn body(sent: &Growing<Message>, request: &ModelRequest) -> Bytes {
+        let mut head = b"{\"model\":".to_vec();
+        // A string always serialises.
+        let _ = serde_json::to_writer(&mut head, &request.model);
+        head.extend_from_slice(b",\"stream\":true,\"messages\":[");
+        let tail = |out: &mut BytesMut| {
+            out.extend_from_slice(b"]");
+            if !request.tools.is_empty() {
+                out.extend_from_slice(b",\"tools\":");
+                write_json(out, &wire::function_tools(&request.tools, Dialect::Ollama));
+            }
+            out.extend_from_slice(b"}");
+        };
+        let encode = comma_separated(wire_message);
+        sent.body(&head, &request.messages, request.reuse, encode, tail)
     }
 
     async fn send(&self, request: &ModelRequest) -> Result<ModelResponse, ProviderError> {
         let url = format!("{}/api/chat", self.base_url);
-        let body = Self::body(request);
-        let response = wire::post_bearer(
+        let body = Self::body(&self.sent, request);
+        let response = wire::post_json(
             &self.client,
             self.retry,
             &url,
-            &body,
-            self.api_key.as_deref(),
+            body,
+            wire::Auth::Bearer(self.api_key.as_deref()),
+            &[],
         )
         .await?;
         let mut state = State::default();
@@ -185,5 +200,36 @@ impl Provider for Ollama {
         request: &ModelRequest,
     ) -> impl Future<Output = Result<ModelResponse, ProviderError>> + Send {
         self.send(request)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn extended_bodies_are_the_bodies_encoded_afresh() {
+        let tool = crate::types::ToolSpec {
+            name: "t".into(),
+            description: "d".into(),
+            input_schema: json!({"type": "object"}),
+        };
+        let sent = Growing::default();
+        for (i, messages) in crate::body::test_histories().into_iter().enumerate() {
+            let tools = if i % 2 == 0 {
+                vec![tool.clone()]
+            } else {
+                vec![]
+            };
+            let request = ModelRequest::new("m", messages, tools);
+            let body: Value = serde_json::from_slice(&Ollama::body(&sent, &request)).unwrap();
+            let messages: Vec<Value> = request.messages.iter().map(wire_message).collect();
+            let mut afresh = json!({"model": "m", "messages": messages, "stream": true});
+            if !request.tools.is_empty() {
+                afresh["tools"] = wire::function_tools(&request.tools, Dialect::Ollama);
+            }
+            assert_eq!(body, afresh, "step {i}");
+        }
     }
 }

@@ -6,12 +6,14 @@
 //! and a `done` with the full arguments. We keep no state on the server (`store: false`):
 //! every request carries the whole history, as with the other providers.
 
+use crate::body::{Growing, write_json};
 use crate::lowering::{Dialect, lower};
 use crate::retry::Retry;
 use crate::types::{
     Message, ModelRequest, ModelResponse, Provider, ProviderError, StopReason, ToolCall, Usage,
 };
 use crate::wire::{self, Flow, Framing};
+use bytes::{Bytes, BytesMut};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -22,6 +24,8 @@ pub struct OpenAiResponses {
     base_url: String,
     api_key: Option<String>,
     pub retry: Retry,
+    /// The last request's body, which the next step extends.
+    sent: std::sync::Arc<Growing<Message>>,
 }
 
 /// A function call being streamed: the item id links argument deltas that name no index.
@@ -40,70 +44,48 @@ impl OpenAiResponses {
             base_url: base_url.trim_end_matches('/').to_string(),
             api_key,
             retry: Retry::default(),
+            sent: std::sync::Arc::default(),
         }
     }
 
-    fn body(request: &ModelRequest) -> Value {
-        let mut instructions: Vec<&str> = Vec::new();
-        let mut input: Vec<Value> = Vec::new();
-        for m in request.messages.iter() {
-            match m {
-                Message::System { text } => instructions.push(text),
-                Message::User { text } => input.push(json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]})),
-                Message::Assistant { text, tool_calls } => {
-                    if !text.is_empty() {
-                        input.push(json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]}));
-                    }
-                    for c in tool_calls {
-                        // The API wants JSON text here; a call the model made with no
-                        // arguments is sent back as the empty object.
-                        let arguments = if c.arguments.trim().is_empty() { "{}" } else { &c.arguments };
-                        input.push(json!({"type": "function_call", "call_id": c.id, "name": c.name, "arguments": arguments}));
-                    }
-                }
-                // There is no error flag on a function result: the text says so.
-                Message::ToolResult {
-                    call_id,
-                    content,
-                    is_error,
-                    ..
-                } => {
-                    let output = if *is_error {
-                        format!("ERROR: {content}")
-                    } else {
-                        content.clone()
-                    };
-                    input.push(json!({"type": "function_call_output", "call_id": call_id, "output": output}));
-                }
-            }
-        }
-        let mut body =
-            json!({"model": request.model, "input": input, "stream": true, "store": false});
+    /// The request's JSON: the last step's body with the messages added since. The system
+    /// messages are the `instructions`; every other message is one or more `input` items.
+    fn body(sent: &Growing<Message>, request: &ModelRequest) -> Bytes {
+        let instructions: Vec<&str> = (request.messages.iter())
+            .filter_map(|m| match m {
+                Message::System { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        let mut head = json!({"model": request.model, "stream": true, "store": false});
         if !instructions.is_empty() {
-            body["instructions"] = json!(instructions.join("\n\n"));
+            head["instructions"] = json!(instructions.join("\n\n"));
         }
-        if !request.tools.is_empty() {
-            // Function tools are strict by default in this API; our schemas are lowered for
-            // the non-strict dialect, so say so.
-            let tools: Vec<Value> = request
-                .tools
-                .iter()
-                .map(|t| json!({"type": "function", "name": t.name, "description": t.description, "parameters": lower(&t.input_schema, Dialect::OpenAi), "strict": false}))
-                .collect();
-            body["tools"] = json!(tools);
-        }
-        body
+        // An object always serialises; its closing brace gives way to the input.
+        let mut head = serde_json::to_vec(&head).unwrap_or_default();
+        head.pop();
+        head.extend_from_slice(b",\"input\":[");
+        let tail = |out: &mut BytesMut| {
+            out.extend_from_slice(b"]");
+            if !request.tools.is_empty() {
+                out.extend_from_slice(b",\"tools\":");
+                write_json(out, &tools(&request.tools));
+            }
+            out.extend_from_slice(b"}");
+        };
+        sent.body(&head, &request.messages, request.reuse, wire_items, tail)
     }
 
     async fn send(&self, request: &ModelRequest) -> Result<ModelResponse, ProviderError> {
         let url = format!("{}/responses", self.base_url);
-        let body = Self::body(request);
-        let response = wire::post_bearer(
+        let body = Self::body(&self.sent, request);
+        let response = wire::post_json(
             &self.client,
             self.retry,
             &url,
-            &body,
-            self.api_key.as_deref(),
+            body,
+            wire::Auth::Bearer(self.api_key.as_deref()),
+            &[],
         )
         .await?;
         let mut text = String::new();
@@ -248,11 +230,162 @@ fn error_message(event: &Value) -> String {
         .to_string()
 }
 
+/// The `input` items of message `i`, after a comma unless nothing came before them.
+fn wire_items(messages: &[Message], i: usize, out: &mut BytesMut) {
+    let mut first = !messages[..i].iter().any(has_items);
+    for item in items(&messages[i]) {
+        if !first {
+            out.extend_from_slice(b",");
+        }
+        first = false;
+        write_json(out, &item);
+    }
+}
+
+/// Whether a message becomes any `input` item (system messages are the instructions; an
+/// assistant message with neither text nor calls is nothing).
+fn has_items(message: &Message) -> bool {
+    match message {
+        Message::System { .. } => false,
+        Message::Assistant { text, tool_calls } => !text.is_empty() || !tool_calls.is_empty(),
+        Message::User { .. } | Message::ToolResult { .. } => true,
+    }
+}
+
+/// A message as `input` items.
+fn items(message: &Message) -> Vec<Value> {
+    match message {
+        Message::System { .. } => Vec::new(),
+        Message::User { text } => vec![
+            json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}),
+        ],
+        Message::Assistant { text, tool_calls } => {
+            let mut items = Vec::new();
+            if !text.is_empty() {
+                items.push(json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]}));
+            }
+            for c in tool_calls {
+                // The API wants JSON text here; a call the model made with no
+                // arguments is sent back as the empty object.
+                let arguments = if c.arguments.trim().is_empty() {
+                    "{}"
+                } else {
+                    &c.arguments
+                };
+                items.push(json!({"type": "function_call", "call_id": c.id, "name": c.name, "arguments": arguments}));
+            }
+            items
+        }
+        // There is no error flag on a function result: the text says so.
+        Message::ToolResult {
+            call_id,
+            content,
+            is_error,
+            ..
+        } => {
+            let output = if *is_error {
+                format!("ERROR: {content}")
+            } else {
+                content.clone()
+            };
+            vec![json!({"type": "function_call_output", "call_id": call_id, "output": output})]
+        }
+    }
+}
+
+/// The tools: function tools are strict by default in this API; our schemas are lowered for
+/// the non-strict dialect, so say so.
+fn tools(tools: &[crate::types::ToolSpec]) -> Value {
+    (tools.iter())
+        .map(|t| json!({"type": "function", "name": t.name, "description": t.description, "parameters": lower(&t.input_schema, Dialect::OpenAi), "strict": false}))
+        .collect()
+}
+
 impl Provider for OpenAiResponses {
     fn complete(
         &self,
         request: &ModelRequest,
     ) -> impl Future<Output = Result<ModelResponse, ProviderError>> + Send {
         self.send(request)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn extended_bodies_are_the_bodies_encoded_afresh() {
+        let tool = crate::types::ToolSpec {
+            name: "t".into(),
+            description: "d".into(),
+            input_schema: json!({"type": "object"}),
+        };
+        let sent = Growing::default();
+        for (i, messages) in crate::body::test_histories().into_iter().enumerate() {
+            let tools = if i % 2 == 0 {
+                vec![tool.clone()]
+            } else {
+                vec![]
+            };
+            let request = ModelRequest::new("m", messages, tools);
+            let body = OpenAiResponses::body(&sent, &request);
+            let body: Value = serde_json::from_slice(&body).unwrap();
+            assert_eq!(body, encoded_afresh(&request), "step {i}");
+        }
+    }
+
+    /// The body as it was built before steps extended the last one.
+    fn encoded_afresh(request: &ModelRequest) -> Value {
+        let mut instructions: Vec<&str> = Vec::new();
+        let mut input: Vec<Value> = Vec::new();
+        for m in request.messages.iter() {
+            match m {
+                Message::System { text } => instructions.push(text),
+                Message::User { text } => input.push(json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]})),
+                Message::Assistant { text, tool_calls } => {
+                    if !text.is_empty() {
+                        input.push(json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]}));
+                    }
+                    for c in tool_calls {
+                        // The API wants JSON text here; a call the model made with no
+                        // arguments is sent back as the empty object.
+                        let arguments = if c.arguments.trim().is_empty() { "{}" } else { &c.arguments };
+                        input.push(json!({"type": "function_call", "call_id": c.id, "name": c.name, "arguments": arguments}));
+                    }
+                }
+                // There is no error flag on a function result: the text says so.
+                Message::ToolResult {
+                    call_id,
+                    content,
+                    is_error,
+                    ..
+                } => {
+                    let output = if *is_error {
+                        format!("ERROR: {content}")
+                    } else {
+                        content.clone()
+                    };
+                    input.push(json!({"type": "function_call_output", "call_id": call_id, "output": output}));
+                }
+            }
+        }
+        let mut body =
+            json!({"model": request.model, "input": input, "stream": true, "store": false});
+        if !instructions.is_empty() {
+            body["instructions"] = json!(instructions.join("\n\n"));
+        }
+        if !request.tools.is_empty() {
+            // Function tools are strict by default in this API; our schemas are lowered for
+            // the non-strict dialect, so say so.
+            let tools: Vec<Value> = request
+                .tools
+                .iter()
+                .map(|t| json!({"type": "function", "name": t.name, "description": t.description, "parameters": lower(&t.input_schema, Dialect::OpenAi), "strict": false}))
+                .collect();
+            body["tools"] = json!(tools);
+        }
+        body
     }
 }

@@ -20,18 +20,6 @@ pub(crate) enum Auth<'a> {
     Header(&'static str, Option<&'a str>),
 }
 
-/// [`post`] with a bearer key (when there is one) and no other headers: the OpenAI-style
-/// providers and Ollama.
-pub(crate) async fn post_bearer(
-    client: &reqwest::Client,
-    retry: Retry,
-    url: &str,
-    body: &Value,
-    key: Option<&str>,
-) -> Result<reqwest::Response, ProviderError> {
-    post(client, retry, url, body, Auth::Bearer(key), &[]).await
-}
-
 /// Sends `body` to `url` and returns the (successful) streaming response.
 pub(crate) async fn post(
     client: &reqwest::Client,
