@@ -4,7 +4,7 @@
 //! prompt and the tool list carry `cache_control` breakpoints so a stable catalogue is read
 //! from the prompt cache.
 
-use crate::body::{Growing, write_json};
+use crate::body::{Growing, close_with_tools, head, write_json};
 use crate::lowering::{Dialect, lower};
 use crate::retry::Retry;
 use crate::types::{
@@ -49,26 +49,19 @@ impl Anthropic {
                 _ => None,
             })
             .collect();
-        let mut head = json!({"model": request.model, "max_tokens": MAX_TOKENS, "stream": true});
+        let mut fields = json!({"model": request.model, "max_tokens": MAX_TOKENS, "stream": true});
         if let Some(last) = system.last_mut() {
             last["cache_control"] = json!({"type": "ephemeral"});
-            head["system"] = json!(system);
+            fields["system"] = json!(system);
         }
-        // An object always serialises; its closing brace gives way to the messages.
-        let mut head = serde_json::to_vec(&head).unwrap_or_default();
-        head.pop();
-        head.extend_from_slice(b",\"messages\":[");
+        let head = head(&fields, "messages");
         let tail = |out: &mut BytesMut| {
             let last = (request.messages.iter()).rfind(|m| !matches!(m, Message::System { .. }));
             if matches!(last, Some(Message::ToolResult { .. })) {
                 out.extend_from_slice(b"]}");
             }
-            out.extend_from_slice(b"]");
-            if !request.tools.is_empty() {
-                out.extend_from_slice(b",\"tools\":");
-                write_json(out, &tools(&request.tools));
-            }
-            out.extend_from_slice(b"}");
+            let tools = (!request.tools.is_empty()).then(|| tools(&request.tools));
+            close_with_tools(out, tools);
         };
         sent.body(&head, &request.messages, request.reuse, wire_item, tail)
     }
@@ -357,83 +350,6 @@ mod tests {
 
     #[test]
     fn extended_bodies_are_the_bodies_encoded_afresh() {
-        let call = |id: &str| ToolCall {
-            id: id.into(),
-            name: "t".into(),
-            arguments: "{\"a\":1}".into(),
-        };
-        let result = |id: &str| Message::ToolResult {
-            call_id: id.into(),
-            name: "t".into(),
-            content: format!("result of {id}"),
-            is_error: id == "b",
-        };
-        let mut history = vec![
-            Message::System { text: "sys".into() },
-            Message::User { text: "hi".into() },
-        ];
-        let mut steps = Vec::new();
-        for (i, ids) in [vec!["a", "b"], vec!["c"], vec!["d", "e", "f"]]
-            .iter()
-            .enumerate()
-        {
-            history.push(Message::Assistant {
-                text: if i == 1 {
-                    "thinking".into()
-                } else {
-                    String::new()
-                },
-                tool_calls: ids.iter().map(|id| call(id)).collect(),
-            });
-            for id in ids {
-                history.push(result(id));
-                steps.push(history.clone());
-            }
-        }
-        // A system message between two results (they still share one user message), a
-        // closing answer, a rewrite of the start, and another conversation.
-        let mut between = history.clone();
-        between.insert(
-            between.len() - 1,
-            Message::System {
-                text: "note".into(),
-            },
-        );
-        steps.push(between.clone());
-        between.push(Message::Assistant {
-            text: "done".into(),
-            tool_calls: vec![],
-        });
-        steps.push(between.clone());
-        let mut rewritten = history.clone();
-        rewritten[1] = Message::User {
-            text: "summary".into(),
-        };
-        steps.push(rewritten);
-        steps.push(vec![
-            result("x"),
-            Message::User {
-                text: "other".into(),
-            },
-        ]);
-        steps.push(vec![Message::System {
-            text: "only".into(),
-        }]);
-        let tool = ToolSpec {
-            name: "t".into(),
-            description: "d".into(),
-            input_schema: json!({"type": "object"}),
-        };
-        let sent = Growing::default();
-        for (i, messages) in steps.iter().enumerate() {
-            let tools = if i % 2 == 0 {
-                vec![tool.clone()]
-            } else {
-                vec![]
-            };
-            let request = ModelRequest::new("m", messages.clone(), tools);
-            let body: Value = serde_json::from_slice(&Anthropic::body(&sent, &request)).unwrap();
-            assert_eq!(body, encoded_afresh(&request), "step {i}");
-        }
+        crate::body::assert_extends_as_afresh(Anthropic::body, encoded_afresh);
     }
 }

@@ -19,6 +19,31 @@ pub(crate) fn write_json(out: &mut BytesMut, value: &Value) {
     let _ = serde_json::to_writer(out.writer(), value);
 }
 
+/// A body's head: the object `fields` with `,"key":[` in place of its closing brace, so
+/// that the items go next.
+pub(crate) fn head(fields: &Value, key: &str) -> Vec<u8> {
+    // An object always serialises (its keys are strings).
+    let mut head = serde_json::to_vec(fields).unwrap_or_else(|_| b"{}".to_vec());
+    head.pop();
+    if head.len() > 1 {
+        head.push(b',');
+    }
+    let _ = serde_json::to_writer(&mut head, key);
+    head.extend_from_slice(b":[");
+    head
+}
+
+/// The end of a body whose items are all closed: the array, then `tools` if any, then the
+/// object.
+pub(crate) fn close_with_tools(out: &mut BytesMut, tools: Option<Value>) {
+    out.extend_from_slice(b"]");
+    if let Some(tools) = tools {
+        out.extend_from_slice(b",\"tools\":");
+        write_json(out, &tools);
+    }
+    out.extend_from_slice(b"}");
+}
+
 /// Writes `items[i]` as `encode` gives it, after a comma unless it is the first: an array
 /// of one JSON value per item.
 pub(crate) fn comma_separated<T>(
@@ -180,6 +205,31 @@ pub(crate) fn test_histories() -> Vec<Vec<crate::Message>> {
         text: "only".into(),
     }]);
     steps
+}
+
+/// Holds `body` equal to `afresh` over [`test_histories`], on one provider's state, with
+/// and without tools.
+#[cfg(test)]
+pub(crate) fn assert_extends_as_afresh(
+    body: impl Fn(&Growing<crate::Message>, &crate::ModelRequest) -> Bytes,
+    afresh: impl Fn(&crate::ModelRequest) -> Value,
+) {
+    let tool = crate::types::ToolSpec {
+        name: "t".into(),
+        description: "d".into(),
+        input_schema: serde_json::json!({"type": "object"}),
+    };
+    let sent = Growing::default();
+    for (i, messages) in test_histories().into_iter().enumerate() {
+        let tools = if i % 2 == 0 {
+            vec![tool.clone()]
+        } else {
+            vec![]
+        };
+        let request = crate::ModelRequest::new("m", messages, tools);
+        let extended: Value = serde_json::from_slice(&body(&sent, &request)).unwrap_or_default();
+        assert_eq!(extended, afresh(&request), "step {i}");
+    }
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 //! stop reason and the token counts. Tool results go back as `tool` messages naming the
 //! tool. No auth unless a key is given (a proxy in front of Ollama may want a bearer token).
 
-use crate::body::{Growing, comma_separated, write_json};
+use crate::body::{Growing, close_with_tools, comma_separated, head};
 use crate::lowering::Dialect;
 use crate::retry::Retry;
 use crate::types::{
@@ -47,17 +47,10 @@ impl Ollama {
 
     /// The request's JSON: the last step's body with the messages added since.
     fn body(sent: &Growing<Message>, request: &ModelRequest) -> Bytes {
-        let mut head = b"{\"model\":".to_vec();
-        // A string always serialises.
-        let _ = serde_json::to_writer(&mut head, &request.model);
-        head.extend_from_slice(b",\"stream\":true,\"messages\":[");
+        let head = head(&json!({"model": request.model, "stream": true}), "messages");
+        let tools = || wire::function_tools(&request.tools, Dialect::Ollama);
         let tail = |out: &mut BytesMut| {
-            out.extend_from_slice(b"]");
-            if !request.tools.is_empty() {
-                out.extend_from_slice(b",\"tools\":");
-                write_json(out, &wire::function_tools(&request.tools, Dialect::Ollama));
-            }
-            out.extend_from_slice(b"}");
+            close_with_tools(out, (!request.tools.is_empty()).then(tools));
         };
         let encode = comma_separated(wire_message);
         sent.body(&head, &request.messages, request.reuse, encode, tail)
@@ -210,26 +203,13 @@ mod tests {
 
     #[test]
     fn extended_bodies_are_the_bodies_encoded_afresh() {
-        let tool = crate::types::ToolSpec {
-            name: "t".into(),
-            description: "d".into(),
-            input_schema: json!({"type": "object"}),
-        };
-        let sent = Growing::default();
-        for (i, messages) in crate::body::test_histories().into_iter().enumerate() {
-            let tools = if i % 2 == 0 {
-                vec![tool.clone()]
-            } else {
-                vec![]
-            };
-            let request = ModelRequest::new("m", messages, tools);
-            let body: Value = serde_json::from_slice(&Ollama::body(&sent, &request)).unwrap();
+        crate::body::assert_extends_as_afresh(Ollama::body, |request| {
             let messages: Vec<Value> = request.messages.iter().map(wire_message).collect();
-            let mut afresh = json!({"model": "m", "messages": messages, "stream": true});
+            let mut body = json!({"model": request.model, "messages": messages, "stream": true});
             if !request.tools.is_empty() {
-                afresh["tools"] = wire::function_tools(&request.tools, Dialect::Ollama);
+                body["tools"] = wire::function_tools(&request.tools, Dialect::Ollama);
             }
-            assert_eq!(body, afresh, "step {i}");
-        }
+            body
+        });
     }
 }

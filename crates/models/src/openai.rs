@@ -4,7 +4,7 @@
 //! reasons are kept as `Other`, a missing call id is synthesised, an `error` chunk ends the
 //! stream with `ProviderError::Stream`.
 
-use crate::body::{Growing, comma_separated};
+use crate::body::{Growing, comma_separated, head};
 use crate::lowering::Dialect;
 use crate::retry::Retry;
 use crate::types::{
@@ -46,10 +46,7 @@ impl OpenAiCompatible {
     /// The request's JSON: the last step's body with the messages added since (the model
     /// and the messages first, so that only what follows them is written again).
     fn body(sent: &Sent, request: &ModelRequest) -> Bytes {
-        let mut head = b"{\"model\":".to_vec();
-        // A string always serialises.
-        let _ = serde_json::to_writer(&mut head, &request.model);
-        head.extend_from_slice(b",\"messages\":[");
+        let head = head(&json!({"model": request.model}), "messages");
         let tail = |out: &mut BytesMut| {
             // `include_usage` adds a last chunk with token counts; servers that do not know
             // it ignore it.

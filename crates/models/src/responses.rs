@@ -6,7 +6,7 @@
 //! and a `done` with the full arguments. We keep no state on the server (`store: false`):
 //! every request carries the whole history, as with the other providers.
 
-use crate::body::{Growing, write_json};
+use crate::body::{Growing, close_with_tools, head, write_json};
 use crate::lowering::{Dialect, lower};
 use crate::retry::Retry;
 use crate::types::{
@@ -57,21 +57,16 @@ impl OpenAiResponses {
                 _ => None,
             })
             .collect();
-        let mut head = json!({"model": request.model, "stream": true, "store": false});
+        let mut fields = json!({"model": request.model, "stream": true, "store": false});
         if !instructions.is_empty() {
-            head["instructions"] = json!(instructions.join("\n\n"));
+            fields["instructions"] = json!(instructions.join("\n\n"));
         }
-        // An object always serialises; its closing brace gives way to the input.
-        let mut head = serde_json::to_vec(&head).unwrap_or_default();
-        head.pop();
-        head.extend_from_slice(b",\"input\":[");
+        let head = head(&fields, "input");
         let tail = |out: &mut BytesMut| {
-            out.extend_from_slice(b"]");
-            if !request.tools.is_empty() {
-                out.extend_from_slice(b",\"tools\":");
-                write_json(out, &tools(&request.tools));
-            }
-            out.extend_from_slice(b"}");
+            close_with_tools(
+                out,
+                (!request.tools.is_empty()).then(|| tools(&request.tools)),
+            );
         };
         sent.body(&head, &request.messages, request.reuse, wire_items, tail)
     }
@@ -317,23 +312,7 @@ mod tests {
 
     #[test]
     fn extended_bodies_are_the_bodies_encoded_afresh() {
-        let tool = crate::types::ToolSpec {
-            name: "t".into(),
-            description: "d".into(),
-            input_schema: json!({"type": "object"}),
-        };
-        let sent = Growing::default();
-        for (i, messages) in crate::body::test_histories().into_iter().enumerate() {
-            let tools = if i % 2 == 0 {
-                vec![tool.clone()]
-            } else {
-                vec![]
-            };
-            let request = ModelRequest::new("m", messages, tools);
-            let body = OpenAiResponses::body(&sent, &request);
-            let body: Value = serde_json::from_slice(&body).unwrap();
-            assert_eq!(body, encoded_afresh(&request), "step {i}");
-        }
+        crate::body::assert_extends_as_afresh(OpenAiResponses::body, encoded_afresh);
     }
 
     /// The body as it was built before steps extended the last one.
