@@ -1,0 +1,90 @@
+"""Which functions of the release binary a start, a call and a turn run, as a symbol
+ordering file for the linker (crates/cli/link/hot-functions.txt). The driver is
+scripts/order-functions.sh; this file reads what it records.
+
+  sections MAP CALLGRIND_OUT...   sections holding an instruction callgrind saw executed
+  faults MAP PERF_DATA            sections where the host took a page fault (perf)
+
+Functions are matched to the binary's own input sections through the linker's map (`-Map`),
+by address: the shipped binary has no symbol table, and a build that keeps one has other
+symbol hashes (the profile is part of every crate's metadata). Prints one name per line."""
+
+import bisect
+import re
+import subprocess
+import sys
+
+SECTION = re.compile(r"^\s*([0-9a-f]+)\s+[0-9a-f]+\s+([0-9a-f]+)\s+\d+\s+\S.*:\(\.text\.(.+)\)$")
+# LLVM puts functions it knows to be cold or hot into prefixed sections; the symbol inside
+# is the name without the prefix, and the ordering file names symbols.
+PREFIX = re.compile(r"^(unlikely|hot|startup|exit|split)\.")
+
+
+class Sections:
+    def __init__(self, map_path):
+        rows = []
+        with open(map_path) as f:
+            for line in f:
+                m = SECTION.match(line.rstrip("\n"))
+                if m:
+                    rows.append((int(m.group(1), 16), int(m.group(2), 16), PREFIX.sub("", m.group(3))))
+        rows.sort()
+        self.rows = rows
+        self.starts = [r[0] for r in rows]
+
+    def at(self, address):
+        i = bisect.bisect_right(self.starts, address) - 1
+        if i >= 0 and address < self.rows[i][0] + self.rows[i][1]:
+            return self.rows[i][2]
+        return None
+
+
+def executed(sections, outputs):
+    """Callgrind with `--dump-instr=yes --compress-pos=no`: a cost line starts with the
+    instruction's address in its object (the binary's own addresses, not the mapped ones)."""
+    names = set()
+    for path in outputs:
+        ours = False
+        with open(path, errors="replace") as f:
+            for line in f:
+                if line.startswith("ob="):
+                    ours = line.rstrip().endswith("/mcp-host")
+                elif ours and line.startswith("0x"):
+                    name = sections.at(int(line.split(maxsplit=1)[0], 16))
+                    if name:
+                        names.add(name)
+    return names
+
+
+MMAP = re.compile(r"PERF_RECORD_MMAP2 (\d+)/\d+: \[0x([0-9a-f]+)\(0x[0-9a-f]+\) @ 0 .* r--p \S*/mcp-host$")
+
+
+def faulted(sections, data):
+    """`perf record -e page-faults -c 1 -d`: the host's own faults (not its children's),
+    addresses made relative to where the binary's first segment was mapped."""
+    text = subprocess.run(["perf", "script", "-i", data, "--show-mmap-events", "-F", "pid,addr"],
+                          capture_output=True, text=True, check=True).stdout
+    base, pid, names = None, None, set()
+    for line in text.splitlines():
+        m = MMAP.search(line)
+        if m and base is None:
+            pid, base = m.group(1), int(m.group(2), 16)
+            continue
+        parts = line.split()
+        if base is not None and len(parts) == 2 and parts[0] == pid:
+            name = sections.at(int(parts[1], 16) - base)
+            if name:
+                names.add(name)
+    return names
+
+
+def main():
+    mode, map_path, *inputs = sys.argv[1:]
+    sections = Sections(map_path)
+    names = executed(sections, inputs) if mode == "sections" else faulted(sections, inputs[0])
+    for name in sorted(names):
+        print(name)
+
+
+if __name__ == "__main__":
+    main()
