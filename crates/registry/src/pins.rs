@@ -112,31 +112,45 @@ pub fn diff(old: &Value, new: &Value) -> String {
 fn record(definition: &Value) -> PinRecord {
     PinRecord {
         hash: definition_hash(definition),
-        definition: serde_json::to_string(&canonical(definition)).unwrap_or_default(),
+        definition: canonical_text(definition),
     }
 }
 
-/// Compares `definition` with the pin of (server, tool) in `pins`, pinning it if there is
-/// none.
+/// The text a pin keeps: the definition with sorted keys, compact.
+fn canonical_text(definition: &Value) -> String {
+    let mut bytes = Vec::with_capacity(256);
+    write_canonical(definition, &mut bytes);
+    // `write_canonical` writes JSON, which is UTF-8.
+    String::from_utf8(bytes).unwrap_or_default()
+}
+
+/// Compares the definition whose [`definition_hash`] is `hash` with the pin of
+/// (server, tool) in `pins`, pinning it if there is none. `definition` is only made when
+/// the hash is not the pinned one's (a new pin keeps its text, a drift shows a diff): a start
+/// whose tools did not change hashes each definition once.
 pub async fn check<P: PinRecords>(
     pins: &P,
     server: &str,
     tool: &str,
-    definition: &Value,
+    hash: &str,
+    definition: impl FnOnce() -> Value,
 ) -> Result<PinCheck, P::Error> {
-    let current = record(definition);
     match pins.pinned(server, tool).await? {
+        Some(pinned) if pinned.hash == hash => Ok(PinCheck::Same),
         None => {
-            pins.pin(server, tool, &current).await?;
+            let record = PinRecord {
+                hash: hash.to_string(),
+                definition: canonical_text(&definition()),
+            };
+            pins.pin(server, tool, &record).await?;
             Ok(PinCheck::New)
         }
-        Some(pinned) if pinned.hash == current.hash => Ok(PinCheck::Same),
         Some(pinned) => {
             let old: Value = serde_json::from_str(&pinned.definition).unwrap_or(Value::Null);
             Ok(PinCheck::Drift(Drift {
                 pinned_hash: pinned.hash,
-                current_hash: current.hash,
-                diff: diff(&old, definition),
+                current_hash: hash.to_string(),
+                diff: diff(&old, &definition()),
             }))
         }
     }
@@ -222,7 +236,12 @@ mod tests {
         let check = |server: &'static str, definition: &Value| {
             let definition = definition.clone();
             let pins = &pins;
-            async move { check(pins, server, "echo", &definition).await.unwrap() }
+            let hash = definition_hash(&definition);
+            async move {
+                check(pins, server, "echo", &hash, || definition.clone())
+                    .await
+                    .unwrap()
+            }
         };
         assert_eq!(check("s", &v1).await, PinCheck::New);
         assert_eq!(check("s", &v1).await, PinCheck::Same);

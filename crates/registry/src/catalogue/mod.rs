@@ -9,8 +9,8 @@ use crate::lint::{self, Flag};
 use crate::names::{NameTable, ToolKey};
 use crate::pins::{self, PinCheck};
 use crate::schema::{self, Checker, Problem};
+use crate::search::DocText;
 use crate::search::hybrid::{Embedder, SemanticIndex};
-use crate::search::{DocText, Index};
 
 mod ranking;
 use mcp_host_core::pins::PinRecords;
@@ -218,9 +218,9 @@ pub struct Catalogue {
     templates: Vec<Offered<ResourceTemplateDescriptor>>,
     by_name: HashMap<String, usize>,
     by_key: HashMap<ToolKey, usize>,
-    index: Index,
-    /// Each server's name as stemmed words (entries are sorted by server, so in order).
-    server_words: Vec<(ServerId, Vec<String>)>,
+    /// The lexical index and each server's name as stemmed words, built on the first
+    /// search: only deferred catalogues search, and a start that lists tools does not.
+    lexical: OnceLock<ranking::Lexical>,
     /// Set by [`Catalogue::with_embedder`]: semantic ranking beside the lexical one.
     embedder: Option<Arc<Embedder>>,
     /// The tools' vectors, computed on the first search (only deferred catalogues search).
@@ -295,9 +295,6 @@ impl Catalogue {
                 );
             }
         }
-        let docs: Vec<DocText> = entries.iter().map(doc_text).collect();
-        let index = Index::build(&docs);
-        let server_words = ranking::server_words(&index, &entries);
         let by_name = entries
             .iter()
             .enumerate()
@@ -315,8 +312,7 @@ impl Catalogue {
             templates,
             by_name,
             by_key,
-            index,
-            server_words,
+            lexical: OnceLock::new(),
             embedder: None,
             semantic: OnceLock::new(),
             server_list: OnceLock::new(),
@@ -411,8 +407,15 @@ impl Catalogue {
     /// Compares every entry with its pin in `pins` (pinning new ones) and records the result.
     pub async fn check_pins<P: PinRecords>(&mut self, pins: &P) -> Result<(), P::Error> {
         for e in &mut self.entries {
-            let definition = Entry::definition(&e.tool);
-            let check = pins::check(pins, e.key.server.as_str(), &e.key.tool, &definition).await?;
+            let definition = || Entry::definition(&e.tool);
+            let check = pins::check(
+                pins,
+                e.key.server.as_str(),
+                &e.key.tool,
+                &e.hash,
+                definition,
+            );
+            let check = check.await?;
             e.pin = Some(check);
         }
         Ok(())

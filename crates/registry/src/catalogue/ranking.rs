@@ -1,7 +1,8 @@
-//! How a catalogue snapshot ranks a search: its lexical index, the semantic index built
-//! on the first search when an embedder is attached (only deferred catalogues search, so
-//! a small catalogue never loads the model), fused by rank, with a server the query names
-//! counted twice; and the plain BM25 baseline the evaluation compares with.
+//! How a catalogue snapshot ranks a search: its lexical index and, when an embedder is
+//! attached, its semantic index, both built on the first search (only deferred catalogues
+//! search, so a start that lists tools builds neither and a small catalogue never loads the
+//! model), fused by rank, with a server the query names counted twice; and the plain BM25
+//! baseline the evaluation compares with.
 
 use super::{Catalogue, Entry, doc_text};
 use crate::search::embed::StaticModel;
@@ -51,12 +52,13 @@ impl Catalogue {
     /// lexical and (when an embedder is set) semantic rankings are fused; a server the query
     /// names ("in GitHub", "my notion pages") has its tools' places counted twice.
     pub fn search(&self, query: &str, limit: usize) -> Vec<(&Entry, f32)> {
-        let mut rankings = vec![(self.index.search(query, hybrid::CANDIDATES), 1.0)];
+        let lexical = self.lexical();
+        let mut rankings = vec![(lexical.index.search(query, hybrid::CANDIDATES), 1.0)];
         if let Some((model, semantic)) = self.semantic_index() {
             let hits = semantic.search(model, query, hybrid::CANDIDATES);
             rankings.push((hits, hybrid::SEMANTIC_WEIGHT));
         }
-        let named = self.named_servers(query);
+        let named = lexical.named_servers(query);
         if !named.is_empty() {
             let of_named: Vec<(Vec<(usize, f32)>, f32)> = rankings
                 .iter()
@@ -77,6 +79,40 @@ impl Catalogue {
             .collect()
     }
 
+    fn lexical(&self) -> &Lexical {
+        self.lexical.get_or_init(|| Lexical::build(&self.entries))
+    }
+}
+
+/// A snapshot's lexical ranking: its index over the entries' names and descriptions, and
+/// each server's name as stemmed words (entries are sorted by server, so in order).
+#[derive(Debug)]
+pub(super) struct Lexical {
+    index: Index,
+    server_words: Vec<(ServerId, Vec<String>)>,
+}
+
+impl Lexical {
+    fn build(entries: &[Entry]) -> Self {
+        let docs: Vec<DocText> = entries.iter().map(doc_text).collect();
+        let index = Index::build(&docs);
+        let mut servers: Vec<&ServerId> = entries.iter().map(|e| &e.key.server).collect();
+        servers.dedup();
+        let server_words = (servers.into_iter())
+            .map(|s| {
+                let words = prose_words(s.as_str())
+                    .iter()
+                    .map(|w| index.stem(w))
+                    .collect();
+                (s.clone(), words)
+            })
+            .collect();
+        Self {
+            index,
+            server_words,
+        }
+    }
+
     /// The servers whose every name word the query uses ("google-maps" needs "google" and
     /// "maps"), compared stemmed.
     fn named_servers(&self, query: &str) -> Vec<&ServerId> {
@@ -90,21 +126,6 @@ impl Catalogue {
             .map(|(s, _)| s)
             .collect()
     }
-}
-
-/// Each server's name as stemmed words, for [`Catalogue::search`] to see it named.
-pub(super) fn server_words(index: &Index, entries: &[Entry]) -> Vec<(ServerId, Vec<String>)> {
-    let mut servers: Vec<&ServerId> = entries.iter().map(|e| &e.key.server).collect();
-    servers.dedup();
-    (servers.into_iter())
-        .map(|s| {
-            let words = prose_words(s.as_str())
-                .iter()
-                .map(|w| index.stem(w))
-                .collect();
-            (s.clone(), words)
-        })
-        .collect()
 }
 
 /// What a tool's vector is made of: its name's words, title and description.
