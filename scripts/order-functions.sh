@@ -68,12 +68,14 @@ faults() {
     echo "warning: $* failed under perf (its profile is partial)" >&2
 }
 
-"$TARGET/release/mcp-fake-model" >"$WORK/model.out" 2>/dev/null &
-MODEL_PID=$!
 rm -f "$LIST"
 build
+"$TARGET/release/mcp-fake-model" >"$WORK/model.out" 2>/dev/null &
+MODEL_PID=$!
 for _ in $(seq 100); do grep -q "listening on" "$WORK/model.out" && break; sleep 0.05; done
-MODEL_URL="$(sed -n 's/.*listening on //p' "$WORK/model.out")/v1"
+MODEL_URL="$(sed -n 's/.*listening on //p' "$WORK/model.out")"
+[ -n "$MODEL_URL" ] || { echo "mcp-fake-model did not start" >&2; exit 1; }
+MODEL_URL="$MODEL_URL/v1"
 
 # Everything an unconfined run executes, exactly.
 workloads callgrind -off "$WORK/cg"
