@@ -17,9 +17,8 @@ fi
 
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
-export HOME="$WORK/home" XDG_CONFIG_HOME="$WORK/config" XDG_DATA_HOME="$WORK/data" XDG_RUNTIME_DIR="$WORK/run"
-mkdir -p "$HOME"
 . "$ROOT/scripts/seven-servers.sh"
+scratch_home "$WORK"
 write_seven_servers "$WORK/seven.json"
 cat >"$WORK/exits.json" <<JSON
 {"mcpServers": {"git-bad": {"command": "$DEPS/venv/bin/mcp-server-git", "args": ["--repository", "/nonexistent/repo"]}}}

@@ -23,9 +23,8 @@ AFTER="${AFTER:-$TARGET/release/mcp-host}"
 
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
-export HOME="$WORK/home" XDG_CONFIG_HOME="$WORK/config" XDG_DATA_HOME="$WORK/data" XDG_RUNTIME_DIR="$WORK/run"
-mkdir -p "$HOME" "$XDG_RUNTIME_DIR"
 . "$ROOT/scripts/seven-servers.sh"
+scratch_home "$WORK"
 write_seven_servers "$WORK/seven.json"
 
 exec python3 "$ROOT/scripts/bench_floor.py" "$WORK" "$TARGET/release" "$AFTER" "${BEFORE:-}" \

@@ -21,9 +21,8 @@ command -v valgrind >/dev/null || { echo "needs valgrind" >&2; exit 1; }
 export RUSTUP_HOME="${RUSTUP_HOME:-$HOME/.rustup}" CARGO_HOME="${CARGO_HOME:-$HOME/.cargo}"
 WORK="$(mktemp -d)"
 trap 'kill "${MODEL_PID:-0}" 2>/dev/null || true; rm -rf "$WORK"' EXIT
-export HOME="$WORK/home" XDG_CONFIG_HOME="$WORK/config" XDG_DATA_HOME="$WORK/data" XDG_RUNTIME_DIR="$WORK/run"
-mkdir -p "$HOME" "$XDG_RUNTIME_DIR"
 . "$ROOT/scripts/seven-servers.sh"
+scratch_home "$WORK"
 write_seven_servers "$WORK/seven.json"
 PYTHON="$(python3 -c 'import os, sys; print(os.path.realpath(sys.executable))')"
 printf '{"mcpServers": {"m0": {"command": "%s", "args": ["%s"]}}}\n' \

@@ -1,4 +1,11 @@
-# Sourced by the benchmarks: write_seven_servers FILE writes the config of the seven real
+# Sourced by the benchmarks. scratch_home DIR points HOME and the XDG folders into DIR, so a
+# run reads no configuration of the user's and leaves nothing behind.
+scratch_home() {
+  export HOME="$1/home" XDG_CONFIG_HOME="$1/config" XDG_DATA_HOME="$1/data" XDG_RUNTIME_DIR="$1/run"
+  mkdir -p "$HOME" "$XDG_RUNTIME_DIR"
+}
+
+# write_seven_servers FILE writes the config of the seven real
 # servers of the interop set (everything, filesystem, memory, time, fetch, git, fastmcp),
 # from $DEPS (scripts/install-test-deps.sh), $ROOT (this checkout) and $WORK (a scratch folder).
 write_seven_servers() {
