@@ -951,10 +951,11 @@ async fn each_users_engine_store_is_their_own(db: Db) {
             .await,
         Err(StoreError::NoConversation(_))
     ));
-    assert!(matches!(
-        bob.record_tool_call(&tool_call(&history, "c2")).await,
-        Err(StoreError::NoConversation(_))
-    ));
+    let recorded = bob.record_tool_call(&tool_call(&history, "c2")).await;
+    assert!(
+        matches!(recorded, Err(StoreError::NoConversation(_))),
+        "{recorded:?}"
+    );
     assert!(matches!(
         bob.set_title(&history, "mine now").await,
         Err(StoreError::NoConversation(_))

@@ -122,8 +122,10 @@ pub(crate) fn to_u32(value: i64, what: &str) -> Result<u32, StoreError> {
 }
 
 /// Marks a conversation as just used. Run first in a write transaction: it both takes the
-/// write lock and tells whether the conversation exists.
-async fn touch(
+/// write lock and tells whether the conversation exists. A transaction that reads first and
+/// writes later asks SQLite to upgrade its read to a write, which fails at once ("database
+/// is locked") when another connection holds the write lock, without waiting its turn.
+pub(crate) async fn touch(
     conn: &mut AnyConnection,
     scope: &str,
     id: &ConversationId,

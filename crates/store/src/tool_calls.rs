@@ -2,7 +2,7 @@
 //! server and tool it went to, the policy verdict and who decided it, and how it ended.
 //! Rows are keyed by (conversation, turn, call id), so recording a call again updates it.
 
-use crate::conversations::{ROWS_PER_INSERT, ensure_exists, multi_row_insert, to_u32};
+use crate::conversations::{ROWS_PER_INSERT, ensure_exists, multi_row_insert, to_u32, touch};
 use crate::{ConversationId, Store, StoreError};
 use serde_json::Value;
 use sqlx::AssertSqlSafe;
@@ -115,16 +115,21 @@ impl Store {
                 ))
             })
             .collect::<Result<Vec<_>, StoreError>>()?;
-        let mut conversations: Vec<&ConversationId> = Vec::new();
-        for (r, ..) in &rows {
-            if !conversations.contains(&&r.conversation_id) {
-                conversations.push(&r.conversation_id);
-            }
-        }
+        let mut conversations: Vec<&ConversationId> =
+            rows.iter().map(|(r, ..)| &r.conversation_id).collect();
+        // Sorted, so two writers lock the same histories in the same order (PostgreSQL's row
+        // locks); SQLite has one write lock, taken by the first touch.
+        conversations.sort_unstable();
+        conversations.dedup();
         if rows.is_empty() {
             return Ok(());
         }
         let mut tx = self.pool().begin().await?;
+        // Write before reading: the touch takes the write lock (and finds a history that does
+        // not exist) before any position is read.
+        for id in &conversations {
+            touch(&mut tx, self.scope(), id).await?;
+        }
         for id in conversations {
             let mine = rows.iter().filter(|(r, ..)| r.conversation_id == *id);
             let mine: Vec<_> = mine.collect();
@@ -138,14 +143,7 @@ impl Store {
             .await?;
             for (n, chunk) in mine.chunks(ROWS_PER_INSERT).enumerate() {
                 let position = first + i64::try_from(n * ROWS_PER_INSERT).unwrap_or(i64::MAX);
-                match upsert_calls(&mut tx, self.scope(), position, chunk).await {
-                    Ok(()) => {}
-                    // The foreign key is the existence check: one statement, no race.
-                    Err(sqlx::Error::Database(e)) if e.is_foreign_key_violation() => {
-                        return Err(StoreError::NoConversation(id.to_string()));
-                    }
-                    Err(e) => return Err(e.into()),
-                }
+                upsert_calls(&mut tx, self.scope(), position, chunk).await?;
             }
         }
         tx.commit().await?;

@@ -370,3 +370,32 @@ async fn concurrent_appends_keep_every_message() {
         assert_eq!(pair[1].1, json!("pair"));
     }
 }
+
+/// A turn's call rows written while another connection holds the file's write lock wait their
+/// turn (the busy timeout) instead of failing with "database is locked": the transaction
+/// takes the write lock before it reads, so SQLite never has to upgrade a read to a write.
+#[tokio::test]
+async fn tool_calls_wait_for_another_writer() {
+    use mcp_host_store::db::{Backend, connect, sqlite_url};
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir).await;
+    let id = store.create_conversation("m", "/w").await.unwrap();
+    let url = sqlite_url(&dir.path().join("data/store.sqlite")).unwrap();
+    let other = connect(&url, Backend::Sqlite, 1).await.unwrap();
+    let mut writer = other.begin().await.unwrap();
+    sqlx::query("UPDATE histories SET title = title")
+        .execute(&mut *writer)
+        .await
+        .unwrap();
+
+    let calls = [call(&id, "c1"), call(&id, "c2")];
+    let record = store.record_tool_calls(&calls);
+    tokio::pin!(record);
+    // Held until the write is seen waiting (or ended, which it must not while locked out).
+    if let Ok(ended) = tokio::time::timeout(Duration::from_millis(500), &mut record).await {
+        panic!("ended while another connection held the write lock: {ended:?}");
+    }
+    writer.commit().await.unwrap();
+    record.await.unwrap();
+    assert_eq!(store.load_tool_calls(&id).await.unwrap().len(), 2);
+}
