@@ -238,7 +238,7 @@ impl Session {
                 });
             }
         };
-        let (process, verdicts, transport) = conn.into_parts();
+        let (process, line, transport) = conn.into_parts();
         let era = match check_version(&service) {
             Ok(era) => era,
             Err(e) => {
@@ -258,7 +258,8 @@ impl Session {
             service,
             process,
             stderr,
-            verdicts,
+            verdicts: line.as_ref().map(Wire::verdicts),
+            line,
             ended: OnceCell::new(),
             closed,
             era,
@@ -357,7 +358,7 @@ impl Parts {
 }
 
 /// Newline-delimited JSON-RPC from a process's stdio or an in-process pipe.
-type LineWire = Wire<FromServer, ToServer>;
+pub(super) type LineWire = Wire<FromServer, ToServer>;
 
 /// A connection being set up. A stdio process (or an in-process server) and its wire
 /// outlive a handshake attempt, so a fallback to `initialize` talks to the same process;
@@ -465,10 +466,10 @@ impl Conn {
         }
     }
 
-    /// The process (if any), the decoder's verdicts (for a line wire) and the transport.
-    fn into_parts(self) -> (Option<StdioProcess>, Option<Verdicts>, TransportKind) {
+    /// The process (if any), the line wire (stdio) and the transport.
+    fn into_parts(self) -> (Option<StdioProcess>, Option<LineWire>, TransportKind) {
         match self {
-            Self::Stdio { process, wire } => (process, Some(wire.verdicts()), TransportKind::Stdio),
+            Self::Stdio { process, wire } => (process, Some(wire), TransportKind::Stdio),
             Self::Http(HttpWire::Streamable) => (None, None, TransportKind::Http),
             Self::Http(HttpWire::LegacySse) => (None, None, TransportKind::Sse),
         }

@@ -8,7 +8,7 @@ use crate::handler::{ClientFeatures, HostHandler, Progress, ProgressRoutes, clie
 use crate::http::{self, HttpFailure};
 use crate::lenient;
 use crate::stdio::{ProcessExit, SpawnError, StdioLaunch, StdioProcess, SupervisorCommand};
-use crate::wire::{Correlated, Verdicts, Wire};
+use crate::wire::{Correlated, DirectAnswer, Verdicts, Wire};
 use mcp_host_auth::{OAuth, OAuthError, auth_failure};
 use mcp_host_core::{CallOutcome, Era, Partial, TransportKind};
 use rmcp::model::{
@@ -248,6 +248,8 @@ pub struct Session {
     stderr: Option<Arc<std::sync::Mutex<crate::stdio::StderrRing>>>,
     /// The stdio decoder's verdicts (refused answers, a desynchronised stream).
     verdicts: Option<Verdicts>,
+    /// The stdio wire, which `tools/call` is sent over past rmcp's service loop.
+    line: Option<connect::LineWire>,
     /// How the server process ended, once known (shared by the runner and open requests).
     ended: OnceCell<Option<(String, Vec<String>)>>,
     closed: CancellationToken,
@@ -344,6 +346,10 @@ impl Session {
         cancel: &CancellationToken,
         progress: Option<mpsc::UnboundedSender<Progress>>,
     ) -> Result<ServerResult, RequestError> {
+        if let (Some(line), ClientRequest::CallToolRequest(_)) = (&self.line, &req) {
+            let result = self.request_direct(line, req, timeout, cancel, progress);
+            return self.explain_closed(result.await).await;
+        }
         let options = PeerRequestOptions::with_timeout(timeout)
             .reset_timeout_on_progress()
             .with_max_total_timeout(timeout.saturating_mul(MAX_TOTAL_FACTOR));
@@ -386,12 +392,95 @@ impl Session {
             {
                 Err(RequestError::Protocol(reason))
             }
+            other => self.explain_closed(other).await,
+        }
+    }
+
+    /// A request that found the connection closed says how the server process ended.
+    async fn explain_closed<T>(&self, result: Result<T, RequestError>) -> Result<T, RequestError> {
+        match result {
             Err(RequestError::Closed) => match self.process_end().await {
                 Some((how, stderr_tail)) => Err(RequestError::Exited { how, stderr_tail }),
                 None => Err(RequestError::Closed),
             },
             other => other,
         }
+    }
+
+    /// [`Session::request`] for a `tools/call` over stdio, past rmcp's service loop (see
+    /// [`Wire::send_direct`]) with the same deadlines: idle `timeout`, restarted by each
+    /// progress notification, and at most [`MAX_TOTAL_FACTOR`] times it in all; the server
+    /// is told of a request given up on.
+    async fn request_direct(
+        &self,
+        line: &connect::LineWire,
+        mut req: ClientRequest,
+        timeout: Duration,
+        cancel: &CancellationToken,
+        progress: Option<mpsc::UnboundedSender<Progress>>,
+    ) -> Result<ServerResult, RequestError> {
+        self.stamp_stateless_meta(&mut req);
+        let (id, token, answer) =
+            (line.send_direct(req).await).map_err(|_| RequestError::Closed)?;
+        let (ticks, mut ticked) = mpsc::unbounded_channel();
+        self.progress.add(token.clone(), ticks);
+        let _routed = Routed {
+            routes: &self.progress,
+            token,
+        };
+        let idle = tokio::time::sleep(timeout);
+        let total = tokio::time::sleep(timeout.saturating_mul(MAX_TOTAL_FACTOR));
+        tokio::pin!(answer, idle, total);
+        let given_up = loop {
+            // Biased as in `request`: an answer already delivered wins.
+            tokio::select! {
+                biased;
+                answer = &mut answer => return match answer {
+                    Ok(DirectAnswer::Result(result)) => Ok(result),
+                    Ok(DirectAnswer::Error(e)) => Err(RequestError::Server {
+                        code: e.code.0,
+                        message: e.message.to_string(),
+                    }),
+                    Ok(DirectAnswer::Refused(reason)) => Err(RequestError::Protocol(reason)),
+                    // The wire forgot the request: the connection ended under it.
+                    Err(_) => Err(RequestError::Closed),
+                },
+                Some(tick) = ticked.recv() => {
+                    idle.as_mut().reset(tokio::time::Instant::now() + timeout);
+                    if let Some(sink) = &progress {
+                        let _ = sink.send(tick);
+                    }
+                }
+                () = cancel.cancelled() => break ("cancelled by the host", RequestError::Cancelled),
+                () = self.closed.cancelled() => return Err(RequestError::Closed),
+                () = &mut idle => break ("request timeout", RequestError::Timeout(timeout)),
+                () = &mut total => break ("request timeout", RequestError::Timeout(timeout)),
+            }
+        };
+        let (reason, error) = given_up;
+        let params = CancelledNotificationParam::new(Some(id), Some(reason.into()));
+        // Best effort: a dead connection cannot be told anything. Sent through rmcp, whose
+        // wire forgets the request as the notice leaves (a late answer is then dropped).
+        let peer = self.service.peer();
+        let _ = tokio::time::timeout(Duration::from_secs(1), peer.notify_cancelled(params)).await;
+        Err(error)
+    }
+
+    /// What rmcp puts in every request's `_meta` to a 2026-07-28 server, which keeps no
+    /// session: the protocol version, and who the client is and what it can do.
+    fn stamp_stateless_meta(&self, req: &mut ClientRequest) {
+        use rmcp::model::GetMeta;
+        let Some(server) = self.service.peer().peer_info() else {
+            return;
+        };
+        if server.protocol_version.has_initialize() {
+            return;
+        }
+        let client = rmcp::ClientHandler::get_info(self.service.service());
+        let meta = req.get_meta_mut();
+        meta.set_protocol_version(server.protocol_version.clone());
+        meta.set_client_info(client.client_info);
+        meta.set_client_capabilities(client.capabilities);
     }
 
     /// Asks whether the server is still there: `ping` in the legacy era, `server/discover`

@@ -20,7 +20,9 @@
 //!   answered, cannot keep another request's idle deadline alive.
 //!
 //! A [`Wire`] is a cheap handle: a handshake that learns the server is of the older era
-//! goes on over the same process with a new handle.
+//! goes on over the same process with a new handle. A session keeps one to send each
+//! `tools/call` past rmcp's service loop ([`Wire::send_direct`]); its answer goes from the
+//! reader straight to the caller, under the same checks as any other.
 
 use rmcp::model::{
     CallToolResult, ClientNotification, ClientRequest, ErrorCode, ErrorData, GetMeta, JsonRpcError,
@@ -276,12 +278,46 @@ fn envelope_problem(head: &Head) -> Option<String> {
     }
 }
 
+/// How a request sent past rmcp ([`Wire::send_direct`]) ended on the wire.
+#[derive(Debug)]
+// Moved once, through a oneshot, per call: a box would cost an allocation for nothing.
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum DirectAnswer {
+    Result(ServerResult),
+    /// The server's own error answer.
+    Error(ErrorData),
+    /// The decoder refused the answer, or the stream went out of step before it: why.
+    Refused(String),
+}
+
+/// A request awaiting its answer.
+#[derive(Debug)]
+struct Pending {
+    /// A `tools/call`: its answer is decoded straight into its type.
+    call: bool,
+    /// Sent past rmcp: the answer goes here, not to rmcp's service loop.
+    direct: Option<tokio::sync::oneshot::Sender<DirectAnswer>>,
+}
+
+/// Where an answer read from the wire goes.
+enum Admit {
+    Rmcp,
+    Direct(tokio::sync::oneshot::Sender<DirectAnswer>),
+    Drop,
+}
+
+/// The ids of requests sent past rmcp start here. rmcp numbers its own from 0 on each
+/// connection, so the two never meet (it would take 2^30 requests), and both stay small
+/// integers that any server's id type holds (a signed 32-bit one included).
+const DIRECT_IDS: i64 = 1 << 30;
+
 /// Which requests this side has sent and not seen answered, and which answers were
 /// refused by the decoder (by id, so a server cannot forge one).
 #[derive(Debug, Default)]
 struct Correlation {
-    /// Each with whether it is a `tools/call` (its answer is decoded directly).
-    outstanding: HashMap<RequestId, bool>,
+    outstanding: HashMap<RequestId, Pending>,
+    /// How many requests were sent past rmcp.
+    direct_sent: i64,
     rejected: HashMap<RequestId, String>,
     /// By the progress token a waiting request carries on the wire: rmcp's own token for
     /// it, and the request.
@@ -290,9 +326,9 @@ struct Correlation {
 
 impl Correlation {
     /// `id` is answered or given up on: nothing more is awaited for it.
-    fn settle(&mut self, id: &RequestId) -> bool {
+    fn settle(&mut self, id: &RequestId) -> Option<Pending> {
         self.progress.retain(|_, (_, request)| request != id);
-        self.outstanding.remove(id).is_some()
+        self.outstanding.remove(id)
     }
 }
 
@@ -335,7 +371,8 @@ impl Shared {
                 let id = r.id.clone();
                 let call = matches!(r.request, ClientRequest::CallToolRequest(_));
                 self.with(|c| {
-                    c.outstanding.insert(id.clone(), call);
+                    let pending = Pending { call, direct: None };
+                    c.outstanding.insert(id.clone(), pending);
                     if let Some((own, wire)) = tokens {
                         c.progress.insert(wire, (own, id));
                     }
@@ -353,9 +390,10 @@ impl Shared {
         }
     }
 
-    /// Whether `msg` may reach rmcp: anything but an answer to no pending request. An
-    /// error without an id (the server could not read ours) passes, as JSON-RPC allows.
-    fn admits(&self, msg: &mut RxJsonRpcMessage<RoleClient>) -> bool {
+    /// Where `msg` goes: to rmcp, but for an answer to no pending request (dropped) and an
+    /// answer to a request sent past rmcp (to its sender). An error without an id (the
+    /// server could not read ours) goes to rmcp, as JSON-RPC allows.
+    fn admits(&self, msg: &mut RxJsonRpcMessage<RoleClient>) -> Admit {
         if let JsonRpcMessage::Notification(n) = msg
             && let ServerNotification::ProgressNotification(p) = &mut n.notification
         {
@@ -363,34 +401,40 @@ impl Shared {
             let own = (self.with(|c| c.progress.get(wire).map(|(own, _)| own.clone()))).flatten();
             let Some(own) = own else {
                 tracing::debug!(token = %wire.0, "dropped progress for no waiting request");
-                return false;
+                return Admit::Drop;
             };
             p.params.progress_token = own;
-            return true;
+            return Admit::Rmcp;
         }
         let id = match msg {
             JsonRpcMessage::Response(r) => Some(&r.id),
             JsonRpcMessage::Error(e) => e.id.as_ref(),
             _ => None,
         };
-        match id {
-            Some(id) if !self.take_outstanding(id) => {
+        let Some(id) = id else {
+            return Admit::Rmcp;
+        };
+        match self.take_outstanding(id) {
+            None => {
                 tracing::debug!(%id, "dropped a response to no pending request");
-                false
+                Admit::Drop
             }
-            _ => true,
+            Some(Pending {
+                direct: Some(sender),
+                ..
+            }) => Admit::Direct(sender),
+            Some(_) => Admit::Rmcp,
         }
     }
 
     /// Whether `id` is a `tools/call` still waiting for its answer.
     fn awaits_call_result(&self, id: &RequestId) -> bool {
-        self.with(|c| c.outstanding.get(id).copied().unwrap_or(false))
-            .unwrap_or(false)
+        (self.with(|c| c.outstanding.get(id).is_some_and(|p| p.call))).unwrap_or(false)
     }
 
-    /// Whether an answer to `id` is awaited; if so it is not any more.
-    fn take_outstanding(&self, id: &RequestId) -> bool {
-        self.with(|c| c.settle(id)).unwrap_or(false)
+    /// The request an answer to `id` was awaited for, if one was; it is not any more.
+    fn take_outstanding(&self, id: &RequestId) -> Option<Pending> {
+        self.with(|c| c.settle(id)).flatten()
     }
 
     /// Fails the request `id` with `reason`, as an error message rmcp routes to it.
@@ -531,6 +575,53 @@ where
         Verdicts(self.shared.clone())
     }
 
+    /// Sends `request` past rmcp's service loop: the answer comes back on the receiver
+    /// straight from the reader, with no task between (rmcp's loop would take the request
+    /// over a channel, spawn a task to write it and route the answer through a map of its
+    /// own: most of what a call cost the host beyond the JSON). The id and the progress
+    /// token are this wire's own; the request's `_meta` is as the caller made it. Returns
+    /// the id (to cancel it by) and the progress token the server's notifications for it
+    /// will carry once translated back, as for rmcp's requests.
+    pub(crate) async fn send_direct(
+        &self,
+        request: ClientRequest,
+    ) -> std::io::Result<(
+        RequestId,
+        ProgressToken,
+        tokio::sync::oneshot::Receiver<DirectAnswer>,
+    )> {
+        let (sender, receiver) = tokio::sync::oneshot::channel();
+        let id = self.shared.with(|c| {
+            c.direct_sent += 1;
+            RequestId::Number(DIRECT_IDS + c.direct_sent)
+        });
+        let id = id.ok_or_else(|| std::io::Error::other("the wire's state is poisoned"))?;
+        let own = ProgressToken(NumberOrString::Number(match &id {
+            RequestId::Number(n) => *n,
+            RequestId::String(_) => DIRECT_IDS,
+        }));
+        let mut message = JsonRpcMessage::request(request, id.clone());
+        if let JsonRpcMessage::Request(r) = &mut message {
+            r.request.get_meta_mut().set_progress_token(own.clone());
+        }
+        // Registered before the bytes leave, so the answer can never arrive first.
+        self.shared.note_sent(&mut message);
+        self.shared.with(|c| {
+            if let Some(p) = c.outstanding.get_mut(&id) {
+                p.direct = Some(sender);
+            }
+        });
+        let mut bytes = serde_json::to_vec(&message)?;
+        bytes.push(b'\n');
+        let mut w = self.writer.lock().await;
+        let w = w.as_mut().ok_or_else(|| {
+            std::io::Error::new(std::io::ErrorKind::NotConnected, "stdin is closed")
+        })?;
+        w.write_all(&bytes).await?;
+        w.flush().await?;
+        Ok((id, own, receiver))
+    }
+
     /// Writes a reply this side makes up (to a request it cannot serve) on its own task,
     /// so a cancelled `receive` never leaves half a line on the server's stdin.
     fn answer(&self, id: Option<RequestId>, reason: &str) {
@@ -573,13 +664,19 @@ where
                         format!("the server sent a message longer than {} bytes", reader.cap);
                     tracing::warn!(%reason, "stopping a desynchronised stdio stream");
                     let _ = self.shared.fault.set(reason.clone());
-                    let pending: Vec<RequestId> = self
+                    let pending: Vec<(RequestId, Pending)> = self
                         .shared
-                        .with(|c| c.outstanding.drain().map(|(id, _)| id).collect())
+                        .with(|c| c.outstanding.drain().collect())
                         .unwrap_or_default();
-                    for id in pending {
-                        let msg = self.shared.reject(id, reason.clone());
-                        reader.queue.push_back(msg);
+                    for (id, pending) in pending {
+                        match pending.direct {
+                            Some(sender) => {
+                                let _ = sender.send(DirectAnswer::Refused(reason.clone()));
+                            }
+                            None => reader
+                                .queue
+                                .push_back(self.shared.reject(id, reason.clone())),
+                        }
                     }
                     reader.ended = true;
                     continue;
@@ -588,18 +685,30 @@ where
             let decoded = decode(&reader.line, |id| self.shared.awaits_call_result(id));
             reader.line.clear();
             match decoded {
-                Decoded::Message(mut msg) => {
-                    if self.shared.admits(&mut msg) {
-                        return Some(*msg);
+                Decoded::Message(mut msg) => match self.shared.admits(&mut msg) {
+                    Admit::Rmcp => return Some(*msg),
+                    Admit::Direct(sender) => {
+                        // The caller may have stopped waiting; then nobody wants it.
+                        let _ = sender.send(direct_answer(*msg));
                     }
-                }
-                Decoded::BadResponse { id, reason } => {
-                    if self.shared.take_outstanding(&id) {
+                    Admit::Drop => {}
+                },
+                Decoded::BadResponse { id, reason } => match self.shared.take_outstanding(&id) {
+                    Some(Pending {
+                        direct: Some(sender),
+                        ..
+                    }) => {
+                        tracing::debug!(%id, %reason, "refused a response");
+                        let _ = sender.send(DirectAnswer::Refused(reason));
+                    }
+                    Some(_) => {
                         tracing::debug!(%id, %reason, "refused a response");
                         return Some(self.shared.reject(id, reason));
                     }
-                    tracing::debug!(%id, %reason, "dropped a broken response to no pending request");
-                }
+                    None => {
+                        tracing::debug!(%id, %reason, "dropped a broken response to no pending request");
+                    }
+                },
                 Decoded::BadRequest { id, reason } => {
                     tracing::debug!(%reason, "refused a request from the server");
                     self.answer(id, &reason);
@@ -651,6 +760,18 @@ where
     }
 }
 
+/// An answer read for a request sent past rmcp, as that request's caller takes it.
+fn direct_answer(msg: RxJsonRpcMessage<RoleClient>) -> DirectAnswer {
+    match msg {
+        JsonRpcMessage::Response(r) => DirectAnswer::Result(r.result),
+        JsonRpcMessage::Error(e) => DirectAnswer::Error(e.error),
+        // Only answers carry the id a request was sent with.
+        JsonRpcMessage::Request(_) | JsonRpcMessage::Notification(_) => {
+            DirectAnswer::Refused("the answer is not a response".into())
+        }
+    }
+}
+
 /// Any other transport (Streamable HTTP) with the same id correlation as the stdio wire:
 /// an answer is delivered only for an id this side sent and has not seen answered.
 pub struct Correlated<T> {
@@ -681,7 +802,8 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Correlated<T> {
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
         loop {
             let mut msg = self.inner.receive().await?;
-            if self.shared.admits(&mut msg) {
+            // Nothing is sent past rmcp on this transport, so nothing is answered that way.
+            if let Admit::Rmcp = self.shared.admits(&mut msg) {
                 return Some(msg);
             }
         }

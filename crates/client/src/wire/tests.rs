@@ -292,3 +292,106 @@ async fn progress_reaches_only_the_request_still_waiting_for_it() {
     assert!(matches!(answer, JsonRpcMessage::Response(_)), "{answer:?}");
     assert!(wire.receive().await.is_none(), "late progress is dropped");
 }
+
+fn call_request(name: &str) -> ClientRequest {
+    let params = rmcp::model::CallToolRequestParams::new(name.to_string());
+    ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(params))
+}
+
+/// A `tools/call` sent past rmcp: its answer, a refused answer and a server error go to
+/// its caller and never to rmcp's loop, whatever order they come in; its ids are the
+/// wire's own (apart from rmcp's, which number from 0); progress for it comes out with its
+/// own token; a forged answer to an id not pending is dropped.
+#[tokio::test]
+async fn calls_sent_past_rmcp_are_answered_to_their_caller_only() {
+    let (mut wire, mut server, mut from_client) = pair(1 << 16);
+    let mut sent = Vec::new();
+    let mut answers = Vec::new();
+    for name in ["a", "b", "c"] {
+        let (id, token, answer) = wire.send_direct(call_request(name)).await.unwrap();
+        let mut line = String::new();
+        from_client.read_line(&mut line).await.unwrap();
+        let on_wire: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(on_wire["params"]["name"], name);
+        assert_eq!(serde_json::to_value(&id).unwrap(), on_wire["id"]);
+        sent.push((id, token, on_wire));
+        answers.push(answer);
+    }
+    let ids: Vec<i64> = sent
+        .iter()
+        .map(|(_, _, w)| w["id"].as_i64().unwrap())
+        .collect();
+    assert!(
+        ids.windows(2).all(|w| w[0] < w[1]) && ids[0] >= DIRECT_IDS,
+        "{ids:?}"
+    );
+    let wire_token = sent[0].2["params"]["_meta"]["progressToken"].clone();
+    let lines = [
+        progress_line(&wire_token),
+        // Forged: an id never sent.
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{},"result":{{"content":[]}}}}"#,
+            ids[2] + 1
+        ),
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{},"error":{{"code":-32000,"message":"no"}}}}"#,
+            ids[1]
+        ),
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{},"result":{{"name":"\ud800"}}}}"#,
+            ids[2]
+        ),
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{},"result":{{"content":[{{"type":"text","text":"hi"}}]}}}}"#,
+            ids[0]
+        ),
+    ];
+    for line in lines {
+        server
+            .write_all(format!("{line}\n").as_bytes())
+            .await
+            .unwrap();
+    }
+    drop(server);
+    // rmcp sees the progress (with the caller's token) and nothing else.
+    let got = wire.receive().await.unwrap();
+    let JsonRpcMessage::Notification(n) = &got else {
+        panic!("{got:?}")
+    };
+    let ServerNotification::ProgressNotification(p) = &n.notification else {
+        panic!("{got:?}")
+    };
+    assert_eq!(p.params.progress_token, sent[0].1);
+    assert!(wire.receive().await.is_none(), "no answer went to rmcp");
+    let mut answers = answers.into_iter();
+    let first = answers.next().unwrap().await.unwrap();
+    assert!(
+        matches!(&first, DirectAnswer::Result(ServerResult::CallToolResult(r)) if r.content.len() == 1),
+        "{first:?}"
+    );
+    let second = answers.next().unwrap().await.unwrap();
+    assert!(
+        matches!(&second, DirectAnswer::Error(e) if e.message == "no"),
+        "{second:?}"
+    );
+    let third = answers.next().unwrap().await.unwrap();
+    assert!(
+        matches!(&third, DirectAnswer::Refused(r) if r.contains("does not decode")),
+        "{third:?}"
+    );
+}
+
+/// A stream that goes out of step (an over-long line) fails every call sent past rmcp at
+/// once, with the reason, as it fails rmcp's own requests.
+#[tokio::test]
+async fn an_overlong_line_fails_calls_sent_past_rmcp_with_the_reason() {
+    let (mut wire, mut server, _from_client) = pair(64);
+    let (_, _, answer) = wire.send_direct(call_request("a")).await.unwrap();
+    server.write_all(&[b'x'; 100]).await.unwrap();
+    assert!(wire.receive().await.is_none());
+    let got = answer.await.unwrap();
+    assert!(
+        matches!(&got, DirectAnswer::Refused(r) if r.contains("longer than 64 bytes")),
+        "{got:?}"
+    );
+}
