@@ -33,13 +33,40 @@ pub struct Progress {
 /// Where each in-flight request's progress goes, by its progress token.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct ProgressRoutes {
-    routes: Arc<Mutex<HashMap<ProgressToken, mpsc::UnboundedSender<Progress>>>>,
+    routes: Arc<Mutex<HashMap<ProgressToken, Route>>>,
+}
+
+/// Who hears of one request's progress.
+#[derive(Clone, Debug)]
+struct Route {
+    sink: Option<mpsc::UnboundedSender<Progress>>,
+    /// Told of each notification (a request whose idle deadline restarts on progress).
+    heard: Option<Arc<Notify>>,
 }
 
 impl ProgressRoutes {
     pub(crate) fn add(&self, token: ProgressToken, sink: mpsc::UnboundedSender<Progress>) {
+        self.insert(token, Some(sink), None);
+    }
+
+    /// Routes progress for `token` to `sink`, if any, and tells `heard` of each one.
+    pub(crate) fn watch(
+        &self,
+        token: ProgressToken,
+        sink: Option<mpsc::UnboundedSender<Progress>>,
+        heard: Arc<Notify>,
+    ) {
+        self.insert(token, sink, Some(heard));
+    }
+
+    fn insert(
+        &self,
+        token: ProgressToken,
+        sink: Option<mpsc::UnboundedSender<Progress>>,
+        heard: Option<Arc<Notify>>,
+    ) {
         if let Ok(mut r) = self.routes.lock() {
-            r.insert(token, sink);
+            r.insert(token, Route { sink, heard });
         }
     }
 
@@ -50,12 +77,19 @@ impl ProgressRoutes {
     }
 
     fn route(&self, params: &ProgressNotificationParam) {
-        let sink = self
+        let route = self
             .routes
             .lock()
             .ok()
             .and_then(|r| r.get(&params.progress_token).cloned());
-        if let Some(sink) = sink {
+        let Some(route) = route else {
+            return;
+        };
+        if let Some(heard) = route.heard {
+            // A permit is kept when nobody waits at this instant: no notification is lost.
+            heard.notify_one();
+        }
+        if let Some(sink) = route.sink {
             let message = params
                 .message
                 .as_deref()

@@ -10,7 +10,7 @@
 use crate::events::{Observer, notice};
 use mcp_host_core::confinement::EgressRecord;
 use mcp_host_core::event::CallRecord;
-use mcp_host_core::time::rfc3339;
+use mcp_host_core::time::push_rfc3339;
 use serde_json::{Value, json};
 use std::fs::File;
 use std::io::Write;
@@ -81,12 +81,19 @@ impl Audit {
         // Read with `cat` and `tail -f`: the same terminal-safe JSON as every other output.
         let body = mcp_host_core::sanitize::to_json(fields).map_err(std::io::Error::other)?;
         let inner = (body.strip_prefix('{').and_then(|b| b.strip_suffix('}'))).unwrap_or("");
-        let ts = rfc3339(SystemTime::now());
-        let sep = if inner.is_empty() { "" } else { "," };
         // `ts` (digits and punctuation) and `event` (this file's constants) need no escaping.
-        self.append(&format!(
-            "{{\"ts\":\"{ts}\",\"event\":\"{event}\"{sep}{inner}}}\n"
-        ))
+        let mut line = String::with_capacity(body.len() + 64);
+        line.push_str("{\"ts\":\"");
+        push_rfc3339(SystemTime::now(), &mut line);
+        line.push_str("\",\"event\":\"");
+        line.push_str(event);
+        line.push('"');
+        if !inner.is_empty() {
+            line.push(',');
+            line.push_str(inner);
+        }
+        line.push_str("}\n");
+        self.append(&line)
     }
 
     fn append(&self, line: &str) -> std::io::Result<()> {

@@ -422,8 +422,8 @@ impl Session {
         self.stamp_stateless_meta(&mut req);
         let (id, token, answer) =
             (line.send_direct(req).await).map_err(|_| RequestError::Closed)?;
-        let (ticks, mut ticked) = mpsc::unbounded_channel();
-        self.progress.add(token.clone(), ticks);
+        let heard = Arc::new(Notify::new());
+        self.progress.watch(token.clone(), progress, heard.clone());
         let _routed = Routed {
             routes: &self.progress,
             token,
@@ -445,11 +445,8 @@ impl Session {
                     // The wire forgot the request: the connection ended under it.
                     Err(_) => Err(RequestError::Closed),
                 },
-                Some(tick) = ticked.recv() => {
+                () = heard.notified() => {
                     idle.as_mut().reset(tokio::time::Instant::now() + timeout);
-                    if let Some(sink) = &progress {
-                        let _ = sink.send(tick);
-                    }
                 }
                 () = cancel.cancelled() => break ("cancelled by the host", RequestError::Cancelled),
                 () = self.closed.cancelled() => return Err(RequestError::Closed),
