@@ -211,21 +211,24 @@ impl Gate {
         cancel: CancellationToken,
         progress: Option<tokio::sync::mpsc::UnboundedSender<Progress>>,
     ) -> impl Future<Output = Result<CallOutcome, CallFailure>> + Send + use<> {
-        let expect = Expect {
-            definition: permit.decided_on.clone(),
-            wait: LIST_REFRESH_WAIT,
-        };
         let Permit {
             server,
             tool,
             name,
             args,
-            ..
+            decided_on,
         } = permit;
+        let expect = Expect {
+            definition: decided_on,
+            wait: LIST_REFRESH_WAIT,
+        };
         let call = self.caller.send(
             &server,
             &tool,
-            args.as_object().cloned(),
+            match args {
+                Value::Object(map) => Some(map),
+                _ => None,
+            },
             Some(expect),
             cancel,
             progress,

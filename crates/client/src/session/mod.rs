@@ -346,10 +346,13 @@ impl Session {
         cancel: &CancellationToken,
         progress: Option<mpsc::UnboundedSender<Progress>>,
     ) -> Result<ServerResult, RequestError> {
-        if let (Some(line), ClientRequest::CallToolRequest(_)) = (&self.line, &req) {
-            let result = self.request_direct(line, req, timeout, cancel, progress);
-            return self.explain_closed(result.await).await;
-        }
+        let req = match (&self.line, req) {
+            (Some(line), ClientRequest::CallToolRequest(call)) => {
+                let result = self.request_direct(line, call, timeout, cancel, progress);
+                return self.explain_closed(result.await).await;
+            }
+            (_, req) => req,
+        };
         let options = PeerRequestOptions::with_timeout(timeout)
             .reset_timeout_on_progress()
             .with_max_total_timeout(timeout.saturating_mul(MAX_TOTAL_FACTOR));
@@ -414,7 +417,7 @@ impl Session {
     async fn request_direct(
         &self,
         line: &connect::LineWire,
-        mut req: ClientRequest,
+        mut req: CallToolRequest,
         timeout: Duration,
         cancel: &CancellationToken,
         progress: Option<mpsc::UnboundedSender<Progress>>,
@@ -465,8 +468,8 @@ impl Session {
 
     /// What rmcp puts in every request's `_meta` to a 2026-07-28 server, which keeps no
     /// session: the protocol version, and who the client is and what it can do.
-    fn stamp_stateless_meta(&self, req: &mut ClientRequest) {
-        use rmcp::model::GetMeta;
+    fn stamp_stateless_meta(&self, req: &mut CallToolRequest) {
+        use rmcp::model::RequestMetaObject;
         let Some(server) = self.service.peer().peer_info() else {
             return;
         };
@@ -474,7 +477,7 @@ impl Session {
             return;
         }
         let client = rmcp::ClientHandler::get_info(self.service.service());
-        let meta = req.get_meta_mut();
+        let meta = req.extensions.get_or_insert_default::<RequestMetaObject>();
         meta.set_protocol_version(server.protocol_version.clone());
         meta.set_client_info(client.client_info);
         meta.set_client_capabilities(client.capabilities);

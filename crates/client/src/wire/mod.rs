@@ -360,23 +360,8 @@ impl Shared {
     fn note_sent(&self, msg: &mut TxJsonRpcMessage<RoleClient>) {
         match msg {
             JsonRpcMessage::Request(r) => {
-                let meta = r.request.get_meta_mut();
-                let tokens = meta.get_progress_token().map(|own| {
-                    let wire = format!("{:016x}-{}", self.salt, own.0);
-                    (own, ProgressToken(NumberOrString::String(wire.into())))
-                });
-                if let Some((_, wire)) = &tokens {
-                    meta.set_progress_token(wire.clone());
-                }
-                let id = r.id.clone();
                 let call = matches!(r.request, ClientRequest::CallToolRequest(_));
-                self.with(|c| {
-                    let pending = Pending { call, direct: None };
-                    c.outstanding.insert(id.clone(), pending);
-                    if let Some((own, wire)) = tokens {
-                        c.progress.insert(wire, (own, id));
-                    }
-                });
+                self.register(r.id.clone(), r.request.get_meta_mut(), call, None);
             }
             // A request given up on is not waited for: a late answer is dropped here.
             JsonRpcMessage::Notification(n) => {
@@ -388,6 +373,31 @@ impl Shared {
             }
             _ => {}
         }
+    }
+
+    /// Awaits an answer to `id`, for rmcp (`direct: None`) or for a caller past it; the
+    /// progress token in `meta` (the requester's own) goes out as one unique to this
+    /// connection, and comes back as the requester's.
+    fn register(
+        &self,
+        id: RequestId,
+        meta: &mut rmcp::model::RequestMetaObject,
+        call: bool,
+        direct: Option<tokio::sync::oneshot::Sender<DirectAnswer>>,
+    ) {
+        let tokens = meta.get_progress_token().map(|own| {
+            let wire = format!("{:016x}-{}", self.salt, own.0);
+            (own, ProgressToken(NumberOrString::String(wire.into())))
+        });
+        if let Some((_, wire)) = &tokens {
+            meta.set_progress_token(wire.clone());
+        }
+        self.with(|c| {
+            c.outstanding.insert(id.clone(), Pending { call, direct });
+            if let Some((own, wire)) = tokens {
+                c.progress.insert(wire, (own, id));
+            }
+        });
     }
 
     /// Where `msg` goes: to rmcp, but for an answer to no pending request (dropped) and an
@@ -575,43 +585,52 @@ where
         Verdicts(self.shared.clone())
     }
 
-    /// Sends `request` past rmcp's service loop: the answer comes back on the receiver
+    /// Sends a `tools/call` past rmcp's service loop: the answer comes back on the receiver
     /// straight from the reader, with no task between (rmcp's loop would take the request
     /// over a channel, spawn a task to write it and route the answer through a map of its
-    /// own: most of what a call cost the host beyond the JSON). The id and the progress
-    /// token are this wire's own; the request's `_meta` is as the caller made it. Returns
-    /// the id (to cancel it by) and the progress token the server's notifications for it
-    /// will carry once translated back, as for rmcp's requests.
+    /// own), and the line is written from the params as they are (rmcp turns them into a
+    /// JSON value first, to merge two places `_meta` can be kept). The id and the progress
+    /// token are this wire's own; the rest of `_meta` is as the caller made it. Returns the
+    /// id (to cancel it by) and the progress token the server's notifications for it will
+    /// carry once translated back, as for rmcp's requests.
     pub(crate) async fn send_direct(
         &self,
-        request: ClientRequest,
+        mut request: rmcp::model::CallToolRequest,
     ) -> std::io::Result<(
         RequestId,
         ProgressToken,
         tokio::sync::oneshot::Receiver<DirectAnswer>,
     )> {
         let (sender, receiver) = tokio::sync::oneshot::channel();
-        let id = self.shared.with(|c| {
+        let number = self.shared.with(|c| {
             c.direct_sent += 1;
-            RequestId::Number(DIRECT_IDS + c.direct_sent)
+            DIRECT_IDS + c.direct_sent
         });
-        let id = id.ok_or_else(|| std::io::Error::other("the wire's state is poisoned"))?;
-        let own = ProgressToken(NumberOrString::Number(match &id {
-            RequestId::Number(n) => *n,
-            RequestId::String(_) => DIRECT_IDS,
-        }));
-        let mut message = JsonRpcMessage::request(request, id.clone());
-        if let JsonRpcMessage::Request(r) = &mut message {
-            r.request.get_meta_mut().set_progress_token(own.clone());
-        }
+        let number = number.ok_or_else(|| std::io::Error::other("the wire's state is poisoned"))?;
+        let (id, own) = (
+            RequestId::Number(number),
+            ProgressToken(NumberOrString::Number(number)),
+        );
+        // `_meta` as rmcp writes it: the params' own, overwritten by the request's.
+        let mut meta = (request
+            .extensions
+            .remove::<rmcp::model::RequestMetaObject>())
+        .unwrap_or_default();
+        meta.set_progress_token(own.clone());
         // Registered before the bytes leave, so the answer can never arrive first.
-        self.shared.note_sent(&mut message);
-        self.shared.with(|c| {
-            if let Some(p) = c.outstanding.get_mut(&id) {
-                p.direct = Some(sender);
-            }
-        });
-        let mut bytes = serde_json::to_vec(&message)?;
+        self.shared
+            .register(id.clone(), &mut meta, true, Some(sender));
+        let params = &mut request.params;
+        match &mut params.meta {
+            Some(base) => base.0.extend(meta.0),
+            None => params.meta = Some(meta),
+        }
+        let mut bytes = serde_json::to_vec(&CallLine {
+            jsonrpc: JsonRpcVersion2_0,
+            id: &id,
+            method: "tools/call",
+            params,
+        })?;
         bytes.push(b'\n');
         let mut w = self.writer.lock().await;
         let w = w.as_mut().ok_or_else(|| {
@@ -758,6 +777,15 @@ where
         }
         Ok(())
     }
+}
+
+/// A `tools/call` request line as [`Wire::send_direct`] writes it.
+#[derive(serde::Serialize)]
+struct CallLine<'a> {
+    jsonrpc: JsonRpcVersion2_0,
+    id: &'a RequestId,
+    method: &'static str,
+    params: &'a rmcp::model::CallToolRequestParams,
 }
 
 /// An answer read for a request sent past rmcp, as that request's caller takes it.

@@ -293,9 +293,9 @@ async fn progress_reaches_only_the_request_still_waiting_for_it() {
     assert!(wire.receive().await.is_none(), "late progress is dropped");
 }
 
-fn call_request(name: &str) -> ClientRequest {
+fn call_request(name: &str) -> rmcp::model::CallToolRequest {
     let params = rmcp::model::CallToolRequestParams::new(name.to_string());
-    ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(params))
+    rmcp::model::CallToolRequest::new(params)
 }
 
 /// A `tools/call` sent past rmcp: its answer, a refused answer and a server error go to
@@ -394,4 +394,44 @@ async fn an_overlong_line_fails_calls_sent_past_rmcp_with_the_reason() {
         matches!(&got, DirectAnswer::Refused(r) if r.contains("longer than 64 bytes")),
         "{got:?}"
     );
+}
+
+/// The line a call sent past rmcp is written as says what rmcp would have written for the
+/// same request (its `_meta` merged from both places it can be kept), but for the id and
+/// progress token, which are the wire's own.
+#[tokio::test]
+async fn a_call_sent_past_rmcp_is_written_as_rmcp_writes_it() {
+    let (wire, _server, mut from_client) = pair(1 << 16);
+    let mut params = rmcp::model::CallToolRequestParams::new("write_file");
+    params.arguments = serde_json::json!({"path": "/tmp/ü", "n": [1, 2.5, null]})
+        .as_object()
+        .cloned();
+    params.request_state = Some("opaque".into());
+    let mut base = rmcp::model::RequestMetaObject::default();
+    base.0.insert("kept".into(), "from the params".into());
+    base.0.insert("both".into(), "params".into());
+    params.meta = Some(base);
+    let mut request = ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(params));
+    let meta = request.get_meta_mut();
+    meta.0.insert("both".into(), "request".into());
+    meta.0.insert(
+        "traceparent".into(),
+        "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".into(),
+    );
+    let ClientRequest::CallToolRequest(call) = request.clone() else {
+        unreachable!()
+    };
+    wire.send_direct(call).await.unwrap();
+    let mut line = String::new();
+    from_client.read_line(&mut line).await.unwrap();
+    let direct: Value = serde_json::from_str(&line).unwrap();
+
+    let id: RequestId = serde_json::from_value(direct["id"].clone()).unwrap();
+    let token: ProgressToken =
+        serde_json::from_value(direct["params"]["_meta"]["progressToken"].clone()).unwrap();
+    request.get_meta_mut().set_progress_token(token);
+    let by_rmcp: TxJsonRpcMessage<RoleClient> = JsonRpcMessage::request(request, id);
+    assert_eq!(direct, serde_json::to_value(&by_rmcp).unwrap());
+    assert_eq!(direct["params"]["_meta"]["both"], "request");
+    assert_eq!(direct["params"]["_meta"]["kept"], "from the params");
 }
