@@ -5,6 +5,7 @@
 //! `histories` and `history_messages`: in a service database, `conversations` is the
 //! service's, and the engine's side of one of them is a history.
 
+use crate::db::Backend;
 use crate::{Store, StoreError, excerpt, hex, now};
 use serde_json::Value;
 use sqlx::{AnyConnection, AssertSqlSafe};
@@ -159,14 +160,16 @@ pub(crate) async fn ensure_exists(
     }
 }
 
-/// Rows per `INSERT`: a turn's messages go in a few statements, not one each (each statement
-/// is a round trip to SQLite's thread: a 2,000-call turn's save took a fifth of a second);
-/// well under both databases' limits on parameters.
-pub(crate) const ROWS_PER_INSERT: usize = 100;
-
 /// `INSERT INTO table (columns) VALUES ...` for `rows` rows whose first `shared` parameters
-/// (`$1`...) are the same in every row and whose other `per_row` are each row's own.
-pub(crate) fn multi_row_insert(head: &str, shared: usize, per_row: usize, rows: usize) -> String {
+/// are the same in every row and whose other `per_row` are each row's own, numbered in the
+/// order they are bound.
+pub(crate) fn multi_row_insert(
+    backend: Backend,
+    head: &str,
+    shared: usize,
+    per_row: usize,
+    rows: usize,
+) -> String {
     use std::fmt::Write;
     let mut sql = format!("{head} VALUES ");
     for row in 0..rows {
@@ -174,7 +177,12 @@ pub(crate) fn multi_row_insert(head: &str, shared: usize, per_row: usize, rows: 
         let params = (1..=shared).chain((0..per_row).map(|k| shared + 1 + row * per_row + k));
         for (i, n) in params.enumerate() {
             // Writing to a String cannot fail.
-            let _ = write!(sql, "{}${n}", if i == 0 { "" } else { ", " });
+            let _ = write!(
+                sql,
+                "{}{}",
+                if i == 0 { "" } else { ", " },
+                backend.parameter(n)
+            );
         }
         sql.push(')');
     }
@@ -184,15 +192,16 @@ pub(crate) fn multi_row_insert(head: &str, shared: usize, per_row: usize, rows: 
 /// Inserts `bodies` (turn, body) as the messages numbered from `seq` on.
 async fn insert_messages(
     conn: &mut AnyConnection,
-    scope: &str,
+    (backend, scope): (Backend, &str),
     id: &ConversationId,
     mut seq: i64,
     bodies: Vec<(u32, String)>,
 ) -> Result<(), StoreError> {
     let mut rows = bodies.into_iter().peekable();
     while rows.peek().is_some() {
-        let chunk: Vec<(u32, String)> = rows.by_ref().take(ROWS_PER_INSERT).collect();
+        let chunk: Vec<(u32, String)> = rows.by_ref().take(backend.rows_per_insert(3)).collect();
         let sql = multi_row_insert(
+            backend,
             "INSERT INTO history_messages (scope, conversation_id, seq, turn, body)",
             2,
             3,
@@ -260,7 +269,7 @@ impl Store {
         .fetch_one(&mut *tx)
         .await?;
         let bodies = bodies.into_iter().map(|body| (turn, body)).collect();
-        insert_messages(&mut tx, self.scope(), id, next, bodies).await?;
+        insert_messages(&mut tx, (self.backend(), self.scope()), id, next, bodies).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -282,7 +291,7 @@ impl Store {
             .bind(id.as_str())
             .execute(&mut *tx)
             .await?;
-        insert_messages(&mut tx, self.scope(), id, 0, rows).await?;
+        insert_messages(&mut tx, (self.backend(), self.scope()), id, 0, rows).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -369,5 +378,28 @@ impl Store {
             return Err(StoreError::NoConversation(id.to_string()));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Shared parameters come first and are reused in every row; each row's own follow in
+    /// the order they are bound. SQLite's are `?n` (looked up by number), PostgreSQL's `$n`.
+    #[test]
+    fn multi_row_inserts_number_their_parameters_in_binding_order() {
+        let head = "INSERT INTO t (a, b, c)";
+        assert_eq!(
+            multi_row_insert(Backend::Sqlite, head, 1, 2, 2),
+            "INSERT INTO t (a, b, c) VALUES (?1, ?2, ?3), (?1, ?4, ?5)"
+        );
+        assert_eq!(
+            multi_row_insert(Backend::Postgres, head, 1, 2, 2),
+            "INSERT INTO t (a, b, c) VALUES ($1, $2, $3), ($1, $4, $5)"
+        );
+        assert_eq!(Backend::Sqlite.rows_per_insert(16), 16);
+        assert_eq!(Backend::Sqlite.rows_per_insert(1000), 1);
+        assert_eq!(Backend::Postgres.rows_per_insert(16), 100);
     }
 }

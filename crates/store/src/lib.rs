@@ -77,6 +77,7 @@ pub enum StoreError {
 pub struct Store {
     pool: AnyPool,
     scope: Arc<str>,
+    backend: db::Backend,
 }
 
 /// The scope of a person's own files: they hold one user's rows only.
@@ -140,6 +141,7 @@ impl Store {
     /// [`Store::migrate_shared`] made.
     pub fn scoped(pool: AnyPool, scope: impl Into<Arc<str>>) -> Self {
         Self {
+            backend: db::Backend::of(&pool),
             pool,
             scope: scope.into(),
         }
@@ -152,6 +154,10 @@ impl Store {
 
     pub(crate) fn pool(&self) -> &AnyPool {
         &self.pool
+    }
+
+    pub(crate) fn backend(&self) -> db::Backend {
+        self.backend
     }
 
     /// Remembers an answer for this exact definition (replacing an earlier one).

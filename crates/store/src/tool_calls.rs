@@ -2,7 +2,8 @@
 //! server and tool it went to, the policy verdict and who decided it, and how it ended.
 //! Rows are keyed by (conversation, turn, call id), so recording a call again updates it.
 
-use crate::conversations::{ROWS_PER_INSERT, ensure_exists, multi_row_insert, to_u32, touch};
+use crate::conversations::{ensure_exists, multi_row_insert, to_u32, touch};
+use crate::db::Backend;
 use crate::{ConversationId, Store, StoreError};
 use serde_json::Value;
 use sqlx::AssertSqlSafe;
@@ -141,9 +142,11 @@ impl Store {
             .bind(id.as_str())
             .fetch_one(&mut *tx)
             .await?;
-            for (n, chunk) in mine.chunks(ROWS_PER_INSERT).enumerate() {
-                let position = first + i64::try_from(n * ROWS_PER_INSERT).unwrap_or(i64::MAX);
-                upsert_calls(&mut tx, self.scope(), position, chunk).await?;
+            let per_insert = self.backend().rows_per_insert(CALL_PARAMETERS);
+            for (n, chunk) in mine.chunks(per_insert).enumerate() {
+                let position = first + i64::try_from(n * per_insert).unwrap_or(i64::MAX);
+                let target = (self.backend(), self.scope());
+                upsert_calls(&mut tx, target, position, chunk).await?;
             }
         }
         tx.commit().await?;
@@ -177,16 +180,19 @@ type Serialised<'a> = (&'a ToolCallRow, String, Option<String>);
 
 /// Inserts or replaces `rows` of one conversation, numbered from `position` on (a replaced
 /// row keeps the place it had).
+/// The parameters of a call's row, but for the scope all rows share.
+const CALL_PARAMETERS: usize = 16;
+
 async fn upsert_calls(
     conn: &mut sqlx::AnyConnection,
-    scope: &str,
+    (backend, scope): (Backend, &str),
     position: i64,
     rows: &[&Serialised<'_>],
 ) -> Result<(), sqlx::Error> {
     let head = "INSERT INTO tool_calls (scope, conversation_id, turn, call_id, position, name,
          server, tool, arguments, verdict, decided_by, is_error, refused, result_handle,
          started_ms, took_ms, background)";
-    let sql = multi_row_insert(head, 1, 16, rows.len())
+    let sql = multi_row_insert(backend, head, 1, CALL_PARAMETERS, rows.len())
         + " ON CONFLICT (scope, conversation_id, turn, call_id) DO UPDATE SET
              name = excluded.name, server = excluded.server, tool = excluded.tool,
              arguments = excluded.arguments, verdict = excluded.verdict,
