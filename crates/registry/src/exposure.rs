@@ -248,10 +248,11 @@ impl Exposure {
 
     pub fn plan<'c>(&self, catalogue: &'c Catalogue) -> Plan<'c> {
         let callable: Vec<&Entry> = catalogue.entries().iter().filter(|e| e.callable).collect();
-        let total: usize = callable
-            .iter()
-            .map(|e| estimate_tokens(&e.model_definition(false)))
-            .sum();
+        let total = *catalogue.callable_tokens.get_or_init(|| {
+            (callable.iter())
+                .map(|e| estimate_tokens(&e.model_definition(false)))
+                .sum()
+        });
         if total <= self.budget_tokens {
             return Plan {
                 catalogue,

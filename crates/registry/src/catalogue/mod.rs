@@ -228,6 +228,10 @@ pub struct Catalogue {
     /// `search_tools`' server list, made once per snapshot (every deferred model step
     /// sends it).
     pub(crate) server_list: OnceLock<String>,
+    /// The estimated tokens of every callable tool's definition as the model is given it,
+    /// counted on the first plan (every model step plans, and counting serialised each
+    /// definition: a step's cost grew with the number of tools).
+    pub(crate) callable_tokens: OnceLock<usize>,
     /// The first non-blank line of each server's instructions, as sent.
     instructions: BTreeMap<ServerId, String>,
     /// Findings about a server: in its instructions, and each of its tools whose text
@@ -316,6 +320,7 @@ impl Catalogue {
             embedder: None,
             semantic: OnceLock::new(),
             server_list: OnceLock::new(),
+            callable_tokens: OnceLock::new(),
             instructions,
             server_flags,
         }
