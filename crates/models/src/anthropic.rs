@@ -10,7 +10,7 @@ use crate::retry::Retry;
 use crate::types::{
     Message, ModelRequest, ModelResponse, Provider, ProviderError, StopReason, ToolCall, Usage,
 };
-use crate::wire::{self, Auth, Flow, Framing};
+use crate::wire::{self, Auth, Flow, Framing, at};
 use bytes::{Bytes, BytesMut};
 use serde_json::{Value, json};
 use std::future::Future;
@@ -132,13 +132,10 @@ impl Anthropic {
                     usage.output_tokens = count("output_tokens");
                 }
                 "message_delta" => {
-                    if let Some(n) = event
-                        .pointer("/usage/output_tokens")
-                        .and_then(Value::as_u64)
-                    {
+                    if let Some(n) = at(&event, "/usage/output_tokens").and_then(Value::as_u64) {
                         usage.output_tokens = n;
                     }
-                    stop = match event.pointer("/delta/stop_reason").and_then(Value::as_str) {
+                    stop = match at(&event, "/delta/stop_reason").and_then(Value::as_str) {
                         Some("end_turn" | "stop_sequence") => StopReason::EndTurn,
                         Some("tool_use") => StopReason::ToolUse,
                         Some("max_tokens") => StopReason::MaxTokens,
@@ -147,8 +144,7 @@ impl Anthropic {
                 }
                 "message_stop" => return Ok(Flow::Stop),
                 "error" => {
-                    let msg = event
-                        .pointer("/error/message")
+                    let msg = at(&event, "/error/message")
                         .and_then(Value::as_str)
                         .unwrap_or("unknown error");
                     return Err(ProviderError::Stream(msg.to_string()));

@@ -12,7 +12,7 @@ use crate::retry::Retry;
 use crate::types::{
     Message, ModelRequest, ModelResponse, Provider, ProviderError, StopReason, ToolCall, Usage,
 };
-use crate::wire::{self, Auth, Flow, Framing};
+use crate::wire::{self, Auth, Flow, Framing, at};
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
 use std::future::Future;
@@ -210,11 +210,10 @@ impl Gemini {
                     cache_write_tokens: 0,
                 };
             }
-            let Some(candidate) = event.pointer("/candidates/0") else {
+            let Some(candidate) = at(&event, "/candidates/0") else {
                 return Ok(Flow::Continue);
             };
-            for part in candidate
-                .pointer("/content/parts")
+            for part in at(candidate, "/content/parts")
                 .and_then(Value::as_array)
                 .into_iter()
                 .flatten()

@@ -10,7 +10,7 @@ use crate::retry::Retry;
 use crate::types::{
     Message, ModelRequest, ModelResponse, Provider, ProviderError, StopReason, ToolCall, Usage,
 };
-use crate::wire::{self, Flow, Framing};
+use crate::wire::{self, Flow, Framing, at};
 use bytes::{Bytes, BytesMut};
 use serde_json::{Map, Value, json};
 use std::future::Future;
@@ -105,12 +105,11 @@ fn read_line(request: &ModelRequest, line: &str, state: &mut State) -> Result<()
             .unwrap_or("unknown error");
         return Err(ProviderError::Stream(msg.to_string()));
     }
-    if let Some(t) = event.pointer("/message/content").and_then(Value::as_str) {
+    if let Some(t) = at(&event, "/message/content").and_then(Value::as_str) {
         request.emit_text(t);
         state.text.push_str(t);
     }
-    for call in event
-        .pointer("/message/tool_calls")
+    for call in at(&event, "/message/tool_calls")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()

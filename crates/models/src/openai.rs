@@ -10,7 +10,7 @@ use crate::retry::Retry;
 use crate::types::{
     Message, ModelRequest, ModelResponse, Provider, ProviderError, StopReason, ToolCall, Usage,
 };
-use crate::wire::{self, Flow, Framing};
+use crate::wire::{self, Flow, Framing, at};
 use bytes::{Bytes, BytesMut};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -97,7 +97,7 @@ impl OpenAiCompatible {
                 return Err(ProviderError::Stream(msg.to_string()));
             }
             if let Some(u) = event.get("usage").filter(|u| u.is_object()) {
-                let count = |k: &str| u.pointer(k).and_then(Value::as_u64).unwrap_or(0);
+                let count = |k: &'static str| at(u, k).and_then(Value::as_u64).unwrap_or(0);
                 usage = Usage {
                     input_tokens: count("/prompt_tokens"),
                     output_tokens: count("/completion_tokens"),
@@ -105,15 +105,14 @@ impl OpenAiCompatible {
                     cache_write_tokens: 0,
                 };
             }
-            let Some(choice) = event.pointer("/choices/0") else {
+            let Some(choice) = at(&event, "/choices/0") else {
                 return Ok(Flow::Continue);
             };
-            if let Some(t) = choice.pointer("/delta/content").and_then(Value::as_str) {
+            if let Some(t) = at(choice, "/delta/content").and_then(Value::as_str) {
                 request.emit_text(t);
                 text.push_str(t);
             }
-            for d in choice
-                .pointer("/delta/tool_calls")
+            for d in at(choice, "/delta/tool_calls")
                 .and_then(Value::as_array)
                 .into_iter()
                 .flatten()
@@ -130,10 +129,10 @@ impl OpenAiCompatible {
                 if let Some(id) = d.get("id").and_then(Value::as_str) {
                     call.id = id.to_string();
                 }
-                if let Some(n) = d.pointer("/function/name").and_then(Value::as_str) {
+                if let Some(n) = at(d, "/function/name").and_then(Value::as_str) {
                     call.name.push_str(n);
                 }
-                if let Some(a) = d.pointer("/function/arguments").and_then(Value::as_str) {
+                if let Some(a) = at(d, "/function/arguments").and_then(Value::as_str) {
                     call.arguments.push_str(a);
                 }
             }

@@ -12,7 +12,7 @@ use crate::retry::Retry;
 use crate::types::{
     Message, ModelRequest, ModelResponse, Provider, ProviderError, StopReason, ToolCall, Usage,
 };
-use crate::wire::{self, Flow, Framing};
+use crate::wire::{self, Flow, Framing, at};
 use bytes::{Bytes, BytesMut};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -146,7 +146,7 @@ impl OpenAiResponses {
                 "response.incomplete" => {
                     let r = &event["response"];
                     usage = read_usage(&r["usage"]);
-                    stop = Some(match r.pointer("/incomplete_details/reason") {
+                    stop = Some(match at(r, "/incomplete_details/reason") {
                         Some(reason) if reason == "max_output_tokens" => StopReason::MaxTokens,
                         _ => StopReason::Other,
                     });
@@ -206,7 +206,7 @@ fn find_call<'a>(event: &Value, calls: &'a mut BTreeMap<u64, Call>) -> Option<&'
 }
 
 fn read_usage(u: &Value) -> Usage {
-    let count = |k: &str| u.pointer(k).and_then(Value::as_u64).unwrap_or(0);
+    let count = |k: &'static str| at(u, k).and_then(Value::as_u64).unwrap_or(0);
     Usage {
         input_tokens: count("/input_tokens"),
         output_tokens: count("/output_tokens"),
@@ -220,7 +220,7 @@ fn read_usage(u: &Value) -> Usage {
 fn error_message(event: &Value) -> String {
     ["/message", "/error/message", "/response/error/message"]
         .iter()
-        .find_map(|p| event.pointer(p).and_then(Value::as_str))
+        .find_map(|p| at(event, p).and_then(Value::as_str))
         .unwrap_or("the response failed")
         .to_string()
 }

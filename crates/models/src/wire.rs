@@ -11,6 +11,28 @@ use crate::types::ToolSpec;
 use futures::StreamExt;
 use serde_json::{Value, json};
 
+/// What `value.pointer(path)` finds, for a path written in this crate (no `~` escapes),
+/// without the two strings serde_json allocates for every segment of it: a stream reads a
+/// few paths from every event it receives.
+pub(crate) fn at<'v>(value: &'v Value, path: &'static str) -> Option<&'v Value> {
+    let mut found = value;
+    for segment in path.split('/').skip(1) {
+        found = match found {
+            Value::Object(map) => map.get(segment)?,
+            // As `pointer` reads an index: digits only, no leading zero.
+            Value::Array(items) => {
+                let digits = segment.bytes().all(|b| b.is_ascii_digit());
+                if !digits || (segment.len() > 1 && segment.starts_with('0')) {
+                    return None;
+                }
+                items.get(segment.parse::<usize>().ok()?)?
+            }
+            _ => return None,
+        };
+    }
+    Some(found)
+}
+
 /// How a provider takes its key.
 #[derive(Clone, Copy)]
 pub(crate) enum Auth<'a> {
@@ -151,5 +173,34 @@ impl<T: PartialEq + Clone> Sent<T> {
             out.extend_from_slice(text.as_bytes());
         }
         out.extend_from_slice(b"]");
+    }
+}
+
+#[cfg(test)]
+mod at_tests {
+    use super::*;
+
+    /// `at` finds what serde_json's `pointer` finds, for the paths the providers read.
+    #[test]
+    fn at_agrees_with_pointer() {
+        let event = json!({"choices": [{"delta": {"content": "hi", "tool_calls": [
+            {"function": {"name": "f", "arguments": "{}"}}]}}], "usage": {"prompt_tokens": 3},
+            "list": [1, 2], "n": 1});
+        for path in [
+            "/choices/0",
+            "/choices/0/delta/content",
+            "/choices/0/delta/tool_calls/0/function/name",
+            "/choices/1",
+            "/choices/x",
+            "/usage/prompt_tokens",
+            "/usage/missing",
+            "/list/1",
+            "/list/01",
+            "/list/-1",
+            "/n/0",
+            "",
+        ] {
+            assert_eq!(at(&event, path), event.pointer(path), "{path}");
+        }
     }
 }
