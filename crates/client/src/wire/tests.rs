@@ -241,6 +241,17 @@ async fn send_ping_with_progress(
     sent["params"]["_meta"]["progressToken"].clone()
 }
 
+/// The token of a progress notification `msg` must be.
+fn progress_token_of(msg: RxJsonRpcMessage<RoleClient>) -> ProgressToken {
+    match msg {
+        JsonRpcMessage::Notification(n) => match n.notification {
+            ServerNotification::ProgressNotification(p) => p.params.progress_token,
+            other => panic!("{other:?}"),
+        },
+        other => panic!("{other:?}"),
+    }
+}
+
 fn progress_line(token: &Value) -> String {
     let note = serde_json::json!({"jsonrpc": "2.0", "method": "notifications/progress",
         "params": {"progressToken": token, "progress": 1}});
@@ -276,15 +287,8 @@ async fn progress_reaches_only_the_request_still_waiting_for_it() {
         .await
         .unwrap();
     drop(server);
-    let got = wire.receive().await.unwrap();
-    let JsonRpcMessage::Notification(n) = &got else {
-        panic!("{got:?}")
-    };
-    let ServerNotification::ProgressNotification(p) = &n.notification else {
-        panic!("{got:?}")
-    };
     assert_eq!(
-        p.params.progress_token,
+        progress_token_of(wire.receive().await.unwrap()),
         ProgressToken(NumberOrString::Number(1)),
         "delivered with rmcp's own token"
     );
@@ -354,14 +358,7 @@ async fn calls_sent_past_rmcp_are_answered_to_their_caller_only() {
     }
     drop(server);
     // rmcp sees the progress (with the caller's token) and nothing else.
-    let got = wire.receive().await.unwrap();
-    let JsonRpcMessage::Notification(n) = &got else {
-        panic!("{got:?}")
-    };
-    let ServerNotification::ProgressNotification(p) = &n.notification else {
-        panic!("{got:?}")
-    };
-    assert_eq!(p.params.progress_token, sent[0].1);
+    assert_eq!(progress_token_of(wire.receive().await.unwrap()), sent[0].1);
     assert!(wire.receive().await.is_none(), "no answer went to rmcp");
     let mut answers = answers.into_iter();
     let first = answers.next().unwrap().await.unwrap();
