@@ -108,7 +108,9 @@ fn another_users_objects_are_not_found_and_each_refusal_is_logged() {
 
     // Searching his tools finds his only; hers finds her server's too, ranked by name.
     let hits = |api: &Api| -> Vec<String> {
-        let found = api.get("/api/tools?q=echo").json();
+        let reply = api.get("/api/tools?q=echo");
+        assert_eq!(reply.status, 200, "{:?}", reply.json());
+        let found = reply.json();
         found
             .as_array()
             .unwrap()

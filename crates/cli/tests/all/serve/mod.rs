@@ -533,12 +533,15 @@ pub fn me(addr: &str, cookie: &str) -> Value {
     request(addr, "GET", "/api/me", &[("Cookie", cookie)], None).json()
 }
 
-/// Waits for `cond` with a deadline, checking every few milliseconds.
+/// Waits for `cond` with a deadline, checking ten times a second: a check that asks the
+/// API spends a request of the user's budget (20 a second by default), and checking every
+/// 20 ms spent it all while a server was slow to start under the suite's load, so the
+/// check itself was refused (429) instead of seeing the server come up.
 pub fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
     let until = Instant::now() + DEADLINE;
     while !cond() {
         assert!(Instant::now() < until, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
+        std::thread::sleep(Duration::from_millis(100));
     }
 }
 
