@@ -116,15 +116,15 @@ impl Store {
                 ))
             })
             .collect::<Result<Vec<_>, StoreError>>()?;
+        if rows.is_empty() {
+            return Ok(());
+        }
         let mut conversations: Vec<&ConversationId> =
             rows.iter().map(|(r, ..)| &r.conversation_id).collect();
         // Sorted, so two writers lock the same histories in the same order (PostgreSQL's row
         // locks); SQLite has one write lock, taken by the first touch.
         conversations.sort_unstable();
         conversations.dedup();
-        if rows.is_empty() {
-            return Ok(());
-        }
         let mut tx = self.pool().begin().await?;
         // Write before reading: the touch takes the write lock (and finds a history that does
         // not exist) before any position is read.
@@ -178,11 +178,11 @@ impl Store {
 /// A call as it is written: the row, its arguments and who decided, serialised.
 type Serialised<'a> = (&'a ToolCallRow, String, Option<String>);
 
-/// Inserts or replaces `rows` of one conversation, numbered from `position` on (a replaced
-/// row keeps the place it had).
 /// The parameters of a call's row, but for the scope all rows share.
 const CALL_PARAMETERS: usize = 16;
 
+/// Inserts or replaces `rows` of one conversation, numbered from `position` on (a replaced
+/// row keeps the place it had).
 async fn upsert_calls(
     conn: &mut sqlx::AnyConnection,
     (backend, scope): (Backend, &str),

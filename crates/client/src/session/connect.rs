@@ -258,7 +258,6 @@ impl Session {
             service,
             process,
             stderr,
-            verdicts: line.as_ref().map(Wire::verdicts),
             line,
             ended: OnceCell::new(),
             closed,

@@ -8,7 +8,7 @@ use crate::handler::{ClientFeatures, HostHandler, Progress, ProgressRoutes, clie
 use crate::http::{self, HttpFailure};
 use crate::lenient;
 use crate::stdio::{ProcessExit, SpawnError, StdioLaunch, StdioProcess, SupervisorCommand};
-use crate::wire::{Correlated, DirectAnswer, Verdicts, Wire};
+use crate::wire::{Correlated, DirectAnswer, Wire};
 use mcp_host_auth::{OAuth, OAuthError, auth_failure};
 use mcp_host_core::{CallOutcome, Era, Partial, TransportKind};
 use rmcp::model::{
@@ -246,9 +246,8 @@ pub struct Session {
     /// Taken out (under the lock, never held across an await) when the session ends.
     process: std::sync::Mutex<Option<StdioProcess>>,
     stderr: Option<Arc<std::sync::Mutex<crate::stdio::StderrRing>>>,
-    /// The stdio decoder's verdicts (refused answers, a desynchronised stream).
-    verdicts: Option<Verdicts>,
-    /// The stdio wire, which `tools/call` is sent over past rmcp's service loop.
+    /// The stdio wire: its decoder's verdicts (refused answers, a desynchronised stream),
+    /// and `tools/call` sent over it past rmcp's service loop.
     line: Option<connect::LineWire>,
     /// How the server process ended, once known (shared by the runner and open requests).
     ended: OnceCell<Option<(String, Vec<String>)>>,
@@ -391,7 +390,8 @@ impl Session {
         match result {
             // The decoder refused the answer: say why, not what rmcp was told.
             Err(RequestError::Server { .. })
-                if let Some(reason) = self.verdicts.as_ref().and_then(|v| v.rejection(&id)) =>
+                if let Some(reason) =
+                    self.line.as_ref().and_then(|l| l.verdicts().rejection(&id)) =>
             {
                 Err(RequestError::Protocol(reason))
             }
@@ -470,6 +470,10 @@ impl Session {
     /// session: the protocol version, and who the client is and what it can do.
     fn stamp_stateless_meta(&self, req: &mut CallToolRequest) {
         use rmcp::model::RequestMetaObject;
+        if !self.era.is_modern() {
+            return;
+        }
+        // rmcp's own test, on the version the server settled on.
         let Some(server) = self.service.peer().peer_info() else {
             return;
         };
@@ -585,7 +589,7 @@ impl Session {
             .get_or_init(|| async {
                 self.close_transport(Duration::from_secs(1)).await;
                 let mut p = self.take_process()?;
-                let fault = self.verdicts.as_ref().and_then(Verdicts::fault);
+                let fault = self.line.as_ref().and_then(|l| l.verdicts().fault());
                 let how = match &fault {
                     // Out of step: it will not stop by itself, and is not worth waiting for.
                     Some(_) => p.shutdown().await,

@@ -447,6 +447,24 @@ impl Shared {
         self.with(|c| c.settle(id)).flatten()
     }
 
+    /// Fails the pending request `id` with `reason`: told directly when it was sent past
+    /// rmcp, else as the error message returned here for rmcp to route to it.
+    fn fail(
+        &self,
+        id: RequestId,
+        pending: Pending,
+        reason: String,
+    ) -> Option<RxJsonRpcMessage<RoleClient>> {
+        match pending.direct {
+            Some(sender) => {
+                // The caller may have stopped waiting; then nobody wants it.
+                let _ = sender.send(DirectAnswer::Refused(reason));
+                None
+            }
+            None => Some(self.reject(id, reason)),
+        }
+    }
+
     /// Fails the request `id` with `reason`, as an error message rmcp routes to it.
     fn reject(&self, id: RequestId, reason: String) -> RxJsonRpcMessage<RoleClient> {
         self.with(|c| c.rejected.insert(id.clone(), reason.clone()));
@@ -632,12 +650,11 @@ where
             params,
         })?;
         bytes.push(b'\n');
-        let mut w = self.writer.lock().await;
-        let w = w.as_mut().ok_or_else(|| {
-            std::io::Error::new(std::io::ErrorKind::NotConnected, "stdin is closed")
-        })?;
-        w.write_all(&bytes).await?;
-        w.flush().await?;
+        if let Err(e) = write_line(&self.writer, &bytes).await {
+            // Never sent: nothing will answer it.
+            self.shared.with(|c| c.settle(&id));
+            return Err(e);
+        }
         Ok((id, own, receiver))
     }
 
@@ -688,14 +705,8 @@ where
                         .with(|c| c.outstanding.drain().collect())
                         .unwrap_or_default();
                     for (id, pending) in pending {
-                        match pending.direct {
-                            Some(sender) => {
-                                let _ = sender.send(DirectAnswer::Refused(reason.clone()));
-                            }
-                            None => reader
-                                .queue
-                                .push_back(self.shared.reject(id, reason.clone())),
-                        }
+                        let for_rmcp = self.shared.fail(id, pending, reason.clone());
+                        reader.queue.extend(for_rmcp);
                     }
                     reader.ended = true;
                     continue;
@@ -713,16 +724,11 @@ where
                     Admit::Drop => {}
                 },
                 Decoded::BadResponse { id, reason } => match self.shared.take_outstanding(&id) {
-                    Some(Pending {
-                        direct: Some(sender),
-                        ..
-                    }) => {
+                    Some(pending) => {
                         tracing::debug!(%id, %reason, "refused a response");
-                        let _ = sender.send(DirectAnswer::Refused(reason));
-                    }
-                    Some(_) => {
-                        tracing::debug!(%id, %reason, "refused a response");
-                        return Some(self.shared.reject(id, reason));
+                        if let Some(msg) = self.shared.fail(id, pending, reason) {
+                            return Some(msg);
+                        }
                     }
                     None => {
                         tracing::debug!(%id, %reason, "dropped a broken response to no pending request");
@@ -757,12 +763,7 @@ where
         async move {
             let mut bytes = serde_json::to_vec(&item)?;
             bytes.push(b'\n');
-            let mut w = writer.lock().await;
-            let w = w.as_mut().ok_or_else(|| {
-                std::io::Error::new(std::io::ErrorKind::NotConnected, "stdin is closed")
-            })?;
-            w.write_all(&bytes).await?;
-            w.flush().await
+            write_line(&writer, &bytes).await
         }
     }
 
@@ -777,6 +778,19 @@ where
         }
         Ok(())
     }
+}
+
+/// Writes one whole line (with its newline) to the server's stdin, unless it was closed.
+async fn write_line<W: AsyncWrite + Unpin>(
+    writer: &tokio::sync::Mutex<Option<W>>,
+    line: &[u8],
+) -> std::io::Result<()> {
+    let mut w = writer.lock().await;
+    let w = w
+        .as_mut()
+        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::NotConnected, "stdin is closed"))?;
+    w.write_all(line).await?;
+    w.flush().await
 }
 
 /// A `tools/call` request line as [`Wire::send_direct`] writes it.
