@@ -44,6 +44,8 @@ pub struct Conversation {
     /// Every tool call id in `history` (kept by `push`, rebuilt after any other change), so
     /// a step checks its new ids without a pass over the history.
     call_ids: Option<HashSet<String>>,
+    /// The tools the last step offered, offered again while nothing they depend on moved.
+    pub(crate) offered: Option<crate::turn::Offered>,
 }
 
 impl Conversation {
@@ -67,6 +69,7 @@ impl Conversation {
                 unchanged: 0,
             },
             call_ids: Some(HashSet::new()),
+            offered: None,
         }
     }
 

@@ -8,9 +8,48 @@ use crate::{
     read_result_definition, system_prompt, unique_call_ids,
 };
 use mcp_host_core::event::{Event, Usage};
-use mcp_host_models::{Message, ModelRequest, Provider, ProviderError};
+use mcp_host_models::{Message, ModelRequest, Provider, ProviderError, ToolSpec};
+use mcp_host_registry::catalogue::Catalogue;
+use mcp_host_registry::exposure::Exposure;
+use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
+
+/// The tools a step offers the model. The list of the step before is offered again (the same
+/// `Arc`, which a provider recognises and whose JSON it reuses) while the catalogue, the
+/// exposure and the stored results are as they were: rebuilding it copied every definition
+/// at every step.
+fn offered_tools(conv: &mut Conversation, catalogue: &Arc<Catalogue>) -> Arc<[ToolSpec]> {
+    if let Some(last) = &conv.offered
+        && Arc::ptr_eq(&last.catalogue, catalogue)
+        && last.exposure == conv.exposure
+        && last.stored_results == conv.stored_results
+    {
+        return last.tools.clone();
+    }
+    let plan = conv.exposure.plan(catalogue);
+    let mut tools = plan.definitions(&conv.exposure.loaded);
+    if conv.stored_results {
+        tools.push(read_result_definition());
+    }
+    let tools: Arc<[ToolSpec]> = tools.into();
+    conv.offered = Some(Offered {
+        catalogue: catalogue.clone(),
+        exposure: conv.exposure.clone(),
+        stored_results: conv.stored_results,
+        tools: tools.clone(),
+    });
+    tools
+}
+
+/// The tool list a conversation offered last, with what it was made from.
+#[derive(Debug)]
+pub(crate) struct Offered {
+    catalogue: Arc<Catalogue>,
+    exposure: Exposure,
+    stored_results: bool,
+    tools: Arc<[ToolSpec]>,
+}
 
 impl<P: Provider> Engine<'_, P> {
     pub(crate) fn results(&self) -> Option<ResultStore> {
@@ -80,11 +119,7 @@ impl<P: Provider> Engine<'_, P> {
             } else {
                 self.tools.current(self.servers).await?
             };
-            let plan = conv.exposure.plan(&catalogue);
-            let mut tools = plan.definitions(&conv.exposure.loaded);
-            if conv.stored_results {
-                tools.push(read_result_definition());
-            }
+            let tools = offered_tools(conv, &catalogue);
             let mut request =
                 ModelRequest::new(self.config.model.clone(), conv.history.clone(), tools);
             request.reuse = Some(conv.next_reuse());

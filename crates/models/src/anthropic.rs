@@ -4,7 +4,7 @@
 //! prompt and the tool list carry `cache_control` breakpoints so a stable catalogue is read
 //! from the prompt cache.
 
-use crate::body::{Growing, close_with_tools, head, write_json};
+use crate::body::{Sent, close_with_tools, head, write_json};
 use crate::lowering::{Dialect, lower};
 use crate::retry::Retry;
 use crate::types::{
@@ -21,18 +21,18 @@ const MAX_TOKENS: u32 = 8192;
 #[derive(Clone, Debug)]
 pub struct Anthropic {
     client: reqwest::Client,
-    base_url: String,
+    endpoint: wire::Endpoint,
     api_key: Option<String>,
     pub retry: Retry,
     /// The last request's body, which the next step extends.
-    sent: std::sync::Arc<Growing<Message>>,
+    sent: std::sync::Arc<Sent>,
 }
 
 impl Anthropic {
     pub fn new(client: reqwest::Client, base_url: &str, api_key: Option<String>) -> Self {
         Self {
             client,
-            base_url: base_url.trim_end_matches('/').to_string(),
+            endpoint: wire::Endpoint::new(base_url.trim_end_matches('/'), "/v1/messages"),
             api_key,
             retry: Retry::default(),
             sent: std::sync::Arc::default(),
@@ -42,7 +42,7 @@ impl Anthropic {
     /// The request's JSON: the last step's body with the messages added since. The system
     /// prompt goes first (all system messages, wherever they are, as one list); the history
     /// follows, its tool results grouped into one user message per step; then the tools.
-    fn body(sent: &Growing<Message>, request: &ModelRequest) -> Bytes {
+    fn body(sent: &Sent, request: &ModelRequest) -> Bytes {
         let mut system: Vec<Value> = (request.messages.iter())
             .filter_map(|m| match m {
                 Message::System { text } => Some(json!({"type": "text", "text": text})),
@@ -60,19 +60,19 @@ impl Anthropic {
             if matches!(last, Some(Message::ToolResult { .. })) {
                 out.extend_from_slice(b"]}");
             }
-            let tools = (!request.tools.is_empty()).then(|| tools(&request.tools));
-            close_with_tools(out, tools);
+            let tools = (!request.tools.is_empty()).then(|| sent.tools.get(&request.tools, tools));
+            close_with_tools(out, tools.as_deref());
         };
-        sent.body(&head, &request.messages, request.reuse, wire_item, tail)
+        sent.body
+            .body(&head, &request.messages, request.reuse, wire_item, tail)
     }
 
     async fn send(&self, request: &ModelRequest) -> Result<ModelResponse, ProviderError> {
-        let url = format!("{}/v1/messages", self.base_url);
         let body = Self::body(&self.sent, request);
         let response = wire::post_json(
             &self.client,
             self.retry,
-            &url,
+            &self.endpoint,
             body,
             Auth::Header("x-api-key", self.api_key.as_deref()),
             &[("anthropic-version", API_VERSION)],
@@ -294,7 +294,7 @@ mod tests {
                 input_schema: json!({"type": "object"}),
             }],
         );
-        let body = Anthropic::body(&Growing::default(), &request);
+        let body = Anthropic::body(&Sent::default(), &request);
         let body: Value = serde_json::from_slice(&body).unwrap();
         let msgs = body["messages"].as_array().unwrap();
         assert_eq!(msgs.len(), 3);

@@ -9,13 +9,15 @@
 //! request still holds it, the next step copies it, so a shared provider stays correct.
 
 use crate::Reuse;
+use crate::types::{Message, ToolSpec};
 use bytes::{BufMut, Bytes, BytesMut};
 use serde_json::Value;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 /// Writes `value`'s JSON to `out`.
-pub(crate) fn write_json(out: &mut BytesMut, value: &Value) {
-    // Infallible: a `Value`'s keys are strings, and memory takes every write.
+pub(crate) fn write_json(out: &mut BytesMut, value: &impl serde::Serialize) {
+    // Infallible: what the providers encode has string keys only, and memory takes every
+    // write.
     let _ = serde_json::to_writer(out.writer(), value);
 }
 
@@ -33,27 +35,63 @@ pub(crate) fn head(fields: &Value, key: &str) -> Vec<u8> {
     head
 }
 
-/// The end of a body whose items are all closed: the array, then `tools` if any, then the
-/// object.
-pub(crate) fn close_with_tools(out: &mut BytesMut, tools: Option<Value>) {
+/// The end of a body whose items are all closed: the array, then `tools` (their JSON) if
+/// any, then the object.
+pub(crate) fn close_with_tools(out: &mut BytesMut, tools: Option<&[u8]>) {
     out.extend_from_slice(b"]");
     if let Some(tools) = tools {
         out.extend_from_slice(b",\"tools\":");
-        write_json(out, &tools);
+        out.extend_from_slice(tools);
     }
     out.extend_from_slice(b"}");
+}
+
+/// What a provider sent last: the body, which the next step extends, and the tools' JSON.
+#[derive(Debug, Default)]
+pub(crate) struct Sent {
+    pub(crate) body: Growing<Message>,
+    pub(crate) tools: ToolsJson,
+}
+
+/// The tools' JSON as a provider last encoded it, with the list it was made from. The
+/// engine offers the same list (the same `Arc`) at every step until the catalogue or the
+/// exposure changes, so a step copies this text and encodes nothing; a new list equal to
+/// the last is recognised by comparing, and only a changed one is encoded again.
+#[derive(Debug, Default)]
+pub(crate) struct ToolsJson(Mutex<Option<(Arc<[ToolSpec]>, Bytes)>>);
+
+impl ToolsJson {
+    /// `tools`' JSON as `encode` gives it.
+    pub(crate) fn get(
+        &self,
+        tools: &Arc<[ToolSpec]>,
+        encode: impl FnOnce(&[ToolSpec]) -> Value,
+    ) -> Bytes {
+        let mut last = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let text = match last.take() {
+            Some((sent, text)) if Arc::ptr_eq(&sent, tools) || *sent == **tools => text,
+            _ => {
+                let mut out = BytesMut::new();
+                write_json(&mut out, &encode(tools));
+                out.freeze()
+            }
+        };
+        // The newest list is kept, so that the next step's (the same `Arc`) matches at once.
+        *last = Some((tools.clone(), text.clone()));
+        text
+    }
 }
 
 /// Writes `items[i]` as `encode` gives it, after a comma unless it is the first: an array
 /// of one JSON value per item.
 pub(crate) fn comma_separated<T>(
-    encode: impl Fn(&T) -> Value,
+    encode: impl Fn(&T, &mut BytesMut),
 ) -> impl Fn(&[T], usize, &mut BytesMut) {
     move |items, i, out| {
         if i > 0 {
             out.put_u8(b',');
         }
-        write_json(out, &encode(&items[i]));
+        encode(&items[i], out);
     }
 }
 
@@ -211,7 +249,7 @@ pub(crate) fn test_histories() -> Vec<Vec<crate::Message>> {
 /// and without tools.
 #[cfg(test)]
 pub(crate) fn assert_extends_as_afresh(
-    body: impl Fn(&Growing<crate::Message>, &crate::ModelRequest) -> Bytes,
+    body: impl Fn(&Sent, &crate::ModelRequest) -> Bytes,
     afresh: impl Fn(&crate::ModelRequest) -> Value,
 ) {
     let tool = crate::types::ToolSpec {
@@ -219,7 +257,7 @@ pub(crate) fn assert_extends_as_afresh(
         description: "d".into(),
         input_schema: serde_json::json!({"type": "object"}),
     };
-    let sent = Growing::default();
+    let sent = Sent::default();
     for (i, messages) in test_histories().into_iter().enumerate() {
         let tools = if i % 2 == 0 {
             vec![tool.clone()]
@@ -242,10 +280,36 @@ mod tests {
             head.as_bytes(),
             items,
             reuse,
-            comma_separated(|n| Value::from(*n)),
+            comma_separated(|n, out| write_json(out, n)),
             |buf| buf.extend_from_slice(b"]}"),
         );
         String::from_utf8(bytes.to_vec()).unwrap()
+    }
+
+    /// The same list is encoded once; an equal new list is recognised; a changed one is
+    /// encoded again.
+    #[test]
+    fn tools_are_encoded_once_per_list_they_differ_from() {
+        let spec = |name: &str| ToolSpec {
+            name: name.into(),
+            description: String::new(),
+            input_schema: serde_json::json!({"type": "object"}),
+        };
+        let encoded = std::cell::Cell::new(0);
+        let encode = |tools: &[ToolSpec]| {
+            encoded.set(encoded.get() + 1);
+            Value::from(tools.iter().map(|t| t.name.clone()).collect::<Vec<_>>())
+        };
+        let cache = ToolsJson::default();
+        let first: Arc<[ToolSpec]> = vec![spec("a"), spec("b")].into();
+        assert_eq!(cache.get(&first, encode), &b"[\"a\",\"b\"]"[..]);
+        assert_eq!(cache.get(&first, encode), &b"[\"a\",\"b\"]"[..]);
+        let equal: Arc<[ToolSpec]> = vec![spec("a"), spec("b")].into();
+        assert_eq!(cache.get(&equal, encode), &b"[\"a\",\"b\"]"[..]);
+        assert_eq!(encoded.get(), 1);
+        let changed: Arc<[ToolSpec]> = vec![spec("a")].into();
+        assert_eq!(cache.get(&changed, encode), &b"[\"a\"]"[..]);
+        assert_eq!(encoded.get(), 2);
     }
 
     #[test]
@@ -255,7 +319,7 @@ mod tests {
             b"{\"a\":[",
             &[1, 2],
             None,
-            comma_separated(|n| Value::from(*n)),
+            comma_separated(|n, out| write_json(out, n)),
             |b| b.extend_from_slice(b"]}"),
         );
         // The first body is still held (a request in flight): the next step must not

@@ -4,11 +4,12 @@
 //! stop reason and the token counts. Tool results go back as `tool` messages naming the
 //! tool. No auth unless a key is given (a proxy in front of Ollama may want a bearer token).
 
-use crate::body::{Growing, close_with_tools, comma_separated, head};
+use crate::body::{Sent, close_with_tools, comma_separated, head, write_json};
 use crate::lowering::Dialect;
 use crate::retry::Retry;
 use crate::types::{
-    Message, ModelRequest, ModelResponse, Provider, ProviderError, StopReason, ToolCall, Usage,
+    Message, ModelRequest, ModelResponse, Provider, ProviderError, StopReason, ToolCall, ToolSpec,
+    Usage,
 };
 use crate::wire::{self, Flow, Framing, at};
 use bytes::{Bytes, BytesMut};
@@ -18,11 +19,11 @@ use std::future::Future;
 #[derive(Clone, Debug)]
 pub struct Ollama {
     client: reqwest::Client,
-    base_url: String,
+    endpoint: wire::Endpoint,
     api_key: Option<String>,
     pub retry: Retry,
     /// The last request's body, which the next step extends.
-    sent: std::sync::Arc<Growing<Message>>,
+    sent: std::sync::Arc<Sent>,
 }
 
 /// What the lines of one response add up to.
@@ -38,7 +39,7 @@ impl Ollama {
     pub fn new(client: reqwest::Client, base_url: &str, api_key: Option<String>) -> Self {
         Self {
             client,
-            base_url: base_url.trim_end_matches('/').to_string(),
+            endpoint: wire::Endpoint::new(base_url.trim_end_matches('/'), "/api/chat"),
             api_key,
             retry: Retry::default(),
             sent: std::sync::Arc::default(),
@@ -46,23 +47,24 @@ impl Ollama {
     }
 
     /// The request's JSON: the last step's body with the messages added since.
-    fn body(sent: &Growing<Message>, request: &ModelRequest) -> Bytes {
+    fn body(sent: &Sent, request: &ModelRequest) -> Bytes {
         let head = head(&json!({"model": request.model, "stream": true}), "messages");
-        let tools = || wire::function_tools(&request.tools, Dialect::Ollama);
+        let encode = |t: &[ToolSpec]| wire::function_tools(t, Dialect::Ollama);
         let tail = |out: &mut BytesMut| {
-            close_with_tools(out, (!request.tools.is_empty()).then(tools));
+            let tools = (!request.tools.is_empty()).then(|| sent.tools.get(&request.tools, encode));
+            close_with_tools(out, tools.as_deref());
         };
-        let encode = comma_separated(wire_message);
-        sent.body(&head, &request.messages, request.reuse, encode, tail)
+        let encode = comma_separated(|m, out| write_json(out, &wire_message(m)));
+        sent.body
+            .body(&head, &request.messages, request.reuse, encode, tail)
     }
 
     async fn send(&self, request: &ModelRequest) -> Result<ModelResponse, ProviderError> {
-        let url = format!("{}/api/chat", self.base_url);
         let body = Self::body(&self.sent, request);
         let response = wire::post_json(
             &self.client,
             self.retry,
-            &url,
+            &self.endpoint,
             body,
             wire::Auth::Bearer(self.api_key.as_deref()),
             &[],

@@ -4,39 +4,38 @@
 //! reasons are kept as `Other`, a missing call id is synthesised, an `error` chunk ends the
 //! stream with `ProviderError::Stream`.
 
-use crate::body::{Growing, comma_separated, head};
+use crate::body::{Sent, comma_separated, head, write_json};
 use crate::lowering::Dialect;
 use crate::retry::Retry;
 use crate::types::{
-    Message, ModelRequest, ModelResponse, Provider, ProviderError, StopReason, ToolCall, Usage,
+    Message, ModelRequest, ModelResponse, Provider, ProviderError, StopReason, ToolCall, ToolSpec,
+    Usage,
 };
-use crate::wire::{self, Flow, Framing, at};
+use crate::wire::{self, Flow, Framing};
+use chunk::Payload;
+
+mod chunk;
 use bytes::{Bytes, BytesMut};
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::json;
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::future::Future;
 
 #[derive(Clone, Debug)]
 pub struct OpenAiCompatible {
     client: reqwest::Client,
-    base_url: String,
+    endpoint: wire::Endpoint,
     api_key: Option<String>,
     pub retry: Retry,
     sent: std::sync::Arc<Sent>,
-}
-
-/// What the provider sent last: the body, which the next step extends, and each tool's JSON.
-#[derive(Debug, Default)]
-struct Sent {
-    body: Growing<Message>,
-    tools: wire::Sent<crate::types::ToolSpec>,
 }
 
 impl OpenAiCompatible {
     pub fn new(client: reqwest::Client, base_url: &str, api_key: Option<String>) -> Self {
         Self {
             client,
-            base_url: base_url.trim_end_matches('/').to_string(),
+            endpoint: wire::Endpoint::new(base_url.trim_end_matches('/'), "/chat/completions"),
             api_key,
             retry: Retry::default(),
             sent: std::sync::Arc::default(),
@@ -52,24 +51,23 @@ impl OpenAiCompatible {
             // it ignore it.
             out.extend_from_slice(b"],\"stream\":true,\"stream_options\":{\"include_usage\":true}");
             if !request.tools.is_empty() {
+                let encode = |t: &[ToolSpec]| wire::function_tools(t, Dialect::OpenAi);
                 out.extend_from_slice(b",\"tools\":");
-                let encode = |t: &crate::types::ToolSpec| wire::function_tool(t, Dialect::OpenAi);
-                sent.tools.write_array(&request.tools, encode, out);
+                out.extend_from_slice(&sent.tools.get(&request.tools, encode));
             }
             out.extend_from_slice(b"}");
         };
         let messages = &request.messages;
-        let encode = comma_separated(wire_message);
+        let encode = comma_separated(|m, out| write_json(out, &wire_message(m)));
         (sent.body).body(&head, messages, request.reuse, encode, tail)
     }
 
     async fn send(&self, request: &ModelRequest) -> Result<ModelResponse, ProviderError> {
-        let url = format!("{}/chat/completions", self.base_url);
         let body = Self::body(&self.sent, request);
         let response = wire::post_json(
             &self.client,
             self.retry,
-            &url,
+            &self.endpoint,
             body,
             wire::Auth::Bearer(self.api_key.as_deref()),
             &[],
@@ -83,61 +81,48 @@ impl OpenAiCompatible {
             if data == "[DONE]" {
                 return Ok(Flow::Stop);
             }
-            let Ok(event) = serde_json::from_str::<Value>(data) else {
-                return Ok(Flow::Continue);
+            let mut spare = None;
+            let chunk = match chunk::read(data, &mut spare) {
+                Payload::Chunk(chunk) => chunk,
+                Payload::Error(message) => return Err(ProviderError::Stream(message)),
+                Payload::Skip => return Ok(Flow::Continue),
             };
-            // vLLM, llama.cpp and proxies report a failure mid-stream as an `error`
-            // object in place of a chunk.
-            if let Some(error) = event.get("error").filter(|e| !e.is_null()) {
-                let msg = error
-                    .get("message")
-                    .and_then(Value::as_str)
-                    .or_else(|| error.as_str())
-                    .unwrap_or("unknown error");
-                return Err(ProviderError::Stream(msg.to_string()));
-            }
-            if let Some(u) = event.get("usage").filter(|u| u.is_object()) {
-                let count = |k: &'static str| at(u, k).and_then(Value::as_u64).unwrap_or(0);
+            if let Some(u) = &chunk.usage {
                 usage = Usage {
-                    input_tokens: count("/prompt_tokens"),
-                    output_tokens: count("/completion_tokens"),
-                    cache_read_tokens: count("/prompt_tokens_details/cached_tokens"),
+                    input_tokens: u.prompt_tokens.unwrap_or(0),
+                    output_tokens: u.completion_tokens.unwrap_or(0),
+                    cache_read_tokens: u.cached_tokens().unwrap_or(0),
                     cache_write_tokens: 0,
                 };
             }
-            let Some(choice) = at(&event, "/choices/0") else {
+            let Some(choice) = chunk.choice() else {
                 return Ok(Flow::Continue);
             };
-            if let Some(t) = at(choice, "/delta/content").and_then(Value::as_str) {
+            if let Some(t) = &choice.delta.content {
                 request.emit_text(t);
                 text.push_str(t);
             }
-            for d in at(choice, "/delta/tool_calls")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                let index = d
-                    .get("index")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(calls.len() as u64);
+            for d in choice.delta.tool_calls.iter().flatten() {
+                let index = d.index.unwrap_or(calls.len() as u64);
                 let call = calls.entry(index).or_insert_with(|| ToolCall {
                     id: String::new(),
                     name: String::new(),
                     arguments: String::new(),
                 });
-                if let Some(id) = d.get("id").and_then(Value::as_str) {
+                if let Some(id) = &d.id {
                     call.id = id.to_string();
                 }
-                if let Some(n) = at(d, "/function/name").and_then(Value::as_str) {
-                    call.name.push_str(n);
-                }
-                if let Some(a) = at(d, "/function/arguments").and_then(Value::as_str) {
-                    call.arguments.push_str(a);
+                if let Some(f) = &d.function {
+                    if let Some(n) = &f.name {
+                        call.name.push_str(n);
+                    }
+                    if let Some(a) = &f.arguments {
+                        call.arguments.push_str(a);
+                    }
                 }
             }
-            if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
-                stop = match reason {
+            if let Some(reason) = &choice.finish_reason {
+                stop = match reason.as_ref() {
                     "stop" => StopReason::EndTurn,
                     "tool_calls" | "function_call" => StopReason::ToolUse,
                     "length" => StopReason::MaxTokens,
@@ -166,35 +151,77 @@ impl OpenAiCompatible {
     }
 }
 
-fn wire_message(m: &Message) -> Value {
-    match m {
-        Message::System { text } => json!({"role": "system", "content": text}),
-        Message::User { text } => json!({"role": "user", "content": text}),
-        Message::Assistant { text, tool_calls } => {
-            let mut v = json!({"role": "assistant", "content": if text.is_empty() { Value::Null } else { json!(text) }});
-            if !tool_calls.is_empty() {
-                let calls: Vec<Value> = tool_calls
-                    .iter()
-                    .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
-                    .collect();
-                v["tool_calls"] = json!(calls);
-            }
-            v
+/// A message as Chat Completions takes it, written straight from the history's strings (a
+/// `Value` built and dropped per message was most of a step's body).
+#[derive(Serialize)]
+struct WireMessage<'a> {
+    role: &'static str,
+    /// `null` for an assistant message that only calls tools.
+    content: Option<Cow<'a, str>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_calls: Option<Vec<WireCall<'a>>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_call_id: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct WireCall<'a> {
+    id: &'a str,
+    r#type: &'static str,
+    function: WireFunction<'a>,
+}
+
+#[derive(Serialize)]
+struct WireFunction<'a> {
+    name: &'a str,
+    arguments: &'a str,
+}
+
+fn wire_message(m: &Message) -> WireMessage<'_> {
+    fn plain<'a>(role: &'static str, text: &'a str) -> WireMessage<'a> {
+        WireMessage {
+            role,
+            content: Some(Cow::Borrowed(text)),
+            tool_calls: None,
+            tool_call_id: None,
         }
+    }
+    match m {
+        Message::System { text } => plain("system", text),
+        Message::User { text } => plain("user", text),
+        Message::Assistant { text, tool_calls } => WireMessage {
+            role: "assistant",
+            content: (!text.is_empty()).then_some(Cow::Borrowed(text)),
+            tool_calls: (!tool_calls.is_empty()).then(|| {
+                (tool_calls.iter())
+                    .map(|c| WireCall {
+                        id: &c.id,
+                        r#type: "function",
+                        function: WireFunction {
+                            name: &c.name,
+                            arguments: &c.arguments,
+                        },
+                    })
+                    .collect()
+            }),
+            tool_call_id: None,
+        },
         // Chat Completions has no error flag on tool results: the text says so.
         Message::ToolResult {
             call_id,
             content,
             is_error,
             ..
-        } => {
-            let content = if *is_error {
-                format!("ERROR: {content}")
+        } => WireMessage {
+            role: "tool",
+            tool_call_id: Some(call_id),
+            content: Some(if *is_error {
+                Cow::Owned(format!("ERROR: {content}"))
             } else {
-                content.clone()
-            };
-            json!({"role": "tool", "tool_call_id": call_id, "content": content})
-        }
+                Cow::Borrowed(content)
+            }),
+            tool_calls: None,
+        },
     }
 }
 
@@ -211,10 +238,13 @@ impl Provider for OpenAiCompatible {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+    use serde_json::Value;
 
     /// What the body was before messages were reused: every message encoded at each step.
     fn encoded_afresh(request: &ModelRequest) -> Value {
-        let messages: Vec<Value> = request.messages.iter().map(wire_message).collect();
+        let messages: Vec<Value> = (request.messages.iter())
+            .map(|m| serde_json::to_value(wire_message(m)).unwrap())
+            .collect();
         let mut body = json!({"model": request.model, "messages": messages, "stream": true,
             "stream_options": {"include_usage": true}});
         if !request.tools.is_empty() {

@@ -6,7 +6,7 @@
 //! and a `done` with the full arguments. We keep no state on the server (`store: false`):
 //! every request carries the whole history, as with the other providers.
 
-use crate::body::{Growing, close_with_tools, head, write_json};
+use crate::body::{Sent, close_with_tools, head, write_json};
 use crate::lowering::{Dialect, lower};
 use crate::retry::Retry;
 use crate::types::{
@@ -21,11 +21,11 @@ use std::future::Future;
 #[derive(Clone, Debug)]
 pub struct OpenAiResponses {
     client: reqwest::Client,
-    base_url: String,
+    endpoint: wire::Endpoint,
     api_key: Option<String>,
     pub retry: Retry,
     /// The last request's body, which the next step extends.
-    sent: std::sync::Arc<Growing<Message>>,
+    sent: std::sync::Arc<Sent>,
 }
 
 /// A function call being streamed: the item id links argument deltas that name no index.
@@ -41,7 +41,7 @@ impl OpenAiResponses {
     pub fn new(client: reqwest::Client, base_url: &str, api_key: Option<String>) -> Self {
         Self {
             client,
-            base_url: base_url.trim_end_matches('/').to_string(),
+            endpoint: wire::Endpoint::new(base_url.trim_end_matches('/'), "/responses"),
             api_key,
             retry: Retry::default(),
             sent: std::sync::Arc::default(),
@@ -50,7 +50,7 @@ impl OpenAiResponses {
 
     /// The request's JSON: the last step's body with the messages added since. The system
     /// messages are the `instructions`; every other message is one or more `input` items.
-    fn body(sent: &Growing<Message>, request: &ModelRequest) -> Bytes {
+    fn body(sent: &Sent, request: &ModelRequest) -> Bytes {
         let instructions: Vec<&str> = (request.messages.iter())
             .filter_map(|m| match m {
                 Message::System { text } => Some(text.as_str()),
@@ -63,21 +63,19 @@ impl OpenAiResponses {
         }
         let head = head(&fields, "input");
         let tail = |out: &mut BytesMut| {
-            close_with_tools(
-                out,
-                (!request.tools.is_empty()).then(|| tools(&request.tools)),
-            );
+            let tools = (!request.tools.is_empty()).then(|| sent.tools.get(&request.tools, tools));
+            close_with_tools(out, tools.as_deref());
         };
-        sent.body(&head, &request.messages, request.reuse, wire_items, tail)
+        sent.body
+            .body(&head, &request.messages, request.reuse, wire_items, tail)
     }
 
     async fn send(&self, request: &ModelRequest) -> Result<ModelResponse, ProviderError> {
-        let url = format!("{}/responses", self.base_url);
         let body = Self::body(&self.sent, request);
         let response = wire::post_json(
             &self.client,
             self.retry,
-            &url,
+            &self.endpoint,
             body,
             wire::Auth::Bearer(self.api_key.as_deref()),
             &[],

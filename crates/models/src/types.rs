@@ -43,7 +43,9 @@ pub struct ModelRequest {
     pub model: String,
     /// The conversation's own list, shared: a step's request costs no copy of the history.
     pub messages: std::sync::Arc<Vec<Message>>,
-    pub tools: Vec<ToolSpec>,
+    /// Shared: the engine offers the same list at every step until it changes, and a
+    /// provider reuses what it encoded for it.
+    pub tools: std::sync::Arc<[ToolSpec]>,
     /// Where streamed text goes as it arrives (a front end shows it live); the full text is
     /// also in the response.
     pub deltas: Option<tokio::sync::mpsc::UnboundedSender<String>>,
@@ -64,12 +66,12 @@ impl ModelRequest {
     pub fn new(
         model: impl Into<String>,
         messages: impl Into<std::sync::Arc<Vec<Message>>>,
-        tools: Vec<ToolSpec>,
+        tools: impl Into<std::sync::Arc<[ToolSpec]>>,
     ) -> Self {
         Self {
             model: model.into(),
             messages: messages.into(),
-            tools,
+            tools: tools.into(),
             deltas: None,
             reuse: None,
         }

@@ -42,6 +42,22 @@ pub(crate) enum Auth<'a> {
     Header(&'static str, Option<&'a str>),
 }
 
+/// Where a provider posts, parsed once: reqwest parses a URL given as text at every request.
+#[derive(Clone, Debug)]
+pub(crate) struct Endpoint {
+    text: String,
+    /// `None`: not a URL; each request then fails with reqwest's own account of why.
+    url: Option<reqwest::Url>,
+}
+
+impl Endpoint {
+    pub(crate) fn new(base_url: &str, path: &str) -> Self {
+        let text = format!("{base_url}{path}");
+        let url = reqwest::Url::parse(&text).ok();
+        Self { text, url }
+    }
+}
+
 /// Sends `body` to `url` and returns the (successful) streaming response.
 pub(crate) async fn post(
     client: &reqwest::Client,
@@ -52,21 +68,25 @@ pub(crate) async fn post(
     headers: &[(&'static str, &'static str)],
 ) -> Result<reqwest::Response, ProviderError> {
     let bytes = serde_json::to_vec(body).map_err(|e| ProviderError::Stream(e.to_string()))?;
-    post_json(client, retry, url, bytes.into(), auth, headers).await
+    let endpoint = Endpoint::new(url, "");
+    post_json(client, retry, &endpoint, bytes.into(), auth, headers).await
 }
 
 /// Sends an already serialised JSON body (serialised once, whatever the retries).
 pub(crate) async fn post_json(
     client: &reqwest::Client,
     retry: Retry,
-    url: &str,
+    endpoint: &Endpoint,
     body: bytes::Bytes,
     auth: Auth<'_>,
     headers: &[(&'static str, &'static str)],
 ) -> Result<reqwest::Response, ProviderError> {
     let build = || {
-        let mut req = client
-            .post(url)
+        let req = match &endpoint.url {
+            Some(url) => client.post(url.clone()),
+            None => client.post(endpoint.text.as_str()),
+        };
+        let mut req = req
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .body(body.clone());
         for (name, value) in headers {
@@ -78,7 +98,7 @@ pub(crate) async fn post_json(
             Auth::Bearer(None) | Auth::Header(_, None) => req,
         }
     };
-    retry::send(retry, url, build).await
+    retry::send(retry, &endpoint.text, build).await
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -131,49 +151,6 @@ pub(crate) fn function_tools(tools: &[ToolSpec], dialect: Dialect) -> Value {
 
 pub(crate) fn function_tool(t: &ToolSpec, dialect: Dialect) -> Value {
     json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": lower(&t.input_schema, dialect)}})
-}
-
-/// Each tool's JSON as a provider last sent it, so that a step encodes only the tools that
-/// changed (a catalogue is mostly the same from one step to the next) and copies the rest.
-/// A tool is reused only where it equals the one encoded at its place. (The history's
-/// messages are kept in the body itself: `body::Growing`.)
-#[derive(Debug)]
-pub(crate) struct Sent<T>(std::sync::Mutex<Vec<(T, Box<str>)>>);
-
-impl<T> Default for Sent<T> {
-    fn default() -> Self {
-        Self(std::sync::Mutex::new(Vec::new()))
-    }
-}
-
-impl<T: PartialEq + Clone> Sent<T> {
-    /// Appends `[a,b,...]` for `items` to `out`, encoding with `encode` only what changed.
-    pub(crate) fn write_array(
-        &self,
-        items: &[T],
-        encode: impl Fn(&T) -> Value,
-        out: &mut bytes::BytesMut,
-    ) {
-        let mut sent = (self.0.lock()).unwrap_or_else(std::sync::PoisonError::into_inner);
-        let same = (sent.iter().zip(items))
-            .take_while(|((old, _), new)| old == *new)
-            .count();
-        sent.truncate(same);
-        for item in &items[same..] {
-            // A `Value` always serialises (its keys are strings).
-            let text = serde_json::to_string(&encode(item)).unwrap_or_else(|_| "null".into());
-            sent.push((item.clone(), text.into()));
-        }
-        out.reserve(sent.iter().map(|(_, t)| t.len() + 1).sum::<usize>() + 2);
-        out.extend_from_slice(b"[");
-        for (i, (_, text)) in sent.iter().enumerate() {
-            if i > 0 {
-                out.extend_from_slice(b",");
-            }
-            out.extend_from_slice(text.as_bytes());
-        }
-        out.extend_from_slice(b"]");
-    }
 }
 
 #[cfg(test)]

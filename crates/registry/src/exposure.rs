@@ -231,7 +231,7 @@ impl Plan<'_> {
 }
 
 /// Per-conversation state: the budget and what the model has loaded.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Exposure {
     pub budget_tokens: usize,
     pub loaded: BTreeSet<String>,

@@ -369,6 +369,45 @@ async fn a_long_call_moves_to_the_background_and_arrives_at_the_next_turn() {
     m.shutdown().await;
 }
 
+/// While the catalogue and the exposure stay as they are, each step offers the list of the
+/// step before (the same `Arc`, whose JSON a provider reuses); a stored result, which adds
+/// `read_result`, makes a new one.
+#[tokio::test]
+async fn a_step_offers_the_tool_list_of_the_step_before_until_it_changes() {
+    let (m, catalogue, caller) = start(vec![fake_setup("f", &[], |r| {
+        r.tools.insert(
+            "echo".into(),
+            RawToolOptions {
+                max_result_tokens: Some(100),
+            },
+        );
+    })])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("s.sqlite")).await.unwrap();
+    let echo = |id: &str, message: String| call(id, "f__echo", json!({"message": message}));
+    let provider = Scripted::new([
+        step(vec![echo("a", "hi".into())]),
+        step(vec![echo("b", "x".repeat(1_000))]),
+        step(vec![echo("c", "hi".into())]),
+        ModelResponse::text("ok"),
+    ]);
+    let recorder = Recorder::default();
+    let mut cfg = config(Mode::Auto);
+    cfg.store = Some(store.clone());
+    let gate = gate(caller, Policy::default());
+    let engine = engine_for(&provider, &m, &catalogue, &gate, &recorder, cfg);
+    fresh_turn(&engine).await;
+    let requests = provider.requests.lock().unwrap().clone();
+    let tools: Vec<_> = requests.iter().map(|r| r.tools.clone()).collect();
+    assert!(std::sync::Arc::ptr_eq(&tools[0], &tools[1]));
+    // Step two's result was over its cap and stored: read_result is offered from then on.
+    assert!(!tools[1].iter().any(|t| t.name == "read_result"));
+    assert!(tools[2].iter().any(|t| t.name == "read_result"));
+    assert!(std::sync::Arc::ptr_eq(&tools[2], &tools[3]));
+    m.shutdown().await;
+}
+
 #[tokio::test]
 async fn results_over_their_budget_are_stored_and_large_ones_flagged() {
     let (m, catalogue, caller) = start(vec![fake_setup("f", &[], |r| {
