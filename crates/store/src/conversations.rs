@@ -160,9 +160,11 @@ pub(crate) async fn ensure_exists(
     }
 }
 
-/// `INSERT INTO table (columns) VALUES ...` for `rows` rows whose first `shared` parameters
-/// are the same in every row and whose other `per_row` are each row's own, numbered in the
-/// order they are bound.
+/// `INSERT INTO table (columns) VALUES ...` for `rows` rows whose first `shared` values
+/// are the same in every row and whose other `per_row` are each row's own. PostgreSQL's are
+/// numbered in the order they are bound, the shared ones first and once; SQLite's are
+/// anonymous, the shared values bound again ahead of each row's own
+/// ([`Backend::shared_per_row`]).
 pub(crate) fn multi_row_insert(
     backend: Backend,
     head: &str,
@@ -174,15 +176,19 @@ pub(crate) fn multi_row_insert(
     let mut sql = format!("{head} VALUES ");
     for row in 0..rows {
         sql.push_str(if row == 0 { "(" } else { ", (" });
-        let params = (1..=shared).chain((0..per_row).map(|k| shared + 1 + row * per_row + k));
-        for (i, n) in params.enumerate() {
-            // Writing to a String cannot fail.
-            let _ = write!(
-                sql,
-                "{}{}",
-                if i == 0 { "" } else { ", " },
-                backend.parameter(n)
-            );
+        for i in 0..shared + per_row {
+            sql.push_str(if i == 0 { "" } else { ", " });
+            if backend.shared_per_row() {
+                sql.push('?');
+            } else {
+                let n = if i < shared {
+                    i + 1
+                } else {
+                    shared + 1 + row * per_row + (i - shared)
+                };
+                // Writing to a String cannot fail.
+                let _ = write!(sql, "${n}");
+            }
         }
         sql.push(')');
     }
@@ -199,7 +205,7 @@ async fn insert_messages(
 ) -> Result<(), StoreError> {
     let mut rows = bodies.into_iter().peekable();
     while rows.peek().is_some() {
-        let chunk: Vec<(u32, String)> = rows.by_ref().take(backend.rows_per_insert(3)).collect();
+        let chunk: Vec<(u32, String)> = rows.by_ref().take(backend.rows_per_insert(5)).collect();
         let sql = multi_row_insert(
             backend,
             "INSERT INTO history_messages (scope, conversation_id, seq, turn, body)",
@@ -207,10 +213,11 @@ async fn insert_messages(
             3,
             chunk.len(),
         );
-        let mut query = sqlx::query(AssertSqlSafe(sql))
-            .bind(scope)
-            .bind(id.as_str());
-        for (turn, body) in chunk {
+        let mut query = sqlx::query(AssertSqlSafe(sql));
+        for (row, (turn, body)) in chunk.into_iter().enumerate() {
+            if row == 0 || backend.shared_per_row() {
+                query = query.bind(scope).bind(id.as_str());
+            }
             query = query.bind(seq).bind(i64::from(turn)).bind(body);
             seq += 1;
         }
@@ -385,20 +392,20 @@ impl Store {
 mod tests {
     use super::*;
 
-    /// Shared parameters come first and are reused in every row; each row's own follow in
-    /// the order they are bound. SQLite's are `?n` (looked up by number), PostgreSQL's `$n`.
+    /// PostgreSQL's shared parameters come first and are reused in every row; each row's own
+    /// follow in the order they are bound. SQLite's are anonymous, bound row by row.
     #[test]
     fn multi_row_inserts_number_their_parameters_in_binding_order() {
         let head = "INSERT INTO t (a, b, c)";
         assert_eq!(
             multi_row_insert(Backend::Sqlite, head, 1, 2, 2),
-            "INSERT INTO t (a, b, c) VALUES (?1, ?2, ?3), (?1, ?4, ?5)"
+            "INSERT INTO t (a, b, c) VALUES (?, ?, ?), (?, ?, ?)"
         );
         assert_eq!(
             multi_row_insert(Backend::Postgres, head, 1, 2, 2),
             "INSERT INTO t (a, b, c) VALUES ($1, $2, $3), ($1, $4, $5)"
         );
-        assert_eq!(Backend::Sqlite.rows_per_insert(16), 16);
+        assert_eq!(Backend::Sqlite.rows_per_insert(17), 58);
         assert_eq!(Backend::Sqlite.rows_per_insert(1000), 1);
         assert_eq!(Backend::Postgres.rows_per_insert(16), 100);
     }

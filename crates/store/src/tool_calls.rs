@@ -142,7 +142,7 @@ impl Store {
             .bind(id.as_str())
             .fetch_one(&mut *tx)
             .await?;
-            let per_insert = self.backend().rows_per_insert(CALL_PARAMETERS);
+            let per_insert = self.backend().rows_per_insert(CALL_PARAMETERS + 1);
             for (n, chunk) in mine.chunks(per_insert).enumerate() {
                 let position = first + i64::try_from(n * per_insert).unwrap_or(i64::MAX);
                 let target = (self.backend(), self.scope());
@@ -200,9 +200,12 @@ async fn upsert_calls(
              refused = excluded.refused, result_handle = excluded.result_handle,
              started_ms = excluded.started_ms, took_ms = excluded.took_ms,
              background = excluded.background";
-    let mut query = sqlx::query(AssertSqlSafe(sql)).bind(scope);
+    let mut query = sqlx::query(AssertSqlSafe(sql));
     for (n, (record, arguments, decided_by)) in (0..).zip(rows) {
         let took_ms = (record.took_ms).map(|ms| i64::try_from(ms).unwrap_or(i64::MAX));
+        if n == 0 || backend.shared_per_row() {
+            query = query.bind(scope);
+        }
         query = query
             .bind(record.conversation_id.as_str())
             .bind(i64::from(record.turn))
