@@ -92,29 +92,25 @@ impl<P: Provider> Engine<'_, P> {
         let Some(saved) = &conv.saved else {
             return Ok(());
         };
-        let bodies = |range: std::ops::Range<usize>| -> Vec<(u32, Value)> {
-            range
-                .map(|i| {
-                    let body = serde_json::to_value(&conv.history[i]).unwrap_or(Value::Null);
-                    (conv.turns[i], body)
-                })
-                .collect()
-        };
+        // Messages are written as they are; the store serialises each once.
         if conv.rewritten {
-            let all = bodies(0..conv.history.len());
-            saved.store.replace_messages(&saved.id, &all).await?;
+            let all = conv.turns.iter().copied().zip(conv.history.iter());
+            saved.store.replace_messages(&saved.id, all).await?;
         } else {
-            let new = bodies(saved.persisted..conv.history.len());
             // The store appends one turn at a time.
-            let mut rest = new.as_slice();
-            while let Some((turn, _)) = rest.first() {
-                let n = rest.iter().take_while(|(t, _)| t == turn).count();
-                let messages: Vec<Value> = rest[..n].iter().map(|(_, m)| m.clone()).collect();
+            let mut from = saved.persisted;
+            while from < conv.history.len() {
+                let turn = conv.turns[from];
+                let n = conv.turns[from..]
+                    .iter()
+                    .take_while(|t| **t == turn)
+                    .count();
+                let messages = &conv.history[from..from + n];
                 saved
                     .store
-                    .append_messages(&saved.id, *turn, &messages)
+                    .append_messages(&saved.id, turn, messages)
                     .await?;
-                rest = &rest[n..];
+                from += n;
             }
         }
         let len = conv.history.len();

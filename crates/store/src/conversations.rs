@@ -255,7 +255,7 @@ impl Store {
         &self,
         id: &ConversationId,
         turn: u32,
-        messages: &[Value],
+        messages: &[impl serde::Serialize],
     ) -> Result<(), StoreError> {
         // Serialise before taking the write lock, and fail before writing anything.
         let bodies = messages
@@ -285,11 +285,11 @@ impl Store {
     pub async fn replace_messages(
         &self,
         id: &ConversationId,
-        messages: &[(u32, Value)],
+        messages: impl IntoIterator<Item = (u32, impl serde::Serialize)>,
     ) -> Result<(), StoreError> {
         let rows = messages
-            .iter()
-            .map(|(turn, m)| serde_json::to_string(m).map(|body| (*turn, body)))
+            .into_iter()
+            .map(|(turn, m)| serde_json::to_string(&m).map(|body| (turn, body)))
             .collect::<Result<Vec<_>, _>>()?;
         let mut tx = self.pool().begin().await?;
         touch(&mut tx, self.scope(), id).await?;

@@ -41,7 +41,10 @@ async fn messages_round_trip_across_turns_and_reopening() {
     let turn1 = vec![json!({"role": "user", "text": "ünïcode ✓", "n": [1, 2.5, null]})];
     store.append_messages(&id, 0, &turn0).await.unwrap();
     store.append_messages(&id, 1, &turn1).await.unwrap();
-    store.append_messages(&id, 1, &[]).await.unwrap();
+    store
+        .append_messages(&id, 1, &[] as &[Value])
+        .await
+        .unwrap();
     drop(store);
 
     let store = open(&dir).await;
@@ -127,7 +130,10 @@ async fn replace_messages_rewrites_the_whole_history() {
         .unwrap();
 
     let compacted = vec![(0, json!({"summary": "1..3"})), (4, json!("kept"))];
-    store.replace_messages(&id, &compacted).await.unwrap();
+    store
+        .replace_messages(&id, compacted.clone())
+        .await
+        .unwrap();
     assert_eq!(store.load_messages(&id).await.unwrap(), compacted);
     // Appending continues after the rewritten history.
     store
@@ -140,14 +146,17 @@ async fn replace_messages_rewrites_the_whole_history() {
     );
     // Long histories go in several statements and come back in order, appends after them.
     let long: Vec<(u32, serde_json::Value)> = (0..250).map(|i| (i / 7, json!(i))).collect();
-    store.replace_messages(&id, &long).await.unwrap();
+    store.replace_messages(&id, long.clone()).await.unwrap();
     let more: Vec<serde_json::Value> = (250..460).map(|i| json!(i)).collect();
     store.append_messages(&id, 40, &more).await.unwrap();
     let expected: Vec<(u32, serde_json::Value)> = (long.iter().cloned())
         .chain(more.iter().map(|m| (40, m.clone())))
         .collect();
     assert_eq!(store.load_messages(&id).await.unwrap(), expected);
-    store.replace_messages(&id, &[]).await.unwrap();
+    store
+        .replace_messages(&id, [] as [(u32, Value); 0])
+        .await
+        .unwrap();
     assert!(store.load_messages(&id).await.unwrap().is_empty());
     assert_eq!(
         store.load_messages(&other).await.unwrap(),
@@ -171,7 +180,7 @@ async fn unknown_conversation_is_reported_as_such() {
     };
     is_missing(store.load_messages(&unknown).await.map(drop));
     is_missing(store.append_messages(&unknown, 0, &[json!(1)]).await);
-    is_missing(store.replace_messages(&unknown, &[(0, json!(1))]).await);
+    is_missing(store.replace_messages(&unknown, [(0, json!(1))]).await);
     is_missing(store.set_title(&unknown, "t").await);
     is_missing(store.conversation(&unknown).await.map(drop));
     is_missing(store.load_tool_calls(&unknown).await.map(drop));
