@@ -34,7 +34,8 @@ pub use handler::{
     ClientFeatures, ElicitationAsk, ElicitationKind, ElicitationReply, Progress, defaults_answer,
 };
 pub use http::{
-    HttpClient, HttpWire, InProcessHttp, NetworkClient, http_client, install_crypto_provider,
+    HttpClient, HttpWire, InProcessHttp, NetworkClient, http_client, http_client_for,
+    install_crypto_provider, plain_http_client,
 };
 pub use listing::{Listing, ToolList};
 pub use manager::{CallError, Expect, Manager, ManagerOptions, ServerSetup, ToolCaller};

@@ -225,6 +225,11 @@ pub fn http_client() -> Result<reqwest::Client, reqwest::Error> {
     mcp_host_client::http_client(CONNECT_TIMEOUT)
 }
 
+/// The HTTP client for a model at `url`: one that loads no CA roots for `http://`.
+pub fn http_client_for(url: &str) -> Result<reqwest::Client, reqwest::Error> {
+    mcp_host_client::http_client_for(url, CONNECT_TIMEOUT)
+}
+
 /// A run whose configured servers all failed is an error, not a model turn without tools:
 /// the servers that failed, with why, or `None` when any is usable (or none was meant to
 /// start).

@@ -31,12 +31,13 @@ pub struct Chosen {
     pub context_window: usize,
 }
 
-/// Resolves `spec` (`provider:model`). `env` reads the host's environment.
+/// Resolves `spec` (`provider:model`). `env` reads the host's environment; `http` gives the
+/// client for the chosen base URL (one that loads no CA roots will do for `http://`).
 pub fn choose(
     spec: Option<&str>,
     base_url: Option<&str>,
     env: &BTreeMap<String, String>,
-    http: reqwest::Client,
+    http: impl FnOnce(&str) -> Result<reqwest::Client, reqwest::Error>,
 ) -> Result<Chosen, ChoiceError> {
     let var = |k: &str| env.get(k).cloned().filter(|v| !v.is_empty());
     let Some(spec) = spec.map(str::to_string).or_else(|| var("MCP_HOST_MODEL")) else {
@@ -59,31 +60,17 @@ pub fn choose(
         }
         Ok(key)
     };
-    let (provider, context_window) = match provider {
-        "anthropic" => {
-            let key = key("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")?;
-            let url = base("ANTHROPIC_BASE_URL", "https://api.anthropic.com");
-            (
-                AnyProvider::Anthropic(Anthropic::new(http, &url, key)),
-                200_000,
-            )
-        }
-        "openai" => {
-            let key = key("OPENAI_API_KEY", "OPENAI_BASE_URL")?;
-            let url = base("OPENAI_BASE_URL", "https://api.openai.com/v1");
-            (
-                AnyProvider::OpenAiResponses(OpenAiResponses::new(http, &url, key)),
-                128_000,
-            )
-        }
-        "openai-chat" => {
-            let key = key("OPENAI_API_KEY", "OPENAI_BASE_URL")?;
-            let url = base("OPENAI_BASE_URL", "https://api.openai.com/v1");
-            (
-                AnyProvider::OpenAiCompatible(OpenAiCompatible::new(http, &url, key)),
-                128_000,
-            )
-        }
+    let (url, key, context_window) = match provider {
+        "anthropic" => (
+            base("ANTHROPIC_BASE_URL", "https://api.anthropic.com"),
+            key("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")?,
+            200_000,
+        ),
+        "openai" | "openai-chat" => (
+            base("OPENAI_BASE_URL", "https://api.openai.com/v1"),
+            key("OPENAI_API_KEY", "OPENAI_BASE_URL")?,
+            128_000,
+        ),
         "openai-compatible" => {
             let Some(url) = base_url
                 .map(str::to_string)
@@ -91,20 +78,16 @@ pub fn choose(
             else {
                 bail!("openai-compatible needs --base-url (or OPENAI_BASE_URL)")
             };
-            let key = var("OPENAI_API_KEY");
-            (
-                AnyProvider::OpenAiCompatible(OpenAiCompatible::new(http, &url, key)),
-                128_000,
-            )
+            (url, var("OPENAI_API_KEY"), 128_000)
         }
-        "gemini" => {
-            let key = key("GEMINI_API_KEY", "GEMINI_BASE_URL")?;
-            let url = base(
+        "gemini" => (
+            base(
                 "GEMINI_BASE_URL",
                 "https://generativelanguage.googleapis.com",
-            );
-            (AnyProvider::Gemini(Gemini::new(http, &url, key)), 1_000_000)
-        }
+            ),
+            key("GEMINI_API_KEY", "GEMINI_BASE_URL")?,
+            1_000_000,
+        ),
         "ollama" => {
             let url = base("OLLAMA_HOST", "http://127.0.0.1:11434");
             let url = if url.contains("://") {
@@ -112,9 +95,18 @@ pub fn choose(
             } else {
                 format!("http://{url}")
             };
-            (AnyProvider::Ollama(Ollama::new(http, &url, None)), 32_000)
+            (url, None, 32_000)
         }
         other => bail!("unknown provider `{other}` (supported: {PROVIDERS})"),
+    };
+    let http = http(&url).map_err(|e| ChoiceError(format!("cannot make an HTTP client: {e}")))?;
+    let provider = match provider {
+        "anthropic" => AnyProvider::Anthropic(Anthropic::new(http, &url, key)),
+        "openai" => AnyProvider::OpenAiResponses(OpenAiResponses::new(http, &url, key)),
+        "gemini" => AnyProvider::Gemini(Gemini::new(http, &url, key)),
+        "ollama" => AnyProvider::Ollama(Ollama::new(http, &url, None)),
+        // "openai-chat" and "openai-compatible": the match above let no other name through.
+        _ => AnyProvider::OpenAiCompatible(OpenAiCompatible::new(http, &url, key)),
     };
     Ok(Chosen {
         provider,

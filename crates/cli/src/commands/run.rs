@@ -23,8 +23,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 pub async fn run(host: &Host, args: RunArgs) -> anyhow::Result<ExitCode> {
-    let http = host.http.get()?;
     let (model, base_url) = host.model_and_url(args.model.as_deref(), args.base_url.as_deref());
+    let http = |url: &str| host.http.for_url(url);
     let chosen = choose(model.as_deref(), base_url.as_deref(), &host.env, http)?;
     let context_window = args.context_window.unwrap_or(chosen.context_window);
     let mut policy = compile(&host.config)?;

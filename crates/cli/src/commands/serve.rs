@@ -68,12 +68,11 @@ pub async fn run(config: &ConfigArgs, args: ServeArgs) -> anyhow::Result<ExitCod
     let model = match (&args.model, env.get("MCP_HOST_MODEL")) {
         (None, None) => None,
         _ => {
-            let http = mcp_host_engine::host::http_client()?;
             let chosen = mcp_host_models::choose(
                 args.model.as_deref(),
                 args.base_url.as_deref(),
                 &env,
-                http,
+                mcp_host_engine::host::http_client_for,
             )?;
             Some(ModelChoice::from(chosen))
         }

@@ -55,7 +55,7 @@ async fn a_front_end_drives_turns_approvals_direct_calls_and_compaction_by_opera
         .await
         .unwrap();
     let env = Arc::new(BTreeMap::new());
-    let http = mcp_host_engine::host::http_client().unwrap();
+    let http = mcp_host_engine::host::http_client_for;
     let chosen =
         mcp_host_models::choose(Some("openai-compatible:m"), Some(&url), &env, http).unwrap();
     let setup = SessionSetup {

@@ -233,12 +233,9 @@ impl Session {
             self.notice(text);
             return;
         }
-        let chosen = crate::host::http_client()
-            .map_err(|e| e.to_string())
-            .and_then(|http| {
-                mcp_host_models::choose(Some(spec), base_url, &self.settings.env, http)
-                    .map_err(|e| e.to_string())
-            });
+        let http = crate::host::http_client_for;
+        let chosen = mcp_host_models::choose(Some(spec), base_url, &self.settings.env, http)
+            .map_err(|e| e.to_string());
         match chosen {
             Ok(chosen) => {
                 self.model = Some(ModelChoice::from(chosen));
