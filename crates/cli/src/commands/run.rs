@@ -113,22 +113,26 @@ pub async fn run(host: &Host, args: RunArgs) -> anyhow::Result<ExitCode> {
     let stream = args.output_format == OutputFormat::StreamJson;
     let (_, outcome) = tokio::join!(session.run(ops), follow(host, &handle, events, stream));
     let report = outcome?;
-    let summary = json!({
-        "result": report.text,
-        "end": report.end,
-        "steps": report.steps,
-        "tool_calls": report.calls,
-        "usage": report.usage,
-        "conversation_id": report.conversation_id,
-    });
+    // Built only for the JSON formats: every call's record is in it (25 k instructions a
+    // call at the end of a turn that prints only its text).
+    let summary = || {
+        json!({
+            "result": report.text,
+            "end": report.end,
+            "steps": report.steps,
+            "tool_calls": report.calls,
+            "usage": report.usage,
+            "conversation_id": report.conversation_id,
+        })
+    };
     match args.output_format {
         OutputFormat::Text => crate::output::outln!("{}", report.text),
         OutputFormat::StreamJson => {
-            let mut line = summary;
+            let mut line = summary();
             line["type"] = json!("result");
             crate::output::print_json_line(&line)?;
         }
-        OutputFormat::Json => crate::output::print_json(&summary)?,
+        OutputFormat::Json => crate::output::print_json(&summary())?,
     }
     Ok(match report.end {
         TurnEnd::Finished => ExitCode::SUCCESS,
