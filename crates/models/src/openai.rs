@@ -156,12 +156,14 @@ impl OpenAiCompatible {
 #[derive(Serialize)]
 struct WireMessage<'a> {
     role: &'static str,
+    // The members in the order the body always had them (a tool result's id before its
+    // content), so a prompt cache keyed on the bytes still matches across the change.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_call_id: Option<&'a str>,
     /// `null` for an assistant message that only calls tools.
     content: Option<Cow<'a, str>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tool_calls: Option<Vec<WireCall<'a>>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    tool_call_id: Option<&'a str>,
 }
 
 #[derive(Serialize)]
@@ -251,6 +253,44 @@ mod tests {
             body["tools"] = wire::function_tools(&request.tools, Dialect::OpenAi);
         }
         body
+    }
+
+    /// The bytes the body always had, member order included (a prompt cache keys on them).
+    #[test]
+    fn messages_are_written_with_their_members_in_the_order_they_always_had() {
+        let call = ToolCall {
+            id: "c1".into(),
+            name: "t".into(),
+            arguments: "{}".into(),
+        };
+        let cases = [
+            (
+                Message::User { text: "hi".into() },
+                r#"{"role":"user","content":"hi"}"#,
+            ),
+            (
+                Message::Assistant {
+                    text: String::new(),
+                    tool_calls: vec![call],
+                },
+                r#"{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"t","arguments":"{}"}}]}"#,
+            ),
+            (
+                Message::ToolResult {
+                    call_id: "c1".into(),
+                    name: "t".into(),
+                    content: "no".into(),
+                    is_error: true,
+                },
+                r#"{"role":"tool","tool_call_id":"c1","content":"ERROR: no"}"#,
+            ),
+        ];
+        for (message, expected) in cases {
+            assert_eq!(
+                serde_json::to_string(&wire_message(&message)).unwrap(),
+                expected
+            );
+        }
     }
 
     #[test]

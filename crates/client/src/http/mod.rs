@@ -118,7 +118,8 @@ pub fn http_client(connect_timeout: Duration) -> Result<reqwest::Client, reqwest
 /// A client for a plain-HTTP endpoint (a model served on this machine, say). Loading the
 /// system's CA roots is most of the cost of building a client (5 ms, 20 M instructions, at
 /// every `run` with a local model); this one trusts no root, so an `https://` URL it is sent
-/// to (a redirect) fails verification rather than being trusted.
+/// to (a redirect from `http://`, which would have sent the key in clear first) fails
+/// verification rather than being trusted.
 pub fn plain_http_client(connect_timeout: Duration) -> Result<reqwest::Client, reqwest::Error> {
     install_crypto_provider();
     reqwest::Client::builder()
@@ -139,9 +140,24 @@ pub fn http_client_for(
     }
 }
 
+/// Whether `url` is plain HTTP that the client may reach without TLS: not when the
+/// environment names an `https://` proxy, which reqwest would speak TLS to (and then needs
+/// the roots to trust).
 fn is_plain_http(url: &str) -> bool {
     url.get(..7)
         .is_some_and(|scheme| scheme.eq_ignore_ascii_case("http://"))
+        && !tls_proxy_configured(|name| std::env::var(name).ok())
+}
+
+/// Whether a proxy variable reqwest reads names an `https://` proxy.
+fn tls_proxy_configured(var: impl Fn(&str) -> Option<String>) -> bool {
+    let names = ["ALL_PROXY", "HTTP_PROXY", "HTTPS_PROXY"];
+    (names.iter())
+        .flat_map(|name| [var(name), var(&name.to_ascii_lowercase())])
+        .flatten()
+        .any(|proxy| {
+            (proxy.trim_start().get(..8)).is_some_and(|s| s.eq_ignore_ascii_case("https://"))
+        })
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -489,5 +505,27 @@ mod tests {
         assert!(!lazy.is_built());
         lazy.for_url("https://api.example/v1").unwrap();
         assert!(lazy.is_built());
+    }
+
+    /// Through an `https://` proxy even a plain-HTTP model needs the roots.
+    #[test]
+    fn an_https_proxy_in_the_environment_is_noticed() {
+        let env = |vars: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                (vars.iter())
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        assert!(!tls_proxy_configured(env(&[])));
+        assert!(!tls_proxy_configured(env(&[(
+            "HTTP_PROXY",
+            "http://p:3128"
+        )])));
+        assert!(tls_proxy_configured(env(&[(
+            "https_proxy",
+            "HTTPS://p:443"
+        )])));
+        assert!(tls_proxy_configured(env(&[("ALL_PROXY", " https://p")])));
     }
 }

@@ -80,8 +80,13 @@ pub(super) enum Payload<'a> {
 
 /// Reads `data`; `spare` holds the `Value` when the typed reading failed.
 pub(super) fn read<'a>(data: &'a str, spare: &'a mut Option<Value>) -> Payload<'a> {
-    match serde_json::from_str::<Chunk>(data) {
-        Ok(chunk) => {
+    // A derived struct would also take an array, member by member: only an object is
+    // read typed (an array, read as a `Value`, is a chunk with nothing in it, as before).
+    let typed = (data.trim_start().starts_with('{'))
+        .then(|| serde_json::from_str::<Chunk>(data).ok())
+        .flatten();
+    match typed {
+        Some(chunk) => {
             let error = chunk
                 .error
                 .and_then(|raw| serde_json::from_str(raw.get()).ok());
@@ -90,7 +95,7 @@ pub(super) fn read<'a>(data: &'a str, spare: &'a mut Option<Value>) -> Payload<'
                 None => Payload::Chunk(chunk),
             }
         }
-        Err(_) => match serde_json::from_str::<Value>(data) {
+        None => match serde_json::from_str::<Value>(data) {
             Ok(value) => {
                 let event = spare.insert(value);
                 match event.get("error").and_then(message_of) {
@@ -252,5 +257,11 @@ mod tests {
         );
         let mut spare = None;
         assert!(matches!(read("not json", &mut spare), Payload::Skip));
+        // An array is no chunk: its members are not read as fields by position.
+        for data in [r#"[{"message":"x"}]"#, r#"[null,{"prompt_tokens":5}]"#] {
+            chunk_of(data, |chunk| {
+                assert!(chunk.choice().is_none() && chunk.usage.is_none(), "{data}");
+            });
+        }
     }
 }
