@@ -29,6 +29,20 @@ PIP_PKGS=(
 )
 
 log() { printf '[deps] %s\n' "$*"; }
+# Debian packages: as root directly, else through sudo (which asks); without either, the
+# command to run is printed and the script stops.
+apt_install() {
+  local as=()
+  if [ "$(id -u)" -ne 0 ]; then
+    if command -v sudo >/dev/null; then as=(sudo); else
+      echo "[deps] needs Debian packages: run as root: apt-get install $*" >&2
+      exit 1
+    fi
+  fi
+  log "installing with apt-get${as:+ (through sudo)}: $*"
+  "${as[@]}" apt-get update -qq
+  "${as[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
 stamp_ok() { [ -f "$1" ] && [ "$(cat "$1")" = "$2" ]; }
 for tool in node npm python3 git; do
   command -v "$tool" >/dev/null || { echo "[deps] '$tool' is required" >&2; exit 1; }
@@ -60,8 +74,8 @@ npm_alone conformance-next "$CONFORMANCE_NEXT_PKG"
 want="${PIP_PKGS[*]}"
 if stamp_ok "$DEPS/.pip" "$want" && [ -x "$DEPS/venv/bin/mcp-server-time" ]; then log "python packages present"; else
   if ! python3 -m venv "$DEPS/venv" 2>/dev/null; then
-    log "python3-venv missing: installing it with apt-get"
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
+    log "python3-venv missing"
+    apt_install python3-venv
     python3 -m venv "$DEPS/venv"
   fi
   log "pip install ${PIP_PKGS[*]}"
@@ -112,8 +126,7 @@ for pair in tmux:tmux dbus-run-session:dbus gnome-keyring-daemon:gnome-keyring s
 done
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
 if [ ${#missing[@]} -eq 0 ]; then log "Debian packages present"; else
-  log "installing with apt-get: ${missing[*]}"
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  apt_install "${missing[@]}"
 fi
 
 mkdir -p "$DEPS/work/fsroot"
