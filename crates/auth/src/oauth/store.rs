@@ -55,6 +55,21 @@ impl CredentialStore for FreshSignIn {
     }
 }
 
+/// Refuses an access token that cannot be sent as it is in `Authorization: Bearer`: one
+/// with spaces or characters outside visible ASCII (RFC 6750's token is a subset). HTTP
+/// strips a header value's outer whitespace, so the server would be sent another token than
+/// the one issued; every token is saved through [`Shared`], whoever obtained it.
+fn unsendable_token(token: &str) -> Result<(), StoreError> {
+    if !token.is_empty() && token.bytes().all(|b| b.is_ascii_graphic()) {
+        return Ok(());
+    }
+    Err(StoreError::TokenExchangeFailed(
+        "the authorization server issued an access token with spaces or characters that \
+         cannot be sent in an Authorization header"
+            .into(),
+    ))
+}
+
 /// One store seen from two places: rmcp's authorization manager (which takes a store by
 /// value) and our client-credentials exchange, which saves the tokens it obtains itself.
 #[derive(Clone)]
@@ -67,6 +82,10 @@ impl CredentialStore for Shared {
     }
 
     async fn save(&self, credentials: StoredCredentials) -> Result<(), StoreError> {
+        if let Some(response) = &credentials.token_response {
+            use oauth2::TokenResponse;
+            unsendable_token(response.access_token().secret())?;
+        }
         self.0.save(credentials).await
     }
 
@@ -83,5 +102,33 @@ impl CredentialStore for Shared {
 
     async fn acquire_refresh_guard(&self) -> Result<Option<CredentialRefreshGuard>, StoreError> {
         self.0.acquire_refresh_guard().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn credentials(access_token: &str) -> StoredCredentials {
+        let response = serde_json::json!({"access_token": access_token, "token_type": "Bearer"});
+        let response = serde_json::from_value(response).unwrap();
+        StoredCredentials::new("client".into(), Some(response), Vec::new(), None)
+    }
+
+    /// A token HTTP would change on the way (its outer spaces stripped) or cannot carry is
+    /// refused where every token is saved, and nothing is stored; a token of visible ASCII
+    /// (a JWT, an opaque one with `~+/=`) is kept.
+    #[tokio::test]
+    async fn a_token_that_cannot_be_sent_as_issued_is_refused() {
+        let inner = Arc::new(InMemoryCredentialStore::new());
+        let shared = Shared(inner.clone());
+        for bad in [" $", "a b", "tab\there", "", "caf\u{e9}"] {
+            assert!(shared.save(credentials(bad)).await.is_err(), "{bad:?}");
+            assert!(inner.load().await.unwrap().is_none(), "{bad:?} was stored");
+        }
+        let good = "eyJhbGciOi.J9-_x.y~+/=";
+        shared.save(credentials(good)).await.unwrap();
+        assert!(inner.load().await.unwrap().is_some());
     }
 }
