@@ -7,8 +7,9 @@
 use crate::connections::Connections;
 use mcp_host_core::{ServerId, ServerState, sanitize::one_line};
 use mcp_host_registry::catalogue::{Catalogue, ServerTools};
+use mcp_host_registry::schema;
 use mcp_host_registry::search::hybrid::Embedder;
-use mcp_host_store::pins::{PinError, PinStore};
+use mcp_host_store::pins::{CheckedSchema, PinError, PinStore};
 use std::sync::Arc;
 use tokio::sync::Mutex;
 
@@ -57,9 +58,27 @@ pub async fn snapshot(
             instructions: servers.instructions(&id),
         });
     }
-    let mut catalogue = Catalogue::build(ready).with_embedder(embedder.clone());
+    let checked = pins.checked_schemas(schema::CHECKER).await?;
+    let mut catalogue = Catalogue::build_knowing(ready, &checked).with_embedder(embedder.clone());
     catalogue.check_pins(pins).await?;
+    keep_schema_verdicts(&catalogue, pins).await;
     Ok((catalogue, warnings))
+}
+
+/// Keeps with their pins the schemas this snapshot compiled, so the next one (in this
+/// process or a later one) offers those tools without compiling them again. Only a saving:
+/// a verdict that cannot be kept is compiled for again next time.
+async fn keep_schema_verdicts(catalogue: &Catalogue, pins: &PinStore) {
+    let compiled: Vec<CheckedSchema<'_>> = (catalogue.entries().iter())
+        .filter(|e| e.schema_checked_now())
+        .map(|e| (e.key.server.as_str(), e.key.tool.as_str(), e.hash.as_str()))
+        .collect();
+    if compiled.is_empty() {
+        return;
+    }
+    if let Err(e) = pins.note_schemas_checked(&compiled, schema::CHECKER).await {
+        tracing::warn!("cannot keep which tool schemas compiled: {e}");
+    }
 }
 
 /// The servers' states and list revisions a catalogue was built at.

@@ -22,6 +22,12 @@ use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+/// The rules a schema is compiled under (`build.rs`: this code and the versions it runs on).
+/// A schema known to have compiled under the same rules in an earlier run is not compiled
+/// again when a catalogue is built, only at its tool's first call
+/// ([`crate::catalogue::Catalogue::build_knowing`]).
+pub const CHECKER: &str = env!("SCHEMA_CHECKER");
+
 pub const MAX_SCHEMA_BYTES: usize = 256 * 1024;
 pub const MAX_SCHEMA_DEPTH: usize = 64;
 /// At most this many problems are reported for one call; the model can fix them in turns.

@@ -1008,6 +1008,13 @@ async fn each_users_engine_store_is_their_own(db: Db) {
     alice_pins.pin("f", "echo", &pin).await.unwrap();
     assert_eq!(alice_pins.pinned("f", "echo").await.unwrap(), Some(pin));
     assert_eq!(bob_pins.pinned("f", "echo").await.unwrap(), None);
+    // Which schemas compiled is kept with each user's own pins.
+    let checked = [("f", "echo", "h1")];
+    alice_pins.note_schemas_checked(&checked, "rules").await.unwrap();
+    bob_pins.note_schemas_checked(&checked, "rules").await.unwrap();
+    let alice_checked = alice_pins.checked_schemas("rules").await.unwrap();
+    assert_eq!(alice_checked.into_iter().collect::<Vec<_>>(), ["h1"]);
+    assert!(bob_pins.checked_schemas("rules").await.unwrap().is_empty());
 }
 
 /// Two replicas appending to one history at once (a turn's end racing a compaction, say)

@@ -49,6 +49,7 @@ const OWN_MIGRATIONS: &[migrations::Embedded] = embed_migrations!("migrations":
 const SHARED_MIGRATIONS: &[migrations::Embedded] = embed_migrations!("shared_migrations":
     "20261201000001_store.sql",
     "20261203000001_tool_call_position.sql",
+    "20261206000001_pin_schema_checked.sql",
 );
 
 #[derive(Debug, thiserror::Error)]

@@ -9,6 +9,7 @@
 use crate::{OWN_FILE, StoreError, now};
 use mcp_host_core::pins::{PinRecord, PinRecords};
 use sqlx::AnyPool;
+use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -16,6 +17,7 @@ use std::sync::Arc;
 pub(crate) const PIN_MIGRATIONS: &[crate::migrations::Embedded] = crate::embed_migrations!("pin_migrations":
     "20261129000001_tool_pins.sql",
     "20261201000001_scoped.sql",
+    "20261206000001_schema_checked.sql",
 );
 
 #[derive(Debug, thiserror::Error)]
@@ -52,6 +54,48 @@ impl PinStore {
     }
 }
 
+/// A pinned definition whose input schema compiled: (server, tool, definition hash).
+pub type CheckedSchema<'a> = (&'a str, &'a str, &'a str);
+
+impl PinStore {
+    /// The hashes of this scope's pinned definitions whose input schema compiled under
+    /// `checker` (`mcp_host_registry::schema::CHECKER`).
+    pub async fn checked_schemas(&self, checker: &str) -> Result<HashSet<String>, PinError> {
+        let rows: Vec<(String,)> =
+            sqlx::query_as("SELECT hash FROM tool_pins WHERE scope = $1 AND schema_checked = $2")
+                .bind(&*self.scope)
+                .bind(checker)
+                .fetch_all(&self.pool)
+                .await?;
+        Ok(rows.into_iter().map(|(hash,)| hash).collect())
+    }
+
+    /// Keeps with each pin that its definition's input schema compiled under `checker`; a
+    /// pin whose hash is no longer the one given (re-pinned since) is left as it is.
+    pub async fn note_schemas_checked(
+        &self,
+        checked: &[CheckedSchema<'_>],
+        checker: &str,
+    ) -> Result<(), PinError> {
+        let mut tx = self.pool.begin().await?;
+        for (server, tool, hash) in checked {
+            sqlx::query(
+                "UPDATE tool_pins SET schema_checked = $1
+                 WHERE scope = $2 AND server = $3 AND tool = $4 AND hash = $5",
+            )
+            .bind(checker)
+            .bind(&*self.scope)
+            .bind(*server)
+            .bind(*tool)
+            .bind(*hash)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+}
+
 impl PinRecords for PinStore {
     type Error = PinError;
 
@@ -73,7 +117,8 @@ impl PinRecords for PinStore {
             "INSERT INTO tool_pins (scope, server, tool, hash, definition, pinned_at)
              VALUES ($1, $2, $3, $4, $5, $6)
              ON CONFLICT (scope, server, tool) DO UPDATE SET hash = excluded.hash,
-                 definition = excluded.definition, pinned_at = excluded.pinned_at",
+                 definition = excluded.definition, pinned_at = excluded.pinned_at,
+                 schema_checked = NULL",
         )
         .bind(&*self.scope)
         .bind(server)
@@ -114,5 +159,30 @@ mod tests {
         assert_eq!(store.pinned("s", "other").await.unwrap(), None);
         store.pin("s", "echo", &record("h2")).await.unwrap();
         assert_eq!(store.pinned("s", "echo").await.unwrap(), Some(record("h2")));
+    }
+
+    /// A schema verdict is kept with the pin of the definition it was made on: not for a
+    /// hash the pin no longer has, not under other rules, not for another scope.
+    #[tokio::test]
+    async fn schema_verdicts_belong_to_the_pinned_definition() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pins.sqlite");
+        let store = PinStore::open(&path).await.unwrap();
+        store.pin("s", "a", &record("h1")).await.unwrap();
+        store.pin("s", "b", &record("h2")).await.unwrap();
+        store
+            .note_schemas_checked(&[("s", "a", "h1"), ("s", "b", "stale")], "rules-1")
+            .await
+            .unwrap();
+        drop(store);
+        let store = PinStore::open(&path).await.unwrap();
+        let checked = store.checked_schemas("rules-1").await.unwrap();
+        assert_eq!(checked, HashSet::from(["h1".to_string()]));
+        assert!(store.checked_schemas("rules-2").await.unwrap().is_empty());
+        let other = PinStore::scoped(store.pool.clone(), "someone else");
+        assert!(other.checked_schemas("rules-1").await.unwrap().is_empty());
+        // Re-pinned (an accepted change): the old verdict does not carry over.
+        store.pin("s", "a", &record("h3")).await.unwrap();
+        assert!(store.checked_schemas("rules-1").await.unwrap().is_empty());
     }
 }

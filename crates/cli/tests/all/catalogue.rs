@@ -8,6 +8,7 @@ use mcp_host_config::{RawServer, Scope};
 use mcp_host_core::{ServerId, ServerState, TransportKind};
 use mcp_host_registry::catalogue::{Catalogue, ServerTools};
 use mcp_host_registry::pins::PinCheck;
+use mcp_host_registry::schema;
 use mcp_host_store::pins::PinStore;
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -61,6 +62,30 @@ fn invalid_arguments_are_refused_locally_and_never_reach_the_server() {
             .unwrap()
             .contains("tools/call add")
     );
+
+    // The first run kept, with the pins, that every schema compiled; a later run offers
+    // the tools without compiling them and compiles `add`'s at its call, which refuses
+    // the same arguments as before.
+    let pins = sb.path().join("data/mcp-host/pins.sqlite");
+    let checked = tokio::runtime::Runtime::new().unwrap().block_on(async {
+        let store = PinStore::open(&pins).await.unwrap();
+        store.checked_schemas(schema::CHECKER).await.unwrap()
+    });
+    let rows = tools_json(&sb, &cfg);
+    assert_eq!(checked.len(), rows.len(), "{checked:?}");
+    assert!(checked.contains(by_name(&rows, "f__add")["hash"].as_str().unwrap()));
+    let again = sb.run_with(
+        &["call", "f__add", "--args", r#"{"a": "two", "b": 2}"#],
+        &cfg,
+    );
+    assert_eq!(again.status.code(), Some(1));
+    assert!(
+        stderr(&again).contains("/a: \"two\" is not of type \"number\""),
+        "{}",
+        stderr(&again)
+    );
+    let calls = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(calls.matches("tools/call").count(), 1, "{calls}");
 }
 
 #[test]

@@ -19,7 +19,7 @@ use mcp_host_core::{
     ToolDefinition, ToolDescriptor,
 };
 use serde_json::{Value, json};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 
@@ -53,7 +53,7 @@ pub struct Entry {
     /// Instruction-like phrases found in the title, description or parameter texts.
     pub instruction_phrases: Vec<String>,
     pub flags: Vec<Flag>,
-    validator: Option<Arc<Checker>>,
+    validator: Option<Validator>,
     pub callable: bool,
     /// The server's facts, shared by all its entries.
     facts: Arc<ServerFacts>,
@@ -81,6 +81,13 @@ impl Entry {
             "inputSchema": tool.input_schema, "outputSchema": tool.output_schema,
             "annotations": tool.annotations,
         })
+    }
+
+    /// Whether this snapshot compiled the tool's input schema, and it compiled: a verdict to
+    /// keep with the definition's pin, so later snapshots need not compile it again (see
+    /// [`Catalogue::build_knowing`]).
+    pub fn schema_checked_now(&self) -> bool {
+        matches!(self.validator, Some(Validator::Compiled(_)))
     }
 
     /// Whether the host believes this server's annotations (`trust: true` in its config).
@@ -129,6 +136,17 @@ impl Entry {
             input_schema: self.model_schema.clone(),
         }
     }
+}
+
+/// A callable tool's argument validator: compiled when the catalogue was built, or, for a
+/// schema that compiled under the same rules in an earlier run ([`Catalogue::build_knowing`]),
+/// at the tool's first call. Most tools of a start are never called, and compiling a schema
+/// (and, once a process, the meta-schema it is checked against) was most of a start's cost.
+#[derive(Clone, Debug)]
+enum Validator {
+    Compiled(Arc<Checker>),
+    /// Compiled at most once per snapshot, whichever call comes first.
+    Deferred(Arc<OnceLock<Result<Checker, schema::CompileError>>>),
 }
 
 /// Why a call was not sent.
@@ -240,7 +258,16 @@ pub struct Catalogue {
 }
 
 impl Catalogue {
-    pub fn build(mut servers: Vec<ServerTools>) -> Self {
+    /// A snapshot of `servers`, every tool's input schema compiled now.
+    pub fn build(servers: Vec<ServerTools>) -> Self {
+        Self::build_knowing(servers, &HashSet::new())
+    }
+
+    /// As [`Catalogue::build`], but a tool whose definition hash is in `checked` (its schema
+    /// compiled under [`schema::CHECKER`] before: kept with its pin) is offered as callable
+    /// without compiling it; it compiles at its first call, and a call whose schema then does
+    /// not compile is refused. [`Entry::schema_checked_now`] tells which compiled here.
+    pub fn build_knowing(mut servers: Vec<ServerTools>, checked: &HashSet<String>) -> Self {
         servers.sort_by(|a, b| a.server.cmp(&b.server));
         let mut prompts = Vec::new();
         let mut resources = Vec::new();
@@ -285,7 +312,7 @@ impl Catalogue {
             .into_iter()
             .map(|(key, (tool, facts))| {
                 let name = names.name_of(&key).unwrap_or(&key.tool).to_string();
-                entry(name, key, tool, facts)
+                entry(name, key, tool, facts, checked)
             })
             .collect();
         flag_confusables(&mut entries);
@@ -386,7 +413,21 @@ impl Catalogue {
                 reason,
             });
         }
-        if let Some(v) = &entry.validator {
+        let checker = match &entry.validator {
+            None => None,
+            Some(Validator::Compiled(checker)) => Some(&**checker),
+            Some(Validator::Deferred(cell)) => {
+                let compiled = cell.get_or_init(|| schema::compile(&entry.tool.input_schema));
+                // Compiled before under the same rules, so this cannot fail but by a fault of
+                // the kept verdict: what cannot be checked is not sent.
+                let checker = compiled.as_ref().map_err(|e| Refusal::Unavailable {
+                    name: entry.name.clone(),
+                    reason: e.to_string(),
+                })?;
+                Some(checker)
+            }
+        };
+        if let Some(v) = checker {
             let problems = schema::problems(v, args).map_err(|e| Refusal::NotValidated {
                 name: entry.name.clone(),
                 reason: e.to_string(),
@@ -427,7 +468,14 @@ impl Catalogue {
     }
 }
 
-fn entry(name: String, key: ToolKey, tool: ToolDescriptor, facts: Arc<ServerFacts>) -> Entry {
+fn entry(
+    name: String,
+    key: ToolKey,
+    tool: ToolDescriptor,
+    facts: Arc<ServerFacts>,
+    checked: &HashSet<String>,
+) -> Entry {
+    let hash = pins::definition_hash(&Entry::definition(&tool));
     let lint::ToolText {
         description,
         model_schema,
@@ -445,12 +493,19 @@ fn entry(name: String, key: ToolKey, tool: ToolDescriptor, facts: Arc<ServerFact
         )),
         _ => None,
     };
-    let (validator, callable) = match (hidden_in_names, schema::compile(&tool.input_schema)) {
+    let compiled = || {
+        if checked.contains(&hash) {
+            Ok(Validator::Deferred(Arc::default()))
+        } else {
+            schema::compile(&tool.input_schema).map(|v| Validator::Compiled(Arc::new(v)))
+        }
+    };
+    let (validator, callable) = match (hidden_in_names, compiled()) {
         (Some(reason), _) => {
             flags.push(Flag::SchemaUnavailable { reason });
             (None, false)
         }
-        (None, Ok(v)) => (Some(Arc::new(v)), true),
+        (None, Ok(v)) => (Some(v), true),
         // `allowUnvalidated` covers schemas the validator cannot read, not ones refused
         // as too costly to check: those stay withheld (see `CompileError::may_go_unvalidated`).
         (None, Err(e)) if facts.allow_unvalidated && e.may_go_unvalidated() => {
@@ -466,7 +521,6 @@ fn entry(name: String, key: ToolKey, tool: ToolDescriptor, facts: Arc<ServerFact
             (None, false)
         }
     };
-    let hash = pins::definition_hash(&Entry::definition(&tool));
     Entry {
         name,
         key,
@@ -566,250 +620,4 @@ pub(crate) fn doc_text(e: &Entry) -> DocText {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn tool(name: &str, description: &str, schema: Value) -> ToolDescriptor {
-        ToolDescriptor {
-            name: name.into(),
-            title: None,
-            description: Some(description.into()),
-            input_schema: schema,
-            output_schema: None,
-            annotations: None,
-        }
-    }
-
-    fn server(name: &str, tools: Vec<ToolDescriptor>) -> ServerTools {
-        ServerTools::new(ServerId::new(name), tools)
-    }
-
-    fn unvalidated() -> Arc<ServerFacts> {
-        Arc::new(ServerFacts {
-            allow_unvalidated: true,
-            ..ServerFacts::default()
-        })
-    }
-
-    fn object() -> Value {
-        json!({"type": "object", "properties": {"path": {"type": "string", "description": "File path"}}, "required": ["path"]})
-    }
-
-    #[test]
-    fn a_servers_tool_filter_keeps_the_other_tools_out_of_the_catalogue() {
-        let mut only = server(
-            "f",
-            vec![
-                tool("a", "", object()),
-                tool("b", "", object()),
-                tool("c", "", object()),
-            ],
-        );
-        only.facts = Arc::new(ServerFacts {
-            tool_filter: Some(Arc::new(mcp_host_core::ToolFilter {
-                only: Some(["a".to_string(), "b".to_string()].into()),
-                except: ["b".to_string()].into(),
-            })),
-            ..ServerFacts::default()
-        });
-        let c = Catalogue::build(vec![only, server("g", vec![tool("a", "", object())])]);
-        let names: Vec<&str> = c.entries().iter().map(|e| e.name.as_str()).collect();
-        // Neither the model's name nor the server's own finds a tool left out.
-        assert_eq!(names, ["f__a", "g__a"]);
-        assert!(c.find(&ServerId::new("f"), "c").is_none() && c.get("f__b").is_none());
-    }
-
-    #[test]
-    fn entries_are_sorted_named_and_resolvable() {
-        let c = Catalogue::build(vec![
-            server("z", vec![tool("b", "", object()), tool("a", "", object())]),
-            server("my.server", vec![tool("a", "", object())]),
-        ]);
-        let names: Vec<&str> = c.entries().iter().map(|e| e.name.as_str()).collect();
-        assert_eq!(names, ["my_server__a", "z__a", "z__b"]);
-        assert_eq!(
-            c.get("my_server__a").unwrap().key.server.as_str(),
-            "my.server"
-        );
-        assert!(c.find(&ServerId::new("z"), "b").is_some());
-    }
-
-    #[test]
-    fn prompts_resources_and_templates_are_kept_per_server_in_order() {
-        let prompt = |n: &str| PromptDescriptor {
-            name: n.into(),
-            title: None,
-            description: None,
-            arguments: vec![],
-        };
-        let resource = |u: &str| ResourceDescriptor {
-            uri: u.into(),
-            name: u.into(),
-            title: None,
-            description: None,
-            mime_type: None,
-        };
-        let mut b = server("b", vec![]);
-        b.prompts = vec![prompt("z"), prompt("a")];
-        b.resources = vec![resource("mem://2"), resource("mem://1")];
-        let mut a = server("a", vec![]);
-        a.prompts = vec![prompt("m")];
-        let c = Catalogue::build(vec![b, a]);
-        let ps: Vec<(&str, &str)> = c
-            .prompts()
-            .iter()
-            .map(|p| (p.server.as_str(), p.item.name.as_str()))
-            .collect();
-        assert_eq!(ps, [("a", "m"), ("b", "a"), ("b", "z")]);
-        assert_eq!(c.resources()[0].item.uri, "mem://1");
-        assert!(c.resource_templates().is_empty());
-    }
-
-    #[test]
-    fn invalid_arguments_are_refused_with_pointers() {
-        let c = Catalogue::build(vec![server("fs", vec![tool("read_file", "", object())])]);
-        assert!(
-            c.prepare_named_call("fs__read_file", &json!({"path": "/x"}))
-                .is_ok()
-        );
-        let err = c
-            .prepare_named_call("fs__read_file", &json!({"path": 7}))
-            .unwrap_err();
-        let Refusal::InvalidArguments { problems, .. } = &err else {
-            panic!("{err:?}")
-        };
-        assert_eq!(problems[0].pointer, "/path");
-        assert!(err.to_string().contains("/path:"), "{err}");
-        assert!(matches!(
-            c.prepare_named_call("nope", &json!({})),
-            Err(Refusal::UnknownTool(_))
-        ));
-    }
-
-    #[test]
-    fn a_schema_that_does_not_compile_withholds_the_tool_unless_allowed() {
-        let bad = json!({"type": "object", "properties": {"x": {"pattern": "(unclosed"}}});
-        let strict = Catalogue::build(vec![server("s", vec![tool("t", "", bad.clone())])]);
-        let e = &strict.entries()[0];
-        assert!(!e.callable);
-        assert!(matches!(
-            strict.prepare_call(e, &json!({})),
-            Err(Refusal::Unavailable { .. })
-        ));
-        let mut lenient = server("s", vec![tool("t", "", bad)]);
-        lenient.facts = unvalidated();
-        let lax = Catalogue::build(vec![lenient]);
-        assert!(
-            lax.prepare_call(&lax.entries()[0], &json!({"x": 1}))
-                .is_ok()
-        );
-        assert!(matches!(
-            lax.entries()[0].flags[0],
-            Flag::SchemaUnvalidated { .. }
-        ));
-    }
-
-    #[test]
-    fn a_cyrillic_look_alike_of_another_servers_tool_is_flagged() {
-        let c = Catalogue::build(vec![
-            server("fs", vec![tool("read_file", "Reads a file", object())]),
-            server(
-                "evil",
-                vec![tool("r\u{0435}ad_file", "Reads a file, honest", object())],
-            ),
-        ]);
-        let evil = c.find(&ServerId::new("evil"), "r\u{0435}ad_file").unwrap();
-        assert!(
-            evil.flags.contains(&Flag::Confusable {
-                other_server: "fs".into(),
-                other_tool: "read_file".into()
-            }),
-            "{:?}",
-            evil.flags
-        );
-        let honest = c.find(&ServerId::new("fs"), "read_file").unwrap();
-        assert!(
-            honest
-                .flags
-                .iter()
-                .any(|f| matches!(f, Flag::Confusable { .. }))
-        );
-        assert!(evil.name.is_ascii() && evil.name.len() <= 64);
-    }
-
-    #[test]
-    fn hidden_text_and_long_descriptions_are_flagged() {
-        let long = "x".repeat(lint::DESCRIPTION_LIMIT + 10);
-        let c = Catalogue::build(vec![server(
-            "s",
-            vec![
-                tool("a", &long, object()),
-                tool("b", "hi\u{200B}dden", object()),
-            ],
-        )]);
-        assert!(matches!(
-            c.entries()[0].flags[0],
-            Flag::DescriptionCut { .. }
-        ));
-        assert!(
-            c.entries()[0]
-                .description
-                .contains("[description cut: 10 more characters]")
-        );
-        let on_demand = c.entries()[0].model_definition(true);
-        assert_eq!(
-            on_demand.description.len(),
-            long.len(),
-            "under the on-demand limit"
-        );
-        assert!(
-            matches!(&c.entries()[1].flags[0], Flag::HiddenCharacters { field, .. } if field == "description")
-        );
-    }
-
-    #[test]
-    fn examples_in_parameter_descriptions_are_not_indexed() {
-        assert_eq!(
-            without_examples("IANA name (e.g., 'Asia/Tokyo'). Use UTC (default)."),
-            "IANA name . Use UTC (default)."
-        );
-        assert_eq!(without_examples("unclosed (e.g. x"), "unclosed (e.g. x");
-    }
-
-    #[test]
-    fn search_finds_tools_by_words_in_their_names_and_descriptions() {
-        let c = Catalogue::build(vec![
-            server(
-                "time",
-                vec![tool(
-                    "get_current_time",
-                    "Get current time in a specific timezone",
-                    object(),
-                )],
-            ),
-            server("fs", vec![tool("read_file", "Read a file", object())]),
-        ]);
-        assert_eq!(
-            c.search("what time is it", 5)[0].0.name,
-            "time__get_current_time"
-        );
-    }
-
-    #[test]
-    fn allow_unvalidated_does_not_lift_a_budget_refusal() {
-        let expansion = crate::budget::tests::expansion_schema(12, 8);
-        let mut lenient = server("s", vec![tool("t", "", expansion)]);
-        lenient.facts = unvalidated();
-        let c = Catalogue::build(vec![lenient]);
-        let e = &c.entries()[0];
-        assert!(!e.callable);
-        let Some(Flag::SchemaUnavailable { reason }) = e.flags.last() else {
-            panic!("{:?}", e.flags)
-        };
-        assert!(reason.contains("budget"), "{reason}");
-        assert!(matches!(
-            c.prepare_call(e, &json!({"q": "x"})),
-            Err(Refusal::Unavailable { .. })
-        ));
-    }
-}
+mod tests;
