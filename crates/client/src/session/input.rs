@@ -53,7 +53,9 @@ impl Session {
                     rounds.len() + 1
                 )));
             }
-            let (next, round) = self.answer_round(asked, cancel).await?;
+            // Boxed: few requests take a round, and a call's future is moved whole (see
+            // `Session::request`).
+            let (next, round) = Box::pin(self.answer_round(asked, cancel)).await?;
             rounds.push(round);
             retry = next;
         }

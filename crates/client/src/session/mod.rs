@@ -345,13 +345,25 @@ impl Session {
         cancel: &CancellationToken,
         progress: Option<mpsc::UnboundedSender<Progress>>,
     ) -> Result<ServerResult, RequestError> {
-        let req = match (&self.line, req) {
+        match (&self.line, req) {
             (Some(line), ClientRequest::CallToolRequest(call)) => {
                 let result = self.request_direct(line, call, timeout, cancel, progress);
-                return self.explain_closed(result.await).await;
+                self.explain_closed(result.await).await
             }
-            (_, req) => req,
-        };
+            // On its own heap allocation: a call's future (moved whole into its box, and
+            // into each caller's state) would otherwise carry this path's state too.
+            (_, req) => Box::pin(self.request_through_rmcp(req, timeout, cancel, progress)).await,
+        }
+    }
+
+    /// [`Session::request`] through rmcp's service loop: every request but a stdio call.
+    async fn request_through_rmcp(
+        &self,
+        req: ClientRequest,
+        timeout: Duration,
+        cancel: &CancellationToken,
+        progress: Option<mpsc::UnboundedSender<Progress>>,
+    ) -> Result<ServerResult, RequestError> {
         let options = PeerRequestOptions::with_timeout(timeout)
             .reset_timeout_on_progress()
             .with_max_total_timeout(timeout.saturating_mul(MAX_TOTAL_FACTOR));
@@ -402,7 +414,8 @@ impl Session {
     /// A request that found the connection closed says how the server process ended.
     async fn explain_closed<T>(&self, result: Result<T, RequestError>) -> Result<T, RequestError> {
         match result {
-            Err(RequestError::Closed) => match self.process_end().await {
+            // Boxed: the process's reaping is rare and its future large (see `request`).
+            Err(RequestError::Closed) => match Box::pin(self.process_end()).await {
                 Some((how, stderr_tail)) => Err(RequestError::Exited { how, stderr_tail }),
                 None => Err(RequestError::Closed),
             },
@@ -462,7 +475,8 @@ impl Session {
         // Best effort: a dead connection cannot be told anything. Sent through rmcp, whose
         // wire forgets the request as the notice leaves (a late answer is then dropped).
         let peer = self.service.peer();
-        let _ = tokio::time::timeout(Duration::from_secs(1), peer.notify_cancelled(params)).await;
+        let notice = Box::pin(peer.notify_cancelled(params));
+        let _ = tokio::time::timeout(Duration::from_secs(1), notice).await;
         Err(error)
     }
 
@@ -547,8 +561,8 @@ impl Session {
                 ServerResult::CreateTaskResult(created) => {
                     partial.task_id = Some(created.task.task_id.clone());
                     let rounds = &mut partial.input_rounds;
-                    self.follow_task(created, rounds, timeout, cancel, progress)
-                        .await?
+                    // Boxed: few calls start a task (see `request`).
+                    Box::pin(self.follow_task(created, rounds, timeout, cancel, progress)).await?
                 }
                 other => to_value(&other)?,
             };
