@@ -93,7 +93,7 @@ pub enum CallError {
 #[derive(Clone, Debug)]
 pub struct Expect {
     /// The definition the call was decided on, exactly as the server sent it.
-    pub definition: ToolDescriptor,
+    pub definition: Arc<ToolDescriptor>,
     /// How long to wait for a tool list the server announced as changed.
     pub wait: Duration,
 }
@@ -382,7 +382,7 @@ impl ToolCaller {
                 let server = id.to_string();
                 match current.items.iter().find(|t| t.name == tool) {
                     None => return Err(CallError::NoLongerOffered { server, tool }),
-                    Some(t) if t != &expect.definition => {
+                    Some(t) if *t != *expect.definition => {
                         return Err(CallError::DefinitionChanged { server, tool });
                     }
                     Some(_) => {}

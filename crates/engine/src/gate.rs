@@ -22,6 +22,7 @@ use mcp_host_registry::catalogue::Entry;
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -60,7 +61,7 @@ pub struct Permit {
     name: String,
     args: Value,
     /// The definition the decision was made on.
-    decided_on: ToolDescriptor,
+    decided_on: Arc<ToolDescriptor>,
 }
 
 #[cfg(test)]

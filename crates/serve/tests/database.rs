@@ -1010,8 +1010,14 @@ async fn each_users_engine_store_is_their_own(db: Db) {
     assert_eq!(bob_pins.pinned("f", "echo").await.unwrap(), None);
     // Which schemas compiled is kept with each user's own pins.
     let checked = [("f", "echo", "h1")];
-    alice_pins.note_schemas_checked(&checked, "rules").await.unwrap();
-    bob_pins.note_schemas_checked(&checked, "rules").await.unwrap();
+    alice_pins
+        .note_schemas_checked(&checked, "rules")
+        .await
+        .unwrap();
+    bob_pins
+        .note_schemas_checked(&checked, "rules")
+        .await
+        .unwrap();
     let alice_checked = alice_pins.checked_schemas("rules").await.unwrap();
     assert_eq!(alice_checked.into_iter().collect::<Vec<_>>(), ["h1"]);
     assert!(bob_pins.checked_schemas("rules").await.unwrap().is_empty());

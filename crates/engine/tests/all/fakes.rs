@@ -82,7 +82,7 @@ impl Caller for FakeCaller {
     ) -> Sent {
         let args = Value::Object(arguments.unwrap_or_default());
         // The gate always says which definition it decided on.
-        assert_eq!(expect.map(|e| e.definition), Some(echo_tool()));
+        assert_eq!(expect.map(|e| (*e.definition).clone()), Some(echo_tool()));
         self.sent
             .lock()
             .unwrap()

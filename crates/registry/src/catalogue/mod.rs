@@ -43,8 +43,9 @@ pub struct Entry {
     /// The model-visible name.
     pub name: String,
     pub key: ToolKey,
-    /// The definition exactly as the server sent it.
-    pub tool: ToolDescriptor,
+    /// The definition exactly as the server sent it; shared with every call decided on it
+    /// (which checks it is still the server's right before sending), not copied.
+    pub tool: Arc<ToolDescriptor>,
     /// The description as always shown: hidden characters removed, capped at
     /// [`lint::DESCRIPTION_LIMIT`].
     pub description: String,
@@ -524,7 +525,7 @@ fn entry(
     Entry {
         name,
         key,
-        tool,
+        tool: Arc::new(tool),
         description,
         model_schema,
         instruction_phrases,
