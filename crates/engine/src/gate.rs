@@ -289,7 +289,7 @@ pub fn note_outcome(
             record.is_error = o.is_error;
             record.input_rounds = o.input_rounds.clone();
             record.task_id = o.task_id.clone();
-            record.result_bytes = Some(serde_json::to_vec(o).map_or(0, |b| b.len()));
+            record.result_bytes = Some(json_len(o));
         }
         Err(e) => {
             record.status = CallStatus::Failed;
@@ -304,7 +304,50 @@ pub fn note_outcome(
     }
 }
 
+/// How many bytes `value` is as JSON, counted as it is written rather than kept.
+fn json_len(value: &impl serde::Serialize) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Writing to a counter cannot fail, and a value that cannot be written has no size.
+    match serde_json::to_writer(&mut count, value) {
+        Ok(()) => count.0,
+        Err(_) => 0,
+    }
+}
+
 /// Whether a decision came from a hook (for front ends that name who refused).
 pub fn by_hook(decision: &Decision) -> bool {
     matches!(decision.decided_by, DecidedBy::Hook { .. })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A result's recorded size is its JSON's, as it was when the JSON was kept to measure.
+    #[test]
+    fn a_results_size_is_the_length_of_its_json() {
+        let outcome = CallOutcome {
+            content: vec![mcp_host_core::Content::Text {
+                text: "ü \"quoted\" \u{1b}[31m".into(),
+            }],
+            structured: Some(serde_json::json!({"n": [1, 2.5, null], "s": "✓"})),
+            is_error: true,
+            input_rounds: Vec::new(),
+            task_id: Some("t-1".into()),
+        };
+        assert_eq!(
+            json_len(&outcome),
+            serde_json::to_vec(&outcome).unwrap().len()
+        );
+    }
 }

@@ -564,6 +564,10 @@ impl Session {
                     // Boxed: few calls start a task (see `request`).
                     Box::pin(self.follow_task(created, rounds, timeout, cancel, progress)).await?
                 }
+                ServerResult::CallToolResult(typed) => match lenient::text_call_result(typed) {
+                    Ok(outcome) => return Ok(outcome),
+                    Err(typed) => to_value(&ServerResult::CallToolResult(*typed))?,
+                },
                 other => to_value(&other)?,
             };
             lenient::parse_call_result(&result).map_err(RequestError::Protocol)
