@@ -189,6 +189,11 @@ impl<F: Formatter> Formatter for TerminalSafe<F> {
         // characters after them are decoded (decoding every character was most of the cost
         // of an audit line).
         let bytes = fragment.as_bytes();
+        // Most fragments (keys, names, hashes) are ASCII without DEL: two scans of whole words
+        // (`is_ascii`, and `contains` of an ASCII char is a memchr) settle them.
+        if fragment.is_ascii() && !fragment.contains('\x7f') {
+            return w.write_all(bytes);
+        }
         let (mut start, mut next) = (0, 0);
         while let Some(ascii) = bytes[next..].iter().position(|&b| b >= 0x7f) {
             let at = next + ascii;
@@ -254,6 +259,12 @@ fn write_with<F: Formatter>(v: &impl Serialize, f: F) -> Result<String, serde_js
     v.serialize(&mut Serializer::with_formatter(&mut buf, TerminalSafe(f)))?;
     // Only whole `str` slices and ASCII escapes were written.
     String::from_utf8(buf).map_err(|e| serde::ser::Error::custom(e.to_string()))
+}
+
+/// Appends `v` to `out` as one-line terminal-safe JSON (see [`TerminalSafe`]).
+pub fn append_json(v: &impl Serialize, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
+    let formatter = TerminalSafe(serde_json::ser::CompactFormatter);
+    v.serialize(&mut Serializer::with_formatter(out, formatter))
 }
 
 /// One-line JSON that is safe to print on a terminal (see [`TerminalSafe`]).

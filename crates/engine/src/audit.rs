@@ -76,27 +76,38 @@ impl Audit {
     }
 
     /// One line: the time, the kind of event, then the record's own fields (none of which
-    /// is called `ts` or `event`), written straight from the record with no copy of it.
+    /// is called `ts` or `event`), written straight from the record into the line.
     fn event(&self, event: &'static str, fields: &impl serde::Serialize) -> std::io::Result<()> {
-        // Read with `cat` and `tail -f`: the same terminal-safe JSON as every other output.
-        let body = mcp_host_core::sanitize::to_json(fields).map_err(std::io::Error::other)?;
-        let inner = (body.strip_prefix('{').and_then(|b| b.strip_suffix('}'))).unwrap_or("");
+        let mut line = Vec::with_capacity(512);
         // `ts` (digits and punctuation) and `event` (this file's constants) need no escaping.
-        let mut line = String::with_capacity(body.len() + 64);
-        line.push_str("{\"ts\":\"");
-        push_rfc3339(SystemTime::now(), &mut line);
-        line.push_str("\",\"event\":\"");
-        line.push_str(event);
-        line.push('"');
-        if !inner.is_empty() {
-            line.push(',');
-            line.push_str(inner);
+        let mut head = String::with_capacity(64);
+        head.push_str("{\"ts\":\"");
+        push_rfc3339(SystemTime::now(), &mut head);
+        head.push_str("\",\"event\":\"");
+        head.push_str(event);
+        head.push('"');
+        line.extend_from_slice(head.as_bytes());
+        let at = line.len();
+        // Read with `cat` and `tail -f`: the same terminal-safe JSON as every other output.
+        mcp_host_core::sanitize::append_json(fields, &mut line).map_err(std::io::Error::other)?;
+        // The record's own braces close the line; its `{` becomes the separator.
+        match &line[at..] {
+            b"{}" => {
+                line.truncate(at);
+                line.push(b'}');
+            }
+            [b'{', ..] => line[at] = b',',
+            _ => {
+                return Err(std::io::Error::other(
+                    "an audit record is not a JSON object",
+                ));
+            }
         }
-        line.push_str("}\n");
+        line.push(b'\n');
         self.append(&line)
     }
 
-    fn append(&self, line: &str) -> std::io::Result<()> {
+    fn append(&self, line: &[u8]) -> std::io::Result<()> {
         // A poisoned lock only means another writer panicked mid-line; the file is still good.
         let mut open = self.file.lock().unwrap_or_else(PoisonError::into_inner);
         let current = std::fs::metadata(&self.path).ok().map(|m| file_id(&m));
@@ -110,7 +121,7 @@ impl Audit {
         };
         // One `write` of the whole line to a file opened for appending: lines from several
         // processes (a chat and a `run` side by side) never interleave.
-        f.write_all(line.as_bytes())
+        f.write_all(line)
     }
 
     fn open(&self) -> std::io::Result<File> {
@@ -162,6 +173,33 @@ mod tests {
             let v: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
             assert_eq!(v["event"], "denied");
             assert_eq!(v["what"].as_str().map(str::len), Some(3000));
+        }
+    }
+
+    /// A line starts with the time and the kind of event, then has the record's fields, and
+    /// is one JSON object however many fields the record has (none included); a record that
+    /// is not an object is refused, not written as half a line.
+    #[test]
+    fn a_line_is_the_time_the_event_and_the_records_fields() {
+        let dir = tempfile::tempdir().unwrap();
+        let audit = Audit::new(dir.path());
+        audit.event("empty", &json!({})).unwrap();
+        audit
+            .event("some", &json!({"a": 1, "b": "\u{1b}[31m"}))
+            .unwrap();
+        assert!(audit.event("bad", &json!([1])).is_err());
+        let text = std::fs::read_to_string(dir.path().join("audit.jsonl")).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        assert!(lines[0].starts_with("{\"ts\":\"") && lines[0].ends_with("\"event\":\"empty\"}"));
+        assert!(
+            lines[1].ends_with("\"event\":\"some\",\"a\":1,\"b\":\"\\u001b[31m\"}"),
+            "{}",
+            lines[1]
+        );
+        for line in lines {
+            let v: Value = serde_json::from_str(line).unwrap();
+            assert!(v["ts"].as_str().is_some_and(|t| t.ends_with('Z')), "{line}");
         }
     }
 
