@@ -187,31 +187,6 @@ pub fn parse_call_result(result: &Value) -> Result<CallOutcome, String> {
     })
 }
 
-/// [`parse_call_result`] of a result the wire already decoded as rmcp's type, without the
-/// trip through a JSON value, when every block is text (nearly every result is): the same
-/// outcome as the JSON's, which a test holds. Any other result is handed back as it came.
-pub fn text_call_result(
-    result: rmcp::model::CallToolResult,
-) -> Result<CallOutcome, Box<rmcp::model::CallToolResult>> {
-    use rmcp::model::ContentBlock;
-    if !(result.content.iter()).all(|block| matches!(block, ContentBlock::Text(_))) {
-        return Err(Box::new(result));
-    }
-    let content = (result.content.into_iter())
-        .filter_map(|block| match block {
-            ContentBlock::Text(t) => Some(Content::Text { text: t.text }),
-            _ => None,
-        })
-        .collect();
-    Ok(CallOutcome {
-        content,
-        structured: result.structured_content.filter(|v| !v.is_null()),
-        is_error: result.is_error.unwrap_or(false),
-        input_rounds: Vec::new(),
-        task_id: None,
-    })
-}
-
 fn parse_content(block: &Value) -> Content {
     let unknown = || Content::Unknown { raw: block.clone() };
     let Some(obj) = block.as_object() else {
@@ -252,30 +227,6 @@ fn parse_content(block: &Value) -> Content {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The typed shortcut gives what the JSON reading gives, for text results with and
-    /// without structured content, error flags, annotations and `_meta`; anything else is
-    /// left to the JSON reading.
-    #[test]
-    fn a_typed_text_result_reads_as_its_json_does() {
-        let results = [
-            serde_json::json!({"content": [{"type": "text", "text": "hi"}]}),
-            serde_json::json!({"content": [], "isError": true}),
-            serde_json::json!({"content": [{"type": "text", "text": "a", "annotations": {"priority": 0.5}, "_meta": {"k": 1}},
-                {"type": "text", "text": "b"}], "structuredContent": {"x": [1, 2]}, "isError": false}),
-            serde_json::json!({"content": [{"type": "text", "text": "n"}], "structuredContent": null}),
-            serde_json::json!({"structuredContent": 7, "_meta": {"m": true}}),
-        ];
-        for json in results {
-            let typed: rmcp::model::CallToolResult = serde_json::from_value(json.clone()).unwrap();
-            let via_json = parse_call_result(&serde_json::to_value(&typed).unwrap()).unwrap();
-            assert_eq!(text_call_result(typed).unwrap(), via_json, "{json}");
-        }
-        let image = serde_json::json!({"content": [{"type": "text", "text": "t"},
-            {"type": "image", "data": "AA==", "mimeType": "image/png"}]});
-        let typed: rmcp::model::CallToolResult = serde_json::from_value(image).unwrap();
-        assert_eq!(text_call_result(typed.clone()), Err(Box::new(typed)));
-    }
     use serde_json::json;
 
     #[test]

@@ -32,6 +32,7 @@ use tokio_util::sync::CancellationToken;
 
 mod connect;
 mod input;
+mod outcome;
 mod task;
 pub use input::MAX_INPUT_ROUNDS;
 pub(crate) use input::Retry;
@@ -564,7 +565,7 @@ impl Session {
                     // Boxed: few calls start a task (see `request`).
                     Box::pin(self.follow_task(created, rounds, timeout, cancel, progress)).await?
                 }
-                ServerResult::CallToolResult(typed) => match lenient::text_call_result(typed) {
+                ServerResult::CallToolResult(typed) => match outcome::text_call_result(typed) {
                     Ok(outcome) => return Ok(outcome),
                     Err(typed) => to_value(&ServerResult::CallToolResult(*typed))?,
                 },
