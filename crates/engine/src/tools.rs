@@ -7,6 +7,7 @@
 use crate::connections::Connections;
 use mcp_host_core::{ServerId, ServerState, sanitize::one_line};
 use mcp_host_registry::catalogue::{Catalogue, ServerTools};
+use mcp_host_registry::pins::PinCheck;
 use mcp_host_registry::schema;
 use mcp_host_registry::search::hybrid::Embedder;
 use mcp_host_store::pins::{CheckedSchema, PinError, PinStore};
@@ -69,8 +70,11 @@ pub async fn snapshot(
 /// process or a later one) offers those tools without compiling them again. Only a saving:
 /// a verdict that cannot be kept is compiled for again next time.
 async fn keep_schema_verdicts(catalogue: &Catalogue, pins: &PinStore) {
+    // Only a definition that is its tool's pin has somewhere to keep the verdict: a drifted
+    // one would cost an empty write at every snapshot until accepted.
     let compiled: Vec<CheckedSchema<'_>> = (catalogue.entries().iter())
         .filter(|e| e.schema_checked_now())
+        .filter(|e| matches!(e.pin, Some(PinCheck::New | PinCheck::Same)))
         .map(|e| (e.key.server.as_str(), e.key.tool.as_str(), e.hash.as_str()))
         .collect();
     if compiled.is_empty() {

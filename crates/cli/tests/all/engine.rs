@@ -369,12 +369,9 @@ async fn a_long_call_moves_to_the_background_and_arrives_at_the_next_turn() {
     m.shutdown().await;
 }
 
-/// While the catalogue and the exposure stay as they are, each step offers the list of the
-/// step before (the same `Arc`, whose JSON a provider reuses); a stored result, which adds
-/// `read_result`, makes a new one.
-#[tokio::test]
-async fn a_step_offers_the_tool_list_of_the_step_before_until_it_changes() {
-    let (m, catalogue, caller) = start(vec![fake_setup("f", &[], |r| {
+/// The fake server, its `echo` results capped at 100 tokens (a longer one is stored).
+async fn start_echo_capped_at_100_tokens() -> (Servers, ToolSource, ToolCaller) {
+    start(vec![fake_setup("f", &[], |r| {
         r.tools.insert(
             "echo".into(),
             RawToolOptions {
@@ -382,7 +379,15 @@ async fn a_step_offers_the_tool_list_of_the_step_before_until_it_changes() {
             },
         );
     })])
-    .await;
+    .await
+}
+
+/// While the catalogue and the exposure stay as they are, each step offers the list of the
+/// step before (the same `Arc`, whose JSON a provider reuses); a stored result, which adds
+/// `read_result`, makes a new one.
+#[tokio::test]
+async fn a_step_offers_the_tool_list_of_the_step_before_until_it_changes() {
+    let (m, catalogue, caller) = start_echo_capped_at_100_tokens().await;
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("s.sqlite")).await.unwrap();
     let echo = |id: &str, message: String| call(id, "f__echo", json!({"message": message}));
@@ -410,15 +415,7 @@ async fn a_step_offers_the_tool_list_of_the_step_before_until_it_changes() {
 
 #[tokio::test]
 async fn results_over_their_budget_are_stored_and_large_ones_flagged() {
-    let (m, catalogue, caller) = start(vec![fake_setup("f", &[], |r| {
-        r.tools.insert(
-            "echo".into(),
-            RawToolOptions {
-                max_result_tokens: Some(100),
-            },
-        );
-    })])
-    .await;
+    let (m, catalogue, caller) = start_echo_capped_at_100_tokens().await;
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("s.sqlite")).await.unwrap();
     let policy = Policy::default();
