@@ -279,7 +279,8 @@ impl ConfinementView {
             out.push(format!("reaches {}", list(&self.reach, "no host")));
         }
         if !self.denials.is_empty() {
-            out.push(format!("denied {}", self.denials.join(", ")));
+            // Each denial names its own kind ("denied /path", "connect host:port").
+            out.push(format!("blocked: {}", self.denials.join(", ")));
             out.extend(self.widen_hint());
         }
         out.extend(self.notes.iter().cloned());
@@ -325,6 +326,12 @@ mod tests {
             ..ConfinementView::default()
         };
         let lines = view.lines();
+        assert!(
+            lines.contains(
+                &"blocked: connect api.example.com:443 ×3, denied /home/u/.config/x".into()
+            ),
+            "{lines:?}"
+        );
         let hint = lines.iter().find(|l| l.starts_with("to allow it")).unwrap();
         assert!(
             hint.contains(r#""filesystem": {"read": ["/home/u/.config/x"]}"#),

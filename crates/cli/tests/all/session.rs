@@ -9,7 +9,7 @@ use mcp_host_core::ServerState;
 use mcp_host_core::decision::{AnswerScope, Mode};
 use mcp_host_core::event::{CallSource, Event, TurnEnd};
 use mcp_host_engine::host::{Connected, Servers};
-use mcp_host_engine::session::{ModelChoice, Op, Session, SessionSetup, Settings};
+use mcp_host_engine::session::{ModelChoice, Op, Session, SessionHandle, SessionSetup, Settings};
 use mcp_host_engine::{Approval, Conversation, Gate, Hooks, ToolSource};
 use mcp_host_policy::{Answers, Policy};
 use std::collections::BTreeMap;
@@ -33,22 +33,28 @@ async fn next_where(events: &mut UnboundedReceiver<Event>, want: impl Fn(&Event)
         .expect("the session ended first")
 }
 
-#[tokio::test]
-async fn a_front_end_drives_turns_approvals_direct_calls_and_compaction_by_operations() {
-    let (url, _seen) = fake_model(vec![
-        tool_calls_stream(&[("call_a", "f__echo", r#"{"message": "from the model"}"#)]),
-        text_stream("done"),
-    ]);
-    let dir = tempfile::tempdir().unwrap();
+/// A session over these servers (the first waited for until ready) and the model at `url`,
+/// with its stores in `dir`.
+async fn session_over(
+    dir: &std::path::Path,
+    setups: Vec<mcp_host_client::ServerSetup>,
+    url: &str,
+) -> (
+    Session,
+    SessionHandle,
+    UnboundedReceiver<Op>,
+    UnboundedReceiver<Event>,
+) {
+    let first = setups[0].id.to_string();
     let (servers, caller) = Manager::start(
-        vec![fake_setup("f", &[], |_| {})],
+        setups,
         manager_options(Duration::from_millis(50), Duration::from_millis(200)),
     );
-    wait_status(&servers, "f", |s| s.state == ServerState::Ready).await;
-    let store = mcp_host_store::Store::open(&dir.path().join("store.sqlite"))
+    wait_status(&servers, &first, |s| s.state == ServerState::Ready).await;
+    let store = mcp_host_store::Store::open(&dir.join("store.sqlite"))
         .await
         .unwrap();
-    let pins = mcp_host_store::pins::PinStore::open(&dir.path().join("pins.sqlite"))
+    let pins = mcp_host_store::pins::PinStore::open(&dir.join("pins.sqlite"))
         .await
         .unwrap();
     let conversation = Conversation::create(&store, "m", "/", 0, Answers::default())
@@ -57,7 +63,7 @@ async fn a_front_end_drives_turns_approvals_direct_calls_and_compaction_by_opera
     let env = Arc::new(BTreeMap::new());
     let http = mcp_host_engine::host::http_client_for;
     let chosen =
-        mcp_host_models::choose(Some("openai-compatible:m"), Some(&url), &env, http).unwrap();
+        mcp_host_models::choose(Some("openai-compatible:m"), Some(url), &env, http).unwrap();
     let setup = SessionSetup {
         connected: Connected {
             servers: Servers::new(servers, Default::default()),
@@ -80,7 +86,18 @@ async fn a_front_end_drives_turns_approvals_direct_calls_and_compaction_by_opera
         },
         questions: None,
     };
-    let (session, handle, ops, mut events) = Session::new(setup);
+    Session::new(setup)
+}
+
+#[tokio::test]
+async fn a_front_end_drives_turns_approvals_direct_calls_and_compaction_by_operations() {
+    let (url, _seen) = fake_model(vec![
+        tool_calls_stream(&[("call_a", "f__echo", r#"{"message": "from the model"}"#)]),
+        text_stream("done"),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let (session, handle, ops, mut events) =
+        session_over(dir.path(), vec![fake_setup("f", &[], |_| {})], &url).await;
     let front = async {
         handle.submit(Op::UserTurn("go".into()));
         let Event::ApprovalRequested(prompt) =
@@ -139,6 +156,72 @@ async fn a_front_end_drives_turns_approvals_direct_calls_and_compaction_by_opera
         );
         next_where(&mut events, |e| matches!(e, Event::TurnEnded { .. })).await;
 
+        handle.submit(Op::Shutdown);
+        next_where(&mut events, |e| *e == Event::Ended).await;
+    };
+    tokio::join!(session.run(ops), front);
+}
+
+/// A turn can wait on a person for minutes: a server that comes up meanwhile is in the
+/// tool list every front end shows (the hosted search, the TUI's) at once, not after the
+/// turn. The late server waits for a file the test makes only once the approval is asked.
+#[tokio::test]
+async fn a_server_that_comes_up_while_a_turn_waits_is_published_before_the_turn_ends() {
+    let (url, _seen) = fake_model(vec![
+        tool_calls_stream(&[("call_a", "f__echo", r#"{"message": "hi"}"#)]),
+        text_stream("done"),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let go = dir.path().join("go");
+    let fake_dir = std::path::Path::new(&fake()).parent().unwrap().to_owned();
+    let late = fake_setup("late", &[], |raw| {
+        // A command under `sh` is confined without the fake's own folder: name it, and
+        // the folder the file appears in.
+        raw.sandbox = Some(serde_json::json!({
+            "filesystem": {"read": [fake_dir, dir.path()]}
+        }));
+        raw.command = Some("sh".into());
+        raw.args = vec![
+            "-c".into(),
+            format!(
+                "while [ ! -e '{}' ]; do sleep 0.02; done; exec '{}'",
+                go.display(),
+                fake()
+            ),
+        ];
+    });
+    let (session, handle, ops, mut events) =
+        session_over(dir.path(), vec![fake_setup("f", &[], |_| {}), late], &url).await;
+    let has_late = |e: &Event| matches!(e, Event::Tools { tools } if tools.iter().any(|t| t.name == "late__echo"));
+    let front = async {
+        handle.submit(Op::UserTurn("go".into()));
+        let Event::ApprovalRequested(prompt) = next_where(&mut events, |e| {
+            assert!(
+                !has_late(e),
+                "the late server is held back until the approval is asked"
+            );
+            matches!(e, Event::ApprovalRequested(_))
+        })
+        .await
+        else {
+            unreachable!()
+        };
+        std::fs::write(&go, "").unwrap();
+        next_where(&mut events, |e| {
+            assert!(
+                !matches!(e, Event::TurnEnded { .. }),
+                "the turn waits on its approval and cannot end first"
+            );
+            has_late(e)
+        })
+        .await;
+        handle.submit(Op::Answer {
+            call_id: prompt.subject.call_id.clone(),
+            approval: Approval::Allow {
+                scope: AnswerScope::Once,
+            },
+        });
+        next_where(&mut events, |e| matches!(e, Event::TurnEnded { .. })).await;
         handle.submit(Op::Shutdown);
         next_where(&mut events, |e| *e == Event::Ended).await;
     };

@@ -22,7 +22,7 @@ use crate::{
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 use mcp_host_core::decision::Mode;
-use mcp_host_core::event::{ApprovalPrompt, ElicitationAnswer, Event};
+use mcp_host_core::event::{ApprovalPrompt, ElicitationAnswer, Event, ToolView};
 use mcp_host_models::AnyProvider;
 use mcp_host_store::Store;
 use std::collections::{BTreeMap, HashMap};
@@ -278,6 +278,7 @@ impl Session {
         let mut turn: Option<TurnFuture> = None;
         let mut direct: FuturesUnordered<DirectFuture> = FuturesUnordered::new();
         let mut seen = Published::default();
+        let mut refresh: Option<Refresh> = None;
         let mut questions = self.questions.take();
         loop {
             tokio::select! {
@@ -301,7 +302,19 @@ impl Session {
                         None => std::future::pending().await,
                     }
                 } => self.question(ask),
-                _ = tick.tick() => self.publish(&mut seen, turn.is_none()).await,
+                Some((revisions, tools)) = async {
+                    match refresh.as_mut() {
+                        Some(r) => Some(r.await),
+                        None => std::future::pending().await,
+                    }
+                } => {
+                    refresh = None;
+                    if let Some(tools) = tools {
+                        seen.revisions = revisions;
+                        self.emit(Event::Tools { tools });
+                    }
+                }
+                _ = tick.tick() => self.publish(&mut seen, &mut refresh),
             }
         }
         // Ending mid-turn: the turn is cancelled (servers are told) and given a moment.
@@ -486,9 +499,13 @@ impl Session {
         });
     }
 
-    /// Publishes the servers when they moved, and the catalogue when it changed (between
-    /// turns; a turn reads the same live catalogue at every step).
-    async fn publish(&self, seen: &mut Published, between_turns: bool) {
+    /// Publishes the servers when they moved, and starts rebuilding the catalogue's view
+    /// when it changed. Mid-turn too: a turn can wait on a person for minutes, and a server
+    /// that came up meanwhile belongs in every front end's tool list at once. The rebuild
+    /// is its own future beside the turn, never awaited here: a turn mid-step holds the
+    /// catalogue's lock, and waiting for it in this loop would stop polling the turn that
+    /// must release it.
+    fn publish(&self, seen: &mut Published, refresh: &mut Option<Refresh>) {
         let servers = &self.shared.connected.servers;
         let views = views::server_views(servers, &self.settings.waiting_servers);
         if views != seen.servers {
@@ -498,16 +515,19 @@ impl Session {
         let revisions: Vec<u64> = (servers.ids())
             .filter_map(|id| servers.status(id).map(|s| s.revision))
             .collect();
-        if between_turns && revisions != seen.revisions {
-            seen.revisions = revisions;
-            if let Ok(catalogue) = self.shared.tools.current(servers).await {
-                self.emit(Event::Tools {
-                    tools: views::tool_views(&catalogue),
-                });
-            }
+        if revisions != seen.revisions && refresh.is_none() {
+            let shared = self.shared.clone();
+            *refresh = Some(Box::pin(async move {
+                let catalogue = shared.tools.current(&shared.connected.servers).await;
+                (revisions, catalogue.ok().map(|c| views::tool_views(&c)))
+            }));
         }
     }
 }
+
+/// A rebuild of the published tool list: the revisions it was built at, and the list
+/// (`None` when the catalogue could not be read; the next tick tries again).
+type Refresh = Pin<Box<dyn Future<Output = (Vec<u64>, Option<Vec<ToolView>>)> + Send>>;
 
 /// What the front end was last told about the servers.
 #[derive(Default)]

@@ -284,7 +284,7 @@ fn mcp_panel_shows_a_servers_sandbox_and_what_it_was_denied() {
         "sandbox strict (landlock v7, seccomp, netns)".into(),
         "writes /home/u/project, its own temp folder".into(),
         "reaches no host".into(),
-        "denied /home/u/.ssh/id_rsa ×2, connect evil.test:443".into(),
+        "blocked: denied /home/u/.ssh/id_rsa ×2, connect evil.test:443".into(),
         "\u{1b}[2Jnot granted: /home/u (contains your home folder)".into(),
     ];
     app.apply(Update::Servers(vec![fs]));
@@ -293,7 +293,7 @@ fn mcp_panel_shows_a_servers_sandbox_and_what_it_was_denied() {
     for line in [
         "sandbox strict (landlock v7, seccomp, netns)",
         "writes /home/u/project, its own temp folder",
-        "denied /home/u/.ssh/id_rsa ×2, connect evil.test:443",
+        "blocked: denied /home/u/.ssh/id_rsa ×2, connect evil.test:443",
         "not granted: /home/u",
     ] {
         assert!(text.contains(line), "{line}:\n{text}");
