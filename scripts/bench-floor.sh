@@ -8,7 +8,8 @@
 #   - sequential tools/call on the minimal server (`mcp-host call --repeat N`): p50 and the
 #     client's CPU per call;
 #   - an agent turn of one call per step against the scripted model (`repeat N`): host CPU
-#     per call, at the start of a turn and at the end of a 2,000-call one;
+#     per call, at the start of a turn and at the end of a 2,000-call one, and the same in
+#     instructions per step (callgrind: turns of 100, 300, 1,800 and 2,000 calls);
 #   - peak RSS while holding the seven real servers of the interop set, and the PSS of each
 #     supervisor process.
 # Compare two builds in one run: BEFORE=path/to/old/mcp-host scripts/bench-floor.sh.

@@ -145,6 +145,22 @@ def thread_cpu_ns(pid):
     return total
 
 
+def turn_argv(binary, url, config, n):
+    """One `run` whose turn makes `n` calls, one per model step."""
+    return [binary, "run", "-p", f"repeat {n} m0__echo {ECHO}", "-m", "openai-compatible:fake",
+            "--base-url", url, "--allowed-tools", "m0__echo", "--max-steps", str(n + 5),
+            "--context-window", "1000000000"] + host_args(config)
+
+
+def turn_instructions(binary, url, config, a, b):
+    """The host's instructions per step between a turn of `a` calls and one of `b` (the
+    model's own work not counted: it is not traced). Repeatable where the CPU times above
+    are not: a run of calls 1,800 → 2,000 against 100 → 300 says whether a step's cost
+    grows with the turn."""
+    return (instructions(turn_argv(binary, url, config, b))[0]
+            - instructions(turn_argv(binary, url, config, a))[0]) / (b - a)
+
+
 def turn_cpu(binary, url, config, n, marks):
     """Runs one turn of `n` calls and returns the host's CPU seconds at each call count in
     `marks`, read when the audit log (one line per call) first reaches it. Both ends of a
@@ -155,9 +171,7 @@ def turn_cpu(binary, url, config, n, marks):
         os.remove(audit)
     except OSError:
         pass
-    argv = [binary, "run", "-p", f"repeat {n} m0__echo {ECHO}", "-m", "openai-compatible:fake",
-            "--base-url", url, "--allowed-tools", "m0__echo", "--max-steps", str(n + 5),
-            "--context-window", "1000000000"] + host_args(config)
+    argv = turn_argv(binary, url, config, n)
     p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     err = []
     reader = threading.Thread(target=lambda: err.append(p.stderr.read()))
@@ -241,6 +255,15 @@ def main():
             start = (t[200] - t[20]) / 180 * 1e6
             end = (t[1990] - t[1800]) / 190 * 1e6
             print(f"| {name} | {start:.0f} | {end:.0f} | {end / start:.2f} |")
+        if not quick:
+            print("\nThe same turn in instructions (callgrind, the host only: k per step):\n")
+            print("| build | calls 100 → 300 | calls 1,800 → 2,000 | end / start |")
+            print("|---|---|---|---|")
+            unconfined = minimal_config(1, "off")
+            for name, b in builds:
+                start = turn_instructions(b, url, unconfined, 100, 300) / 1e3
+                end = turn_instructions(b, url, unconfined, 1800, 2000) / 1e3
+                print(f"| {name} | {start:.1f} | {end:.1f} | {end / start:.2f} |")
     finally:
         model.kill()
 
