@@ -24,7 +24,7 @@ fn main() -> ExitCode {
     let mut rest = argv.peekable();
     if rest.peek().is_some_and(|a| a == SUPERVISE_ARG) {
         rest.next();
-        return mcp_host_client::supervisor::main_with(rest);
+        return ExitCode::from(mcp_host_client::supervisor::main_with(rest));
     }
     let cli = cli::Cli::parse_from(argv::normalise(std::env::args_os().collect()));
     let traces = logging::init(cli.verbose);

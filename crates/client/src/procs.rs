@@ -23,16 +23,21 @@ pub struct ProcInfo {
 /// Parses one `/proc/<pid>/stat` line. The command name is in parentheses and may itself
 /// contain spaces and parentheses, so fields are counted from the last `)`.
 pub fn parse_stat(line: &str) -> Option<ProcInfo> {
-    let pid = line.split_whitespace().next()?.parse().ok()?;
-    let rest = &line[line.rfind(')')? + 1..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    // rest starts at field 3 (state); ppid is field 4, pgrp 5, starttime 22.
+    let pid = line.split_ascii_whitespace().next()?.parse().ok()?;
+    // The fields after the command's closing parenthesis, from field 3 (state): ppid is
+    // field 4, pgrp 5, starttime 22. Read in passing, not collected: every supervisor
+    // parses two of these at start.
+    let mut fields = line[line.rfind(')')? + 1..].split_ascii_whitespace();
+    let zombie = fields.next()? == "Z";
+    let ppid = fields.next()?.parse().ok()?;
+    let pgid = fields.next()?.parse().ok()?;
+    let start_ticks = fields.nth(16)?.parse().ok()?;
     Some(ProcInfo {
-        zombie: fields.first()? == &"Z",
+        zombie,
         pid,
-        ppid: fields.get(1)?.parse().ok()?,
-        pgid: fields.get(2)?.parse().ok()?,
-        start_ticks: fields.get(19)?.parse().ok()?,
+        ppid,
+        pgid,
+        start_ticks,
     })
 }
 

@@ -118,16 +118,16 @@ enum Stop {
 
 /// The supervisor's `main`, whichever program it is in (`mcp-host __supervise ARGS`, or the
 /// small `mcp-host-supervise __supervise ARGS`): `argv` is what follows `__supervise`.
-pub fn main_with(argv: impl IntoIterator<Item = OsString>) -> std::process::ExitCode {
+pub fn main_with(argv: impl IntoIterator<Item = OsString>) -> u8 {
     match SupervisorArgs::parse(argv) {
-        Ok(args) => std::process::ExitCode::from(u8::try_from(supervise(&args)).unwrap_or(1)),
+        Ok(args) => u8::try_from(supervise(&args)).unwrap_or(1),
         Err(e) => {
             // No logger here: the host reads the supervisor's stderr as the server's.
             #[allow(clippy::print_stderr)]
             {
                 eprintln!("mcp-host {SUPERVISE_ARG}: {e}");
             }
-            std::process::ExitCode::from(2)
+            2
         }
     }
 }

@@ -230,3 +230,34 @@ fn the_next_host_ends_what_a_killed_supervisor_left_behind() {
         signal(pid as u32, Signal::SIGKILL);
     }
 }
+
+/// SIGPIPE's disposition (bit 13 of a `SigIgn` mask in `/proc/PID/status`) in `line`.
+fn ignores_sigpipe(line: &str) -> bool {
+    let mask = line.trim().strip_prefix("SigIgn:").unwrap().trim();
+    u64::from_str_radix(mask, 16).unwrap() & (1 << (Signal::SIGPIPE as u32 - 1)) != 0
+}
+
+/// The supervisor ignores SIGPIPE, so telling a host that is gone fails with EPIPE instead
+/// of killing it before it ends the server's tree; the server starts with the default, as a
+/// program started from a shell would.
+#[test]
+fn the_supervisor_ignores_sigpipe_and_the_server_starts_with_the_default() {
+    let sb = Sandbox::new();
+    let seen = sb.path().join("dispositions");
+    let script = format!(
+        "grep SigIgn /proc/self/status > {seen}; grep SigIgn /proc/$PPID/status >> {seen}; exec {}",
+        fake(),
+        seen = seen.display(),
+    );
+    let cfg = sb.config(
+        "sig.json",
+        json!({"s": {"command": "sh", "args": ["-c", script], "sandbox": "off"}}),
+    );
+    let out = sb.run_with(&["tools"], &cfg);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let lines = std::fs::read_to_string(&seen).unwrap();
+    let lines: Vec<&str> = lines.lines().collect();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(!ignores_sigpipe(lines[0]), "the server's: {lines:?}");
+    assert!(ignores_sigpipe(lines[1]), "the supervisor's: {lines:?}");
+}
