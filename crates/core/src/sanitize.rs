@@ -15,6 +15,21 @@ use unicode_general_category::{GeneralCategory, get_general_category};
 /// Removes ANSI/VT escape sequences (CSI, OSC, DCS and friends) and C0/C1 control characters,
 /// keeping `\n` and `\t`. Carriage returns are dropped because they let text overwrite a line.
 pub fn strip_terminal_escapes(input: &str) -> String {
+    if is_plain(input) {
+        return input.to_owned();
+    }
+    strip_slowly(input)
+}
+
+/// Visible ASCII, newlines and tabs only: no escape, control, invisible or bidi character,
+/// nothing any sanitiser here would strip or flag (most text is only that, and this is one
+/// pass over its bytes instead of a walk over its characters).
+pub fn is_plain(text: &str) -> bool {
+    text.bytes()
+        .all(|b| matches!(b, b' '..=b'~' | b'\n' | b'\t'))
+}
+
+fn strip_slowly(input: &str) -> String {
     let mut out = String::with_capacity(input.len());
     let mut chars = input.chars().peekable();
     while let Some(c) = chars.next() {
@@ -280,6 +295,20 @@ pub fn to_json_pretty(v: &impl Serialize) -> Result<String, serde_json::Error> {
 #[cfg(test)]
 mod tests {
     use super::strip_terminal_escapes as strip;
+
+    #[test]
+    fn plain_ascii_takes_the_short_way_to_the_same_answer() {
+        let every_ascii: String = (0u8..=127).map(char::from).collect();
+        for text in [
+            "plain text\n\twith tabs ~ {json: [1]}",
+            "",
+            "a\rb",
+            "\u{1b}[31mred\u{1b}[0m",
+            every_ascii.as_str(),
+        ] {
+            assert_eq!(strip(text), super::strip_slowly(text), "{text:?}");
+        }
+    }
 
     #[test]
     fn keeps_plain_text_newlines_and_tabs() {

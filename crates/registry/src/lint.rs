@@ -5,7 +5,7 @@
 //! instructions", secret paths), and descriptions cut to size.
 
 use mcp_host_core::ToolDescriptor;
-use mcp_host_core::sanitize::strip_terminal_escapes;
+use mcp_host_core::sanitize::{is_plain, strip_terminal_escapes};
 use serde::Serialize;
 use serde_json::Value;
 use unicode_general_category::{GeneralCategory, get_general_category};
@@ -60,6 +60,15 @@ fn is_variation_selector(c: char) -> bool {
 /// selector right after a visible non-ASCII character is kept (emoji and CJK variants use
 /// it); runs of them, or one after ASCII, carry hidden data and go.
 pub fn strip_hidden(text: &str) -> (String, Vec<char>) {
+    // Plain text has nothing hidden: the walk below (a Unicode category lookup per
+    // character, over every tool's text and schema at every start) would find nothing.
+    if is_plain(text) {
+        return (text.to_owned(), Vec::new());
+    }
+    strip_hidden_slowly(text)
+}
+
+fn strip_hidden_slowly(text: &str) -> (String, Vec<char>) {
     // A terminal escape sequence goes whole: dropping only its ESC would leave its payload
     // (`[2J`, `]0;title`, `]52;c;…`) behind as visible text. The stripper only deletes, so
     // walking both strings side by side tells, in order, what it took (its hidden characters
@@ -97,7 +106,10 @@ pub fn clean_for_model(text: &str) -> String {
 /// A finding for `field` if `text` contains hidden characters (exactly those
 /// [`strip_hidden`] removes).
 pub fn hidden_characters(field: &str, text: &str) -> Option<Flag> {
-    let (_, hidden) = strip_hidden(text);
+    if is_plain(text) {
+        return None;
+    }
+    let (_, hidden) = strip_hidden_slowly(text);
     if hidden.is_empty() {
         return None;
     }
@@ -178,7 +190,11 @@ fn normalised(text: &str) -> String {
             out.push(' ');
         }
         space = false;
-        out.extend(c.to_lowercase());
+        if c.is_ascii() {
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.extend(c.to_lowercase());
+        }
     }
     out
 }
@@ -491,6 +507,30 @@ mod tests {
             "{removed:?}"
         );
         assert!(!removed.contains(&'J'), "payload is not reported as hidden");
+    }
+
+    #[test]
+    fn plain_text_takes_the_short_way_to_the_same_answer() {
+        let every_ascii: String = (0u8..=127).map(char::from).collect();
+        let samples = [
+            "Reads a file.\n\tIndented, \"quoted\" ~ {json: [1]}",
+            "",
+            "carriage\r\nreturn",
+            "escape \u{1b}[2J here",
+            "delete \u{7f} here",
+            every_ascii.as_str(),
+        ];
+        for text in samples {
+            assert_eq!(strip_hidden(text), strip_hidden_slowly(text), "{text:?}");
+            let slow = Some(strip_hidden_slowly(text).1).filter(|h| !h.is_empty());
+            assert_eq!(
+                hidden_characters("f", text).is_some(),
+                slow.is_some(),
+                "{text:?}"
+            );
+        }
+        assert!(is_plain(samples[0]));
+        assert!(!is_plain(samples[2]) && !is_plain(samples[3]) && !is_plain(samples[4]));
     }
 
     #[test]
