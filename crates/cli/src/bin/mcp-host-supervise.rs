@@ -7,30 +7,34 @@
 //! below, and install a stack-overflow handler, which finds the main thread's stack by
 //! reading `/proc/self/maps` and was a quarter of this process's instructions at every
 //! server start. Arguments still come from std (glibc hands them to it before `main`).
+//! A test build keeps the harness's own `main` (it has no tests to run).
 
-#![no_main]
+#![cfg_attr(not(test), no_main)]
 // Exporting `main` by name, and setting one signal's disposition, are the unsafe parts.
 #![allow(unsafe_code)]
 
-use mcp_host_client::supervisor::{SUPERVISE_ARG, main_with};
-use nix::sys::signal::{SigHandler, Signal, signal};
-use std::ffi::{c_char, c_int};
+#[cfg(not(test))]
+mod entry {
+    use mcp_host_client::supervisor::{SUPERVISE_ARG, main_with};
+    use nix::sys::signal::{SigHandler, Signal, signal};
+    use std::ffi::{c_char, c_int};
 
-#[unsafe(no_mangle)]
-extern "C" fn main(_argc: c_int, _argv: *const *const c_char) -> c_int {
-    // A write to a host that is gone must fail with EPIPE, not kill the supervisor before
-    // it ends the server's tree. The server itself starts with the default again: std's
-    // spawn resets SIGPIPE in the child.
-    // SAFETY: no handler code is installed (SIG_IGN), and no other thread exists yet.
-    let _ = unsafe { signal(Signal::SIGPIPE, SigHandler::SigIgn) };
-    let mut argv = std::env::args_os().skip(1).peekable();
-    if argv.peek().is_some_and(|a| a == SUPERVISE_ARG) {
-        argv.next();
-        return c_int::from(main_with(argv));
+    #[unsafe(no_mangle)]
+    extern "C" fn main(_argc: c_int, _argv: *const *const c_char) -> c_int {
+        // A write to a host that is gone must fail with EPIPE, not kill the supervisor
+        // before it ends the server's tree. The server itself starts with the default
+        // again: std's spawn resets SIGPIPE in the child.
+        // SAFETY: no handler code is installed (SIG_IGN), and no other thread exists yet.
+        let _ = unsafe { signal(Signal::SIGPIPE, SigHandler::SigIgn) };
+        let mut argv = std::env::args_os().skip(1).peekable();
+        if argv.peek().is_some_and(|a| a == SUPERVISE_ARG) {
+            argv.next();
+            return c_int::from(main_with(argv));
+        }
+        #[allow(clippy::print_stderr)] // No logger: its only words are this one line.
+        {
+            eprintln!("mcp-host-supervise is started by mcp-host, once per stdio server");
+        }
+        2
     }
-    #[allow(clippy::print_stderr)] // No logger: its only words are this one line.
-    {
-        eprintln!("mcp-host-supervise is started by mcp-host, once per stdio server");
-    }
-    2
 }
