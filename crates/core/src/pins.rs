@@ -13,6 +13,10 @@ pub struct PinRecord {
     pub definition: String,
 }
 
+/// Pinned hashes: server, then tool, then the hash.
+pub type PinnedHashes =
+    std::collections::HashMap<String, std::collections::HashMap<String, String>>;
+
 /// Where pins are kept: at most one per (server, tool).
 pub trait PinRecords {
     type Error;
@@ -23,6 +27,10 @@ pub trait PinRecords {
         server: &str,
         tool: &str,
     ) -> impl Future<Output = Result<Option<PinRecord>, Self::Error>> + Send;
+
+    /// Every pin's hash, by server and tool: a catalogue checks all its tools against one
+    /// read, and asks [`PinRecords::pinned`] only for what differs.
+    fn hashes(&self) -> impl Future<Output = Result<PinnedHashes, Self::Error>> + Send;
 
     /// Pins `record` for (server, tool), replacing an earlier pin.
     fn pin(

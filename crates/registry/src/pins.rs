@@ -209,6 +209,14 @@ mod tests {
             Ok(self.0.lock().unwrap().get(&key).cloned())
         }
 
+        async fn hashes(&self) -> Result<mcp_host_core::pins::PinnedHashes, Infallible> {
+            let mut out = mcp_host_core::pins::PinnedHashes::new();
+            for ((server, tool), record) in self.0.lock().unwrap().iter() {
+                (out.entry(server.clone()).or_default()).insert(tool.clone(), record.hash.clone());
+            }
+            Ok(out)
+        }
+
         async fn pin(
             &self,
             server: &str,

@@ -1008,6 +1008,8 @@ async fn each_users_engine_store_is_their_own(db: Db) {
     alice_pins.pin("f", "echo", &pin).await.unwrap();
     assert_eq!(alice_pins.pinned("f", "echo").await.unwrap(), Some(pin));
     assert_eq!(bob_pins.pinned("f", "echo").await.unwrap(), None);
+    assert_eq!(alice_pins.hashes().await.unwrap()["f"]["echo"], "h1");
+    assert!(bob_pins.hashes().await.unwrap().is_empty());
     // Which schemas compiled is kept with each user's own pins.
     let checked = [("f", "echo", "h1")];
     alice_pins

@@ -7,7 +7,7 @@
 //! ([`PinStore::scoped`]).
 
 use crate::{OWN_FILE, StoreError, now};
-use mcp_host_core::pins::{PinRecord, PinRecords};
+use mcp_host_core::pins::{PinRecord, PinRecords, PinnedHashes};
 use sqlx::AnyPool;
 use std::collections::HashSet;
 use std::path::Path;
@@ -112,6 +112,19 @@ impl PinRecords for PinStore {
         Ok(row.map(|(hash, definition)| PinRecord { hash, definition }))
     }
 
+    async fn hashes(&self) -> Result<PinnedHashes, PinError> {
+        let rows: Vec<(String, String, String)> =
+            sqlx::query_as("SELECT server, tool, hash FROM tool_pins WHERE scope = $1")
+                .bind(&*self.scope)
+                .fetch_all(&self.pool)
+                .await?;
+        let mut out = PinnedHashes::new();
+        for (server, tool, hash) in rows {
+            out.entry(server).or_default().insert(tool, hash);
+        }
+        Ok(out)
+    }
+
     async fn pin(&self, server: &str, tool: &str, record: &PinRecord) -> Result<(), PinError> {
         sqlx::query(
             "INSERT INTO tool_pins (scope, server, tool, hash, definition, pinned_at)
@@ -159,6 +172,13 @@ mod tests {
         assert_eq!(store.pinned("s", "other").await.unwrap(), None);
         store.pin("s", "echo", &record("h2")).await.unwrap();
         assert_eq!(store.pinned("s", "echo").await.unwrap(), Some(record("h2")));
+        store.pin("t", "echo", &record("h3")).await.unwrap();
+        let hashes = store.hashes().await.unwrap();
+        assert_eq!(hashes.len(), 2);
+        assert_eq!(hashes["s"]["echo"], "h2");
+        assert_eq!(hashes["t"]["echo"], "h3");
+        let other = PinStore::scoped(store.pool.clone(), "someone else");
+        assert!(other.hashes().await.unwrap().is_empty());
     }
 
     /// A schema verdict is kept with the pin of the definition it was made on: not for a

@@ -453,7 +453,17 @@ impl Catalogue {
 
     /// Compares every entry with its pin in `pins` (pinning new ones) and records the result.
     pub async fn check_pins<P: PinRecords>(&mut self, pins: &P) -> Result<(), P::Error> {
+        // One read for every tool whose pin is its definition (nearly all, nearly always);
+        // one query each only for a new or changed definition.
+        let known = pins.hashes().await?;
         for e in &mut self.entries {
+            let pinned = known
+                .get(e.key.server.as_str())
+                .and_then(|t| t.get(&e.key.tool));
+            if pinned == Some(&e.hash) {
+                e.pin = Some(PinCheck::Same);
+                continue;
+            }
             let definition = || Entry::definition(&e.tool);
             let check = pins::check(
                 pins,
