@@ -126,6 +126,24 @@ pub fn hidden_characters(field: &str, text: &str) -> Option<Flag> {
     })
 }
 
+/// [`hidden_characters`] of `value`'s JSON text. Serialised only when some key or string in
+/// it is not plain: JSON's own punctuation, numbers and escapes are plain, so plain keys
+/// and strings make plain text.
+pub fn hidden_in_json(field: &str, value: &Value) -> Option<Flag> {
+    fn plain(v: &Value) -> bool {
+        match v {
+            Value::String(s) => is_plain(s),
+            Value::Array(items) => items.iter().all(plain),
+            Value::Object(m) => m.iter().all(|(k, v)| is_plain(k) && plain(v)),
+            Value::Null | Value::Bool(_) | Value::Number(_) => true,
+        }
+    }
+    if plain(value) {
+        return None;
+    }
+    hidden_characters(field, &value.to_string())
+}
+
 /// Phrases that address the model rather than describe a tool: hidden orders, secrecy
 /// towards the user, and the places secrets live. Matched case-insensitively on text with
 /// whitespace collapsed.
@@ -251,18 +269,17 @@ pub fn tool_text(tool: &ToolDescriptor) -> ToolText {
             limit: DESCRIPTION_LIMIT,
         });
     }
-    let schema_text = tool.input_schema.to_string();
     let fields = [
         ("name", Some(tool.name.as_str())),
         ("title", tool.title.as_deref()),
         ("description", tool.description.as_deref()),
-        ("inputSchema", Some(schema_text.as_str())),
     ];
     flags.extend(
         fields
             .iter()
             .filter_map(|(f, t)| t.and_then(|t| hidden_characters(f, t))),
     );
+    flags.extend(hidden_in_json("inputSchema", &tool.input_schema));
     let prose = schema_prose(&tool.input_schema);
     let read_as_prose = [
         ("title", tool.title.as_deref().unwrap_or_default()),
@@ -531,6 +548,23 @@ mod tests {
         }
         assert!(is_plain(samples[0]));
         assert!(!is_plain(samples[2]) && !is_plain(samples[3]) && !is_plain(samples[4]));
+    }
+
+    #[test]
+    fn json_is_checked_as_its_text_is() {
+        for v in [
+            serde_json::json!({"a": [1, null, true, "plain \"quoted\" \\"], "b": {"c": "x"}}),
+            serde_json::json!({"a\u{200b}": 1}),
+            serde_json::json!({"a": ["ok", "zero\u{200b}width"]}),
+            serde_json::json!({"a": "escape \u{1b}[2J and tab\t"}),
+        ] {
+            assert_eq!(
+                hidden_in_json("f", &v),
+                hidden_characters("f", &v.to_string()),
+                "{v}"
+            );
+        }
+        assert!(hidden_in_json("f", &serde_json::json!({"a\u{200b}": 1})).is_some());
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! the user accepts it. Where pins are kept is a [`PinRecords`] (in the host, the store's
 //! `pins.sqlite`, `mcp_host_store::pins::PinStore`); this module hashes, compares and diffs.
 
+use mcp_host_core::ToolDescriptor;
 use mcp_host_core::pins::{PinRecord, PinRecords};
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -47,6 +48,42 @@ pub fn canonical(v: &Value) -> Value {
 pub fn definition_hash(definition: &Value) -> String {
     let mut bytes = Vec::with_capacity(256);
     write_canonical(definition, &mut bytes);
+    lower_hex(&Sha256::digest(&bytes))
+}
+
+/// The hash of a tool's definition: exactly `definition_hash` of
+/// `catalogue::Entry::definition(tool)` (the pins on disk hold that), written field by
+/// field in sorted order instead of cloning the whole tool into an object first.
+pub fn tool_hash(tool: &ToolDescriptor) -> String {
+    enum Field<'a> {
+        Text(Option<&'a str>),
+        Json(Option<&'a Value>),
+    }
+    let fields = [
+        ("annotations", Field::Json(tool.annotations.as_ref())),
+        ("description", Field::Text(tool.description.as_deref())),
+        ("inputSchema", Field::Json(Some(&tool.input_schema))),
+        ("name", Field::Text(Some(&tool.name))),
+        ("outputSchema", Field::Json(tool.output_schema.as_ref())),
+        ("title", Field::Text(tool.title.as_deref())),
+    ];
+    let mut bytes = Vec::with_capacity(256);
+    bytes.push(b'{');
+    for (i, (key, value)) in fields.into_iter().enumerate() {
+        if i > 0 {
+            bytes.push(b',');
+        }
+        bytes.push(b'"');
+        bytes.extend_from_slice(key.as_bytes());
+        bytes.extend_from_slice(b"\":");
+        match value {
+            // Writing a string into a Vec cannot fail.
+            Field::Text(Some(text)) => drop(serde_json::to_writer(&mut bytes, text)),
+            Field::Json(Some(v)) => write_canonical(v, &mut bytes),
+            Field::Text(None) | Field::Json(None) => bytes.extend_from_slice(b"null"),
+        }
+    }
+    bytes.push(b'}');
     lower_hex(&Sha256::digest(&bytes))
 }
 
@@ -226,6 +263,37 @@ mod tests {
             let key = (server.to_string(), tool.to_string());
             self.0.lock().unwrap().insert(key, record.clone());
             Ok(())
+        }
+    }
+
+    /// The pins on disk hold hashes of the whole definition object: the field-by-field
+    /// writer must make the very same bytes, for every shape a tool can have.
+    #[test]
+    fn a_tools_hash_is_its_definition_objects() {
+        let bare = ToolDescriptor {
+            name: "t".into(),
+            title: None,
+            description: None,
+            input_schema: json!({}),
+            output_schema: None,
+            annotations: None,
+        };
+        let full = ToolDescriptor {
+            name: "r\u{0435}ad \"file\"\n\u{1b}[2J".into(),
+            title: Some("Read — a file ✓".into()),
+            description: Some("Reads.\u{200b} \\ /".into()),
+            input_schema: json!({"type": "object", "required": ["z", "a"],
+                "properties": {"z": {"type": "string", "enum": ["b", "a"]}, "a": {"minimum": 1.5}}}),
+            output_schema: Some(json!({"z": null, "a": [true, {"y": 1, "b": -2}]})),
+            annotations: Some(json!({"readOnlyHint": true, "destructiveHint": false})),
+        };
+        let null_annotations = ToolDescriptor {
+            annotations: Some(Value::Null),
+            ..bare.clone()
+        };
+        for tool in [bare, full, null_annotations] {
+            let whole = definition_hash(&crate::catalogue::Entry::definition(&tool));
+            assert_eq!(tool_hash(&tool), whole, "{tool:?}");
         }
     }
 

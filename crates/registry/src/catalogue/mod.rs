@@ -486,7 +486,7 @@ fn entry(
     facts: Arc<ServerFacts>,
     checked: &HashSet<String>,
 ) -> Entry {
-    let hash = pins::definition_hash(&Entry::definition(&tool));
+    let hash = pins::tool_hash(&tool);
     let lint::ToolText {
         description,
         model_schema,
@@ -495,7 +495,7 @@ fn entry(
     } = lint::tool_text(&tool);
     // What cleaning could not remove (argument names, `enum`/`const` values) would reach the
     // model hidden: the tool is withheld rather than offered with text nobody can see.
-    let hidden_in_names = match lint::hidden_characters("inputSchema", &model_schema.to_string()) {
+    let hidden_in_names = match lint::hidden_in_json("inputSchema", &model_schema) {
         Some(Flag::HiddenCharacters {
             count, examples, ..
         }) => Some(format!(
