@@ -59,9 +59,9 @@ pub async fn snapshot(
             instructions: servers.instructions(&id),
         });
     }
-    let checked = pins.checked_schemas(schema::CHECKER).await?;
+    let (known, checked) = pins.hashes_and_verdicts(schema::CHECKER).await?;
     let mut catalogue = Catalogue::build_knowing(ready, &checked).with_embedder(embedder.clone());
-    catalogue.check_pins(pins).await?;
+    catalogue.check_pins_against(pins, &known).await?;
     keep_schema_verdicts(&catalogue, pins).await;
     Ok((catalogue, warnings))
 }

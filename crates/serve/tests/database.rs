@@ -1020,9 +1020,16 @@ async fn each_users_engine_store_is_their_own(db: Db) {
         .note_schemas_checked(&checked, "rules")
         .await
         .unwrap();
-    let alice_checked = alice_pins.checked_schemas("rules").await.unwrap();
+    let alice_checked = alice_pins.hashes_and_verdicts("rules").await.unwrap().1;
     assert_eq!(alice_checked.into_iter().collect::<Vec<_>>(), ["h1"]);
-    assert!(bob_pins.checked_schemas("rules").await.unwrap().is_empty());
+    assert!(
+        bob_pins
+            .hashes_and_verdicts("rules")
+            .await
+            .unwrap()
+            .1
+            .is_empty()
+    );
 }
 
 /// Two replicas appending to one history at once (a turn's end racing a compaction, say)

@@ -58,16 +58,32 @@ impl PinStore {
 pub type CheckedSchema<'a> = (&'a str, &'a str, &'a str);
 
 impl PinStore {
-    /// The hashes of this scope's pinned definitions whose input schema compiled under
-    /// `checker` (`mcp_host_registry::schema::CHECKER`).
-    pub async fn checked_schemas(&self, checker: &str) -> Result<HashSet<String>, PinError> {
-        let rows: Vec<(String,)> =
-            sqlx::query_as("SELECT hash FROM tool_pins WHERE scope = $1 AND schema_checked = $2")
-                .bind(&*self.scope)
-                .bind(checker)
-                .fetch_all(&self.pool)
-                .await?;
-        Ok(rows.into_iter().map(|(hash,)| hash).collect())
+    /// Every pin's hash in this scope, and the hashes among them whose input schema
+    /// compiled under `checker` (`mcp_host_registry::schema::CHECKER`): what a catalogue
+    /// snapshot needs of the pins, in one read.
+    pub async fn hashes_and_verdicts(
+        &self,
+        checker: &str,
+    ) -> Result<(PinnedHashes, HashSet<String>), PinError> {
+        let mut hashes = PinnedHashes::new();
+        let mut checked = HashSet::new();
+        for (server, tool, hash, verdict) in self.all_pins().await? {
+            if verdict.as_deref() == Some(checker) {
+                checked.insert(hash.clone());
+            }
+            hashes.entry(server).or_default().insert(tool, hash);
+        }
+        Ok((hashes, checked))
+    }
+
+    /// Every pin of this scope: server, tool, hash, and the rules its schema compiled under.
+    async fn all_pins(&self) -> Result<Vec<(String, String, String, Option<String>)>, PinError> {
+        Ok(sqlx::query_as(
+            "SELECT server, tool, hash, schema_checked FROM tool_pins WHERE scope = $1",
+        )
+        .bind(&*self.scope)
+        .fetch_all(&self.pool)
+        .await?)
     }
 
     /// Keeps with each pin that its definition's input schema compiled under `checker`; a
@@ -113,16 +129,11 @@ impl PinRecords for PinStore {
     }
 
     async fn hashes(&self) -> Result<PinnedHashes, PinError> {
-        let rows: Vec<(String, String, String)> =
-            sqlx::query_as("SELECT server, tool, hash FROM tool_pins WHERE scope = $1")
-                .bind(&*self.scope)
-                .fetch_all(&self.pool)
-                .await?;
-        let mut out = PinnedHashes::new();
-        for (server, tool, hash) in rows {
-            out.entry(server).or_default().insert(tool, hash);
+        let mut hashes = PinnedHashes::new();
+        for (server, tool, hash, _) in self.all_pins().await? {
+            hashes.entry(server).or_default().insert(tool, hash);
         }
-        Ok(out)
+        Ok(hashes)
     }
 
     async fn pin(&self, server: &str, tool: &str, record: &PinRecord) -> Result<(), PinError> {
@@ -196,13 +207,18 @@ mod tests {
             .unwrap();
         drop(store);
         let store = PinStore::open(&path).await.unwrap();
-        let checked = store.checked_schemas("rules-1").await.unwrap();
-        assert_eq!(checked, HashSet::from(["h1".to_string()]));
-        assert!(store.checked_schemas("rules-2").await.unwrap().is_empty());
+        let checked = |store: PinStore, rules: &'static str| async move {
+            store.hashes_and_verdicts(rules).await.unwrap().1
+        };
+        assert_eq!(
+            checked(store.clone(), "rules-1").await,
+            HashSet::from(["h1".to_string()])
+        );
+        assert!(checked(store.clone(), "rules-2").await.is_empty());
         let other = PinStore::scoped(store.pool.clone(), "someone else");
-        assert!(other.checked_schemas("rules-1").await.unwrap().is_empty());
+        assert!(checked(other, "rules-1").await.is_empty());
         // Re-pinned (an accepted change): the old verdict does not carry over.
         store.pin("s", "a", &record("h3")).await.unwrap();
-        assert!(store.checked_schemas("rules-1").await.unwrap().is_empty());
+        assert!(checked(store.clone(), "rules-1").await.is_empty());
     }
 }

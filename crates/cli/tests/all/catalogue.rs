@@ -69,7 +69,7 @@ fn invalid_arguments_are_refused_locally_and_never_reach_the_server() {
     let pins = sb.path().join("data/mcp-host/pins.sqlite");
     let checked = tokio::runtime::Runtime::new().unwrap().block_on(async {
         let store = PinStore::open(&pins).await.unwrap();
-        store.checked_schemas(schema::CHECKER).await.unwrap()
+        store.hashes_and_verdicts(schema::CHECKER).await.unwrap().1
     });
     let rows = tools_json(&sb, &cfg);
     assert_eq!(checked.len(), rows.len(), "{checked:?}");

@@ -13,7 +13,7 @@ use crate::search::DocText;
 use crate::search::hybrid::{Embedder, SemanticIndex};
 
 mod ranking;
-use mcp_host_core::pins::PinRecords;
+use mcp_host_core::pins::{PinRecords, PinnedHashes};
 use mcp_host_core::{
     PromptDescriptor, ResourceDescriptor, ResourceTemplateDescriptor, ServerFacts, ServerId,
     ToolDefinition, ToolDescriptor,
@@ -453,9 +453,18 @@ impl Catalogue {
 
     /// Compares every entry with its pin in `pins` (pinning new ones) and records the result.
     pub async fn check_pins<P: PinRecords>(&mut self, pins: &P) -> Result<(), P::Error> {
-        // One read for every tool whose pin is its definition (nearly all, nearly always);
-        // one query each only for a new or changed definition.
         let known = pins.hashes().await?;
+        self.check_pins_against(pins, &known).await
+    }
+
+    /// [`Catalogue::check_pins`] with every pin's hash already read (`known`): a tool whose
+    /// pin is its definition (nearly all, nearly always) needs no query; a new or changed
+    /// definition queries its own pin.
+    pub async fn check_pins_against<P: PinRecords>(
+        &mut self,
+        pins: &P,
+        known: &PinnedHashes,
+    ) -> Result<(), P::Error> {
         for e in &mut self.entries {
             let pinned = known
                 .get(e.key.server.as_str())
