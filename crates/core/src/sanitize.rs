@@ -271,15 +271,22 @@ impl<F: Formatter> Formatter for TerminalSafe<F> {
 
 fn write_with<F: Formatter>(v: &impl Serialize, f: F) -> Result<String, serde_json::Error> {
     let mut buf = Vec::with_capacity(128);
-    v.serialize(&mut Serializer::with_formatter(&mut buf, TerminalSafe(f)))?;
+    append_with(v, f, &mut buf)?;
     // Only whole `str` slices and ASCII escapes were written.
     String::from_utf8(buf).map_err(|e| serde::ser::Error::custom(e.to_string()))
 }
 
+fn append_with<F: Formatter>(
+    v: &impl Serialize,
+    f: F,
+    out: &mut Vec<u8>,
+) -> Result<(), serde_json::Error> {
+    v.serialize(&mut Serializer::with_formatter(out, TerminalSafe(f)))
+}
+
 /// Appends `v` to `out` as one-line terminal-safe JSON (see [`TerminalSafe`]).
 pub fn append_json(v: &impl Serialize, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
-    let formatter = TerminalSafe(serde_json::ser::CompactFormatter);
-    v.serialize(&mut Serializer::with_formatter(out, formatter))
+    append_with(v, serde_json::ser::CompactFormatter, out)
 }
 
 /// One-line JSON that is safe to print on a terminal (see [`TerminalSafe`]).

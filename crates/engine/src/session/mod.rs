@@ -309,8 +309,11 @@ impl Session {
                     }
                 } => {
                     refresh = None;
+                    // Tried once per change, as before: a pin store that cannot be read
+                    // fails the turn's own steps too, and a rebuild at every tick would
+                    // only repeat the failure.
+                    seen.revisions = revisions;
                     if let Some(tools) = tools {
-                        seen.revisions = revisions;
                         self.emit(Event::Tools { tools });
                     }
                 }
@@ -526,7 +529,7 @@ impl Session {
 }
 
 /// A rebuild of the published tool list: the revisions it was built at, and the list
-/// (`None` when the catalogue could not be read; the next tick tries again).
+/// (`None` when the catalogue could not be read).
 type Refresh = Pin<Box<dyn Future<Output = (Vec<u64>, Option<Vec<ToolView>>)> + Send>>;
 
 /// What the front end was last told about the servers.
