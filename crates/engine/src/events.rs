@@ -32,6 +32,12 @@ pub type Reply = oneshot::Sender<Approval>;
 /// Told about every event of a turn. Both methods have defaults: see nothing, ask nobody.
 pub trait Observer: Sync {
     fn event(&self, _event: Event) {}
+    /// Whether it shows calls as they go (`CallBegun`, `Progress`, `CallEnded`). One that
+    /// does not is not sent them: each costs a copy of the arguments or a preview of the
+    /// result, on every call.
+    fn follows_calls(&self) -> bool {
+        true
+    }
     /// A call waits for a person: show `prompt`, and send the answer on `reply`.
     fn approval(&self, _prompt: ApprovalPrompt, _reply: Reply) {}
 }
@@ -39,7 +45,11 @@ pub trait Observer: Sync {
 /// Observes nothing and asks nobody.
 pub struct Quiet;
 
-impl Observer for Quiet {}
+impl Observer for Quiet {
+    fn follows_calls(&self) -> bool {
+        false
+    }
+}
 
 /// The subject of a call to a catalogue entry.
 pub(crate) fn subject(

@@ -86,28 +86,44 @@ impl Gate {
                 return DirectOutcome::Denied(decision);
             }
         };
-        observer.event(Event::CallBegun {
-            subject: subject(entry, &call_id, &args, Vec::new()),
-            source: CallSource::Person,
-        });
+        let follows = observer.follows_calls();
+        if follows {
+            observer.event(Event::CallBegun {
+                subject: subject(entry, &call_id, &args, Vec::new()),
+                source: CallSource::Person,
+            });
+        }
         let started = Instant::now();
         let span = crate::otlp::call_span(entry, "person");
-        // A person's call shows its progress (a task's status among it) like a model's.
-        let (progress_tx, mut progress) = tokio::sync::mpsc::unbounded_channel();
-        let call = self
-            .send(permit, cancel, Some(progress_tx))
-            .instrument(span.clone());
-        tokio::pin!(call);
-        let outcome = loop {
-            tokio::select! {
-                outcome = &mut call => break outcome,
-                Some(p) = progress.recv() => observer.event(progress_event(&call_id, p)),
-            }
+        let outcome = if follows {
+            // A person's call shows its progress (a task's status among it) like a model's.
+            let (progress_tx, mut progress) = tokio::sync::mpsc::unbounded_channel();
+            // The call gets a clone, so its end does not close the channel under the loop
+            // below (see `forget_waker`).
+            let call = self
+                .send(permit, cancel, Some(progress_tx.clone()))
+                .instrument(span.clone());
+            tokio::pin!(call);
+            let outcome = loop {
+                tokio::select! {
+                    // Progress that came before the answer is told before the call ends.
+                    biased;
+                    Some(p) = progress.recv() => observer.event(progress_event(&call_id, p)),
+                    outcome = &mut call => break outcome,
+                }
+            };
+            forget_waker(&mut progress);
+            drop(progress_tx);
+            outcome
+        } else {
+            self.send(permit, cancel, None)
+                .instrument(span.clone())
+                .await
         };
         let took = started.elapsed();
         note_outcome(&mut record, &outcome, took);
         crate::otlp::record_call(&span, &record);
-        let ended = ended(&call_id, &entry.name, &outcome, took);
+        let ended = follows.then(|| ended(&call_id, &entry.name, &outcome, took));
         let result = match outcome {
             Ok(outcome) => {
                 let objections = self.after(entry, &args, &outcome).await;
@@ -119,7 +135,19 @@ impl Gate {
             Err(e) => DirectOutcome::Failed(e),
         };
         self.record(&record, observer);
-        observer.event(ended);
+        if let Some(ended) = ended {
+            observer.event(ended);
+        }
         result
     }
+}
+
+/// Leaves a no-op waker where `progress` had this task's, before its last sender goes.
+/// Closing a channel wakes the waker last registered on it: this task, which would then be
+/// polled again for nothing (through every future it awaits) and make one more trip to the
+/// reactor before its next call can wait. Progress still queued came after the answer and
+/// is dropped, as the receiver's own drop would.
+fn forget_waker<T>(progress: &mut tokio::sync::mpsc::UnboundedReceiver<T>) {
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    while let std::task::Poll::Ready(Some(_)) = progress.poll_recv(&mut cx) {}
 }

@@ -167,7 +167,7 @@ pub async fn run(host: &Host, args: CallArgs) -> anyhow::Result<ExitCode> {
 /// them, told on stderr once the calls are done (nothing when the call is made once).
 struct Timings {
     took: Vec<std::time::Duration>,
-    cpu_at_start: std::time::Duration,
+    cpu_at_start: HostCpu,
 }
 
 impl Timings {
@@ -186,30 +186,46 @@ impl Timings {
         if self.took.len() < 2 {
             return;
         }
-        let cpu = host_cpu().saturating_sub(self.cpu_at_start);
+        let now = host_cpu();
+        let user = now.user.saturating_sub(self.cpu_at_start.user);
+        let system = now.system.saturating_sub(self.cpu_at_start.system);
         let n = self.took.len();
+        let per_call = |d: std::time::Duration| d.as_micros() / n as u128;
         self.took.sort_unstable();
         let at = |q: f64| self.took[((n - 1) as f64 * q) as usize].as_micros();
         crate::output::errln!(
-            "{n} calls: p50 {} µs, p90 {} µs, p99 {} µs; host CPU {} µs per call",
+            "{n} calls: p50 {} µs, p90 {} µs, p99 {} µs; host CPU {} µs per call \
+             (user {}, system {})",
             at(0.5),
             at(0.9),
             at(0.99),
-            cpu.as_micros() / n as u128
+            per_call(user + system),
+            per_call(user),
+            per_call(system),
         );
     }
 }
 
-/// CPU time of this process, all threads, user and system.
-fn host_cpu() -> std::time::Duration {
+/// CPU time of this process, all threads: in user space and in the kernel, told apart
+/// because a call's syscalls cost as much as its own work.
+#[derive(Clone, Copy, Default)]
+struct HostCpu {
+    user: std::time::Duration,
+    system: std::time::Duration,
+}
+
+fn host_cpu() -> HostCpu {
     use nix::sys::resource::{UsageWho, getrusage};
     let Ok(usage) = getrusage(UsageWho::RUSAGE_SELF) else {
-        return std::time::Duration::ZERO;
+        return HostCpu::default();
     };
     let us = |t: nix::sys::time::TimeVal| {
         std::time::Duration::new(t.tv_sec() as u64, t.tv_usec() as u32 * 1000)
     };
-    us(usage.user_time()) + us(usage.system_time())
+    HostCpu {
+        user: us(usage.user_time()),
+        system: us(usage.system_time()),
+    }
 }
 
 /// The one-shot call shows only what a person must know while it runs: notices.
@@ -220,6 +236,10 @@ impl Observer for Warnings {
         if let Event::Notice { text } = event {
             crate::output::errln!("warning: {text}");
         }
+    }
+
+    fn follows_calls(&self) -> bool {
+        false
     }
 }
 

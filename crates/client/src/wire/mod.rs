@@ -182,6 +182,57 @@ struct ResultEnvelope<'a> {
     error: Option<IgnoredAny>,
 }
 
+/// The most common answer of all: a response whose result has only text blocks and perhaps
+/// `isError`, read without the buffering that rmcp's tagged content blocks cost (each block
+/// is read twice there). Any other member, here or in the result, any other kind of block,
+/// or a block with more than its type and text fails this, and the line is read by rmcp's
+/// own types as before.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PlainTextResponse {
+    jsonrpc: JsonRpcVersion2_0,
+    id: RequestId,
+    result: PlainTextResult,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PlainTextResult {
+    content: Vec<PlainText>,
+    #[serde(rename = "isError")]
+    is_error: Option<bool>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PlainText {
+    #[serde(rename = "type")]
+    _kind: TextKind,
+    text: String,
+}
+
+#[derive(Deserialize)]
+enum TextKind {
+    #[serde(rename = "text")]
+    Text,
+}
+
+impl PlainTextResult {
+    /// What rmcp's types read from the same result: no `resultType`, no structured
+    /// content, no `_meta`.
+    fn into_result(self) -> CallToolResult {
+        let content = self
+            .content
+            .into_iter()
+            .map(|t| rmcp::model::ContentBlock::text(t.text))
+            .collect();
+        let mut result = CallToolResult::success(content);
+        result.result_type = None;
+        result.is_error = self.is_error;
+        result
+    }
+}
+
 /// The members of a `tools/call` result, looked at only to see whether it starts a task.
 #[derive(Deserialize)]
 struct CallResultKeys {
@@ -199,6 +250,18 @@ fn decode_call_result(
     line: &[u8],
     awaits_call_result: impl FnOnce(&RequestId) -> bool,
 ) -> Option<RxJsonRpcMessage<RoleClient>> {
+    // The common answer in one pass, which reads every byte of the line as the general
+    // path would (nothing is skipped): any other line fails at its first other member.
+    if let Ok(plain) = serde_json::from_slice::<PlainTextResponse>(line) {
+        if !awaits_call_result(&plain.id) {
+            return None;
+        }
+        return Some(JsonRpcMessage::Response(JsonRpcResponse {
+            jsonrpc: plain.jsonrpc,
+            id: plain.id,
+            result: ServerResult::CallToolResult(plain.result.into_result()),
+        }));
+    }
     // The envelope first, so any other line (a notification, a listing page) costs one
     // skimming pass here and nothing more.
     let envelope: ResultEnvelope = serde_json::from_slice(line).ok()?;

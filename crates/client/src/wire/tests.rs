@@ -81,6 +81,20 @@ type Duplex = tokio::io::DuplexStream;
 fn a_call_result_decodes_the_same_by_the_direct_path() {
     let lines = [
         r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"hi"}]}}"#,
+        r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"text":"a\n\u00e9","type":"text"},{"type":"text","text":""}],"isError":false}}"#,
+        r#"{"jsonrpc":"2.0","id":7,"result":{"isError":null,"content":[]}}"#,
+        r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"a","annotations":{"priority":0.5}}]}}"#,
+        r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"a","_meta":{"k":1}}],"isError":true}}"#,
+        r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"a","text":"b"}]}}"#,
+        r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text"}]}}"#,
+        r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":1}]}}"#,
+        r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"a"}],"resultType":"complete"}}"#,
+        r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"a"}],"task":{}}}"#,
+        r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"\ud800"}]}}"#,
+        r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"\ud83d\ude00"}]}}"#,
+        r#"{"jsonrpc":"2.0","x":{},"id":7,"result":{"content":[{"type":"text","text":"a"}]}}"#,
+        r#"{"jsonrpc":"1.0","id":7,"result":{"content":[{"type":"text","text":"a"}]}}"#,
+        r#"{"jsonrpc":"2.0","id":null,"result":{"content":[{"type":"text","text":"a"}]}}"#,
         r#"{"jsonrpc":"2.0","id":"a","result":{"content":[],"isError":true,"_meta":{"k":[1,2.5]}}}"#,
         r#"{"jsonrpc":"2.0","id":7,"result":{"structuredContent":null,"resultType":"complete"}}"#,
         r#"{"jsonrpc":"2.0","id":7,"result":{"structuredContent":{"a":{"b":[null,true]}},"extra":1}}"#,
@@ -101,8 +115,16 @@ fn a_call_result_decodes_the_same_by_the_direct_path() {
     let surrogate = r#"{"jsonrpc":"2.0","id":7,"result":{"content":[],"x":"\ud800"}}"#;
     let mut bad_utf8 = br#"{"jsonrpc":"2.0","id":7,"result":{"content":[]},"x":""#.to_vec();
     bad_utf8.extend_from_slice(b"\xff\"}");
+    let mut bad_text =
+        br#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":""#.to_vec();
+    bad_text.extend_from_slice(b"\xff\"}]}}");
     let mut all: Vec<Vec<u8>> = lines.iter().map(|l| l.as_bytes().to_vec()).collect();
-    all.extend([deep.into_bytes(), surrogate.as_bytes().to_vec(), bad_utf8]);
+    all.extend([
+        deep.into_bytes(),
+        surrogate.as_bytes().to_vec(),
+        bad_utf8,
+        bad_text,
+    ]);
     let mut direct = 0;
     for line in &all {
         let shown = String::from_utf8_lossy(line);
@@ -112,9 +134,11 @@ fn a_call_result_decodes_the_same_by_the_direct_path() {
         assert_eq!(format!("{general:?}"), format!("{fast:?}"), "{shown}");
         direct += usize::from(decode_call_result(line, |_| true).is_some());
     }
-    // The first five take the direct path; the task, the input round, `{}` and the three
-    // that only reading would refuse do not.
-    assert_eq!(direct, 5);
+    // Twelve take the direct path (four of them in the plain-text pass); a block with its
+    // text twice, or none, or not a string, the two tasks, a lone surrogate, a wrong
+    // version or id, the input round, `{}` and the four that only reading would refuse do
+    // not.
+    assert_eq!(direct, 12);
 }
 
 fn pair(cap: usize) -> (Wire<Duplex, Duplex>, Duplex, BufReader<Duplex>) {

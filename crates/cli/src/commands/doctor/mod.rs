@@ -536,7 +536,7 @@ async fn harmless_call(
         call_id: "doctor-1".into(),
         args: serde_json::json!({}),
         remembered,
-        observer: &Quiet,
+        observer: &mcp_host_engine::Quiet,
     };
     let tool = &entry.key.tool;
     match c.gate.direct(call, cancel.clone()).await {
@@ -571,10 +571,4 @@ async fn harmless_call(
             format!("try it yourself: mcp-host call {name} {tool}"),
         ),
     }
-}
-
-struct Quiet;
-
-impl mcp_host_engine::Observer for Quiet {
-    fn event(&self, _: mcp_host_engine::Event) {}
 }
