@@ -167,7 +167,7 @@ pub async fn run(host: &Host, args: CallArgs) -> anyhow::Result<ExitCode> {
 /// them, told on stderr once the calls are done (nothing when the call is made once).
 struct Timings {
     took: Vec<std::time::Duration>,
-    cpu_at_start: HostCpu,
+    cpu_at_start: std::time::Duration,
 }
 
 impl Timings {
@@ -186,46 +186,30 @@ impl Timings {
         if self.took.len() < 2 {
             return;
         }
-        let now = host_cpu();
-        let user = now.user.saturating_sub(self.cpu_at_start.user);
-        let system = now.system.saturating_sub(self.cpu_at_start.system);
+        let cpu = host_cpu().saturating_sub(self.cpu_at_start);
         let n = self.took.len();
-        let per_call = |d: std::time::Duration| d.as_micros() / n as u128;
         self.took.sort_unstable();
         let at = |q: f64| self.took[((n - 1) as f64 * q) as usize].as_micros();
         crate::output::errln!(
-            "{n} calls: p50 {} µs, p90 {} µs, p99 {} µs; host CPU {} µs per call \
-             (user {}, system {})",
+            "{n} calls: p50 {} µs, p90 {} µs, p99 {} µs; host CPU {} µs per call",
             at(0.5),
             at(0.9),
             at(0.99),
-            per_call(user + system),
-            per_call(user),
-            per_call(system),
+            cpu.as_micros() / n as u128
         );
     }
 }
 
-/// CPU time of this process, all threads: in user space and in the kernel, told apart
-/// because a call's syscalls cost as much as its own work.
-#[derive(Clone, Copy, Default)]
-struct HostCpu {
-    user: std::time::Duration,
-    system: std::time::Duration,
-}
-
-fn host_cpu() -> HostCpu {
+/// CPU time of this process, all threads, user and system.
+fn host_cpu() -> std::time::Duration {
     use nix::sys::resource::{UsageWho, getrusage};
     let Ok(usage) = getrusage(UsageWho::RUSAGE_SELF) else {
-        return HostCpu::default();
+        return std::time::Duration::ZERO;
     };
     let us = |t: nix::sys::time::TimeVal| {
         std::time::Duration::new(t.tv_sec() as u64, t.tv_usec() as u32 * 1000)
     };
-    HostCpu {
-        user: us(usage.user_time()),
-        system: us(usage.system_time()),
-    }
+    us(usage.user_time()) + us(usage.system_time())
 }
 
 /// The one-shot call shows only what a person must know while it runs: notices.
