@@ -9,4 +9,5 @@
 
 mod background;
 mod fakes;
+mod person;
 mod turn;
