@@ -6,7 +6,7 @@
 //! and the table and tool-result renderers.
 
 use mcp_host_core::Content;
-use mcp_host_core::sanitize::strip_terminal_escapes as clean;
+use mcp_host_core::sanitize::{strip_terminal_escapes as clean, terminal_safe};
 use serde::Serialize;
 use std::io::Write;
 
@@ -28,7 +28,7 @@ pub(crate) use {errln, out, outln};
 /// of the host, so write failures are ignored instead of panicking like `println!`.
 pub fn write_out(text: &str, newline: bool) {
     let mut o = std::io::stdout().lock();
-    let _ = o.write_all(clean(text).as_bytes());
+    let _ = o.write_all(terminal_safe(text).as_bytes());
     if newline {
         let _ = o.write_all(b"\n");
     }
@@ -62,14 +62,14 @@ pub fn clear_status_line() {
 /// Writes sanitised text to stderr without a line end (a prompt the answer follows).
 pub fn write_err_inline(text: &str) {
     let mut e = std::io::stderr().lock();
-    let _ = e.write_all(clean(text).as_bytes());
+    let _ = e.write_all(terminal_safe(text).as_bytes());
     let _ = e.flush();
 }
 
 /// Writes one sanitised line to stderr.
 pub fn write_err(text: &str) {
     let mut e = std::io::stderr().lock();
-    let _ = writeln!(e, "{}", clean(text));
+    let _ = writeln!(e, "{}", terminal_safe(text));
 }
 
 /// Prints indented JSON that is safe on a terminal.

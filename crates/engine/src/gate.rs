@@ -16,7 +16,7 @@ use crate::tool_facts;
 use mcp_host_client::{CallError, Expect, Progress};
 use mcp_host_core::decision::{DecidedBy, Decision, Mode, Verdict};
 use mcp_host_core::event::{CallRecord, CallSource};
-use mcp_host_core::{CallOutcome, ServerId, ToolDescriptor};
+use mcp_host_core::{CallOutcome, Content, ServerId, ToolDescriptor};
 use mcp_host_policy::{Call, Context, Policy, Remembered, decide};
 use mcp_host_registry::catalogue::Entry;
 use serde_json::Value;
@@ -289,7 +289,7 @@ pub fn note_outcome(
             record.is_error = o.is_error;
             record.input_rounds = o.input_rounds.clone();
             record.task_id = o.task_id.clone();
-            record.result_bytes = Some(json_len(o));
+            record.result_bytes = Some(outcome_json_len(o));
         }
         Err(e) => {
             record.status = CallStatus::Failed;
@@ -302,6 +302,43 @@ pub fn note_outcome(
             }
         }
     }
+}
+
+/// How many bytes `outcome` is as JSON. Text blocks are counted from their bytes: writing a
+/// result of megabytes through the serialiser only to count it cost nine instructions a
+/// byte. The rest is counted as written; a test holds the sum equal to the whole.
+fn outcome_json_len(outcome: &CallOutcome) -> usize {
+    const TEXT_BLOCK: usize = r#"{"type":"text","text":}"#.len();
+    let blocks: usize = (outcome.content.iter())
+        .map(|block| match block {
+            Content::Text { text } => TEXT_BLOCK + json_string_len(text),
+            other => json_len(other),
+        })
+        .sum();
+    let commas = outcome.content.len().saturating_sub(1);
+    let structured =
+        (outcome.structured.as_ref()).map_or(0, |v| r#","structuredContent":"#.len() + json_len(v));
+    let is_error = if outcome.is_error { "true" } else { "false" };
+    r#"{"content":[],"isError":}"#.len() + blocks + commas + structured + is_error.len()
+}
+
+/// How many bytes `text` is as a JSON string written by serde_json: quoted, with `"` and
+/// `\` escaped, the five short control escapes, and `\u00XX` for the other controls.
+fn json_string_len(text: &str) -> usize {
+    // What escaping adds to one byte, without a branch, so the compiler can sum a block's
+    // bytes side by side: a block of 32 adds at most 160, which a byte holds.
+    let extra = |b: u8| {
+        let control = u8::from(b < 0x20) * 5;
+        let short = u8::from(matches!(b, 0x08 | 0x09 | 0x0a | 0x0c | 0x0d)) * 4;
+        let quote = u8::from(b == b'"' || b == b'\\');
+        control - short + quote
+    };
+    let (blocks, rest) = text.as_bytes().as_chunks::<32>();
+    let in_blocks: usize = (blocks.iter())
+        .map(|block| usize::from(block.iter().fold(0u8, |sum, &b| sum.wrapping_add(extra(b)))))
+        .sum();
+    let in_rest: usize = rest.iter().map(|&b| usize::from(extra(b))).sum();
+    2 + text.len() + in_blocks + in_rest
 }
 
 /// How many bytes `value` is as JSON, counted as it is written rather than kept.
@@ -349,5 +386,58 @@ mod tests {
             json_len(&outcome),
             serde_json::to_vec(&outcome).unwrap().len()
         );
+        assert_eq!(
+            outcome_json_len(&outcome),
+            serde_json::to_vec(&outcome).unwrap().len()
+        );
+    }
+
+    /// Counting a text block from its bytes gives what serde_json writes, for every ASCII
+    /// byte (each escape kind) wherever it falls against the counter's blocks, for text
+    /// beyond ASCII, and for results with no block, other blocks and structured content.
+    #[test]
+    fn a_text_blocks_size_is_counted_as_serde_json_writes_it() {
+        let outcome =
+            |content: Vec<Content>, structured: Option<Value>, is_error: bool| CallOutcome {
+                content,
+                structured,
+                is_error,
+                input_rounds: Vec::new(),
+                task_id: None,
+            };
+        let text = |t: String| Content::Text { text: t };
+        let mut cases = vec![
+            outcome(Vec::new(), None, false),
+            outcome(vec![text(String::new())], None, true),
+            outcome(
+                vec![
+                    text("ü ✓ \u{2028} \u{7f}".into()),
+                    Content::Image {
+                        mime_type: Some("image/png".into()),
+                        data: "AAAA".into(),
+                    },
+                    text("a\"b\\c".into()),
+                ],
+                Some(serde_json::json!({"k": "\n"})),
+                false,
+            ),
+        ];
+        for len in [1, 31, 32, 33, 65] {
+            for at in 0..len {
+                for b in 0u8..0x80 {
+                    let mut bytes = vec![b'a'; len];
+                    bytes[at] = b;
+                    let t = String::from_utf8(bytes).unwrap();
+                    cases.push(outcome(vec![text(t)], None, false));
+                }
+            }
+        }
+        for case in &cases {
+            assert_eq!(
+                outcome_json_len(case),
+                serde_json::to_vec(case).unwrap().len(),
+                "{case:?}"
+            );
+        }
     }
 }

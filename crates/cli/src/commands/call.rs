@@ -151,7 +151,7 @@ pub async fn run(host: &Host, args: CallArgs) -> anyhow::Result<ExitCode> {
             if outcome.is_error {
                 crate::output::errln!("error: tool `{}` reported an error:\n{body}", entry.name);
             } else {
-                crate::output::outln!("{body}");
+                crate::output::write_out(&body, true);
             }
         }
         Ok(if outcome.is_error {

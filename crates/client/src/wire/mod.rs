@@ -606,7 +606,8 @@ impl<R: AsyncRead + Unpin> Reader<R> {
                 if available.is_empty() {
                     return LineRead::Eof;
                 }
-                let newline = available.iter().position(|b| *b == b'\n');
+                // Word at a time: a result of megabytes is one line.
+                let newline = memchr::memchr(b'\n', available);
                 let take = newline.map_or(available.len(), |i| i + 1);
                 let body = newline.map_or(take, |i| i);
                 if self.line.len() + body > self.cap {
@@ -650,7 +651,8 @@ where
     pub fn new(read: R, write: W, cap: usize) -> Self {
         Self {
             reader: Arc::new(tokio::sync::Mutex::new(Reader {
-                read: BufReader::new(read),
+                // A pipe holds 64 KiB: a large answer is read in as few calls as it can be.
+                read: BufReader::with_capacity(64 * 1024, read),
                 line: Vec::new(),
                 cap,
                 queue: VecDeque::new(),
