@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Remakes crates/cli/link/hot-functions.txt: the functions the release binary runs when it
 # starts servers, lists tools, makes calls and runs a turn, which the linker then lays out
-# together at the front of the code (crates/cli/build.rs). The kernel maps a binary's code
+# together at the front of the code (crates/cli/build.rs); and supervise-functions.txt,
+# the same for the supervisor program. The kernel maps a binary's code
 # 64 KiB around each page fault, so the few MiB a run uses, scattered over 22 MB, kept
 # 15 MiB resident; laid out together they keep about their own size (docs/benchmarks.md).
 #
@@ -38,9 +39,10 @@ json.dump(config, open(sys.argv[2], "w"))
 PY
 done
 
-# Links the release binary with a map of where each function went.
+# Links the release binaries with maps of where each function went.
 build() {
-  (cd "$ROOT" && MCP_HOST_LINK_MAP="$WORK/map" cargo build --release --locked -q -p mcp-host -p mcp-host-testkit)
+  (cd "$ROOT" && MCP_HOST_LINK_MAP="$WORK/map" MCP_HOST_SUPERVISE_LINK_MAP="$WORK/smap" \
+    cargo build --release --locked -q -p mcp-host -p mcp-host-testkit)
 }
 HOST="$TARGET/release/mcp-host"
 
@@ -99,5 +101,19 @@ if command -v perf >/dev/null; then
 else
   echo "perf not found: the confined runs' own functions are not in the list" >&2
 fi
+# The supervisor's own list: what the supervisors of a seven-server start run (each traced
+# in its own profile; the servers they start are not).
+SUPERVISE_LIST="$ROOT/crates/cli/link/supervise-functions.txt"
+rm -f "$SUPERVISE_LIST"
+build
+valgrind --tool=callgrind --dump-instr=yes --compress-pos=no --compress-strings=no \
+  --trace-children=yes --trace-children-skip='*python*,*node*,*npx*,*uv*,*mcp-server-*' \
+  --callgrind-out-file="$WORK/scg.%p" --log-file="$WORK/scg.%p.log" \
+  "$HOST" tools --strict-mcp-config --mcp-config "$WORK/seven-off.json" >/dev/null 2>&1 ||
+  echo "warning: the supervisors' run failed under callgrind (its profile is partial)" >&2
+find "$WORK" -maxdepth 1 -name 'scg.*' ! -name '*.log' -print0 |
+  xargs -0 env ORDER_BINARY=mcp-host-supervise python3 "$ROOT/scripts/order_functions.py" \
+    sections "$WORK/smap" >"$SUPERVISE_LIST"
+echo "$SUPERVISE_LIST: $(wc -l <"$SUPERVISE_LIST") functions" >&2
 build
 echo "$LIST: $(wc -l <"$LIST") functions" >&2

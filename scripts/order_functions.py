@@ -5,11 +5,15 @@ scripts/order-functions.sh; this file reads what it records.
   sections MAP CALLGRIND_OUT...   sections holding an instruction callgrind saw executed
   faults MAP PERF_DATA            sections where the host took a page fault (perf)
 
+ORDER_BINARY names the program the map and profiles are of (default `mcp-host`; the
+supervisor's list is made from `mcp-host-supervise`'s).
+
 Functions are matched to the binary's own input sections through the linker's map (`-Map`),
 by address: the shipped binary has no symbol table, and a build that keeps one has other
 symbol hashes (the profile is part of every crate's metadata). Prints one name per line."""
 
 import bisect
+import os
 import re
 import subprocess
 import sys
@@ -18,6 +22,7 @@ SECTION = re.compile(r"^\s*([0-9a-f]+)\s+[0-9a-f]+\s+([0-9a-f]+)\s+\d+\s+\S.*:\(
 # LLVM puts functions it knows to be cold or hot into prefixed sections; the symbol inside
 # is the name without the prefix, and the ordering file names symbols.
 PREFIX = re.compile(r"^(unlikely|hot|startup|exit|split)\.")
+BINARY = os.environ.get("ORDER_BINARY", "mcp-host")
 
 
 class Sections:
@@ -48,7 +53,7 @@ def executed(sections, outputs):
         with open(path, errors="replace") as f:
             for line in f:
                 if line.startswith("ob="):
-                    ours = line.rstrip().endswith("/mcp-host")
+                    ours = line.rstrip().endswith("/" + BINARY)
                 elif ours and line.startswith("0x"):
                     name = sections.at(int(line.split(maxsplit=1)[0], 16))
                     if name:
@@ -56,7 +61,8 @@ def executed(sections, outputs):
     return names
 
 
-MMAP = re.compile(r"PERF_RECORD_MMAP2 (\d+)/\d+: \[0x([0-9a-f]+)\(0x[0-9a-f]+\) @ 0 .* r--p \S*/mcp-host$")
+MMAP = re.compile(r"PERF_RECORD_MMAP2 (\d+)/\d+: \[0x([0-9a-f]+)\(0x[0-9a-f]+\) @ 0 .* r--p \S*/"
+                  + re.escape(BINARY) + "$")
 
 
 def faulted(sections, data):

@@ -8,7 +8,8 @@
 //! - the functions a start, a call and a turn run come first, in the order of
 //!   `link/hot-functions.txt` (`--symbol-ordering-file`, made by scripts/order-functions.sh):
 //!   the kernel maps code 64 KiB around each fault, so used code scattered among unused code
-//!   kept four times its size resident.
+//!   kept four times its size resident. The supervisor's own (`mcp-host-supervise`) come
+//!   first in it, in the order of `link/supervise-functions.txt`.
 //!
 //! Elsewhere (another linker, a cross build, a debug build) nothing changes.
 
@@ -16,8 +17,6 @@ use std::process::Command;
 
 fn main() {
     println!("cargo:rerun-if-env-changed=RUSTC_LINKER");
-    println!("cargo:rerun-if-env-changed=MCP_HOST_LINK_MAP");
-    println!("cargo:rerun-if-changed=link/hot-functions.txt");
     let env = |k: &str| std::env::var(k).unwrap_or_default();
     let release = env("PROFILE") == "release";
     let native = env("TARGET") == "x86_64-unknown-linux-gnu" && env("TARGET") == env("HOST");
@@ -26,23 +25,37 @@ fn main() {
     if !(release && native && own_linker) {
         return;
     }
-    println!("cargo:rustc-link-arg-bin=mcp-host=-Wl,--icf=all");
-    if glibc_reads_relr() {
-        println!("cargo:rustc-link-arg-bin=mcp-host=-Wl,-z,pack-relative-relocs");
-    }
-    let order = format!("{}/link/hot-functions.txt", env("CARGO_MANIFEST_DIR"));
-    if std::path::Path::new(&order).exists() {
-        println!("cargo:rustc-link-arg-bin=mcp-host=-Wl,--symbol-ordering-file={order}");
-        // Names absent from this build (a dependency bumped since the list was made) are
-        // expected; the list is remade by scripts/order-functions.sh.
-        println!("cargo:rustc-link-arg-bin=mcp-host=-Wl,--no-warn-symbol-ordering");
-    }
-    // scripts/order-functions.sh reads the shipped build's symbol names from a link map.
-    if let Some(map) = std::env::var_os("MCP_HOST_LINK_MAP") {
-        println!(
-            "cargo:rustc-link-arg-bin=mcp-host=-Wl,-Map={}",
-            map.to_string_lossy()
-        );
+    let relr = glibc_reads_relr();
+    // The supervisor, one per stdio server, is laid out the same way: what it runs, spread
+    // over its 1.6 MB, kept 0.6 MiB of it resident in the first one started.
+    for (bin, list, map_var) in [
+        ("mcp-host", "hot-functions.txt", "MCP_HOST_LINK_MAP"),
+        (
+            "mcp-host-supervise",
+            "supervise-functions.txt",
+            "MCP_HOST_SUPERVISE_LINK_MAP",
+        ),
+    ] {
+        println!("cargo:rerun-if-changed=link/{list}");
+        println!("cargo:rerun-if-env-changed={map_var}");
+        println!("cargo:rustc-link-arg-bin={bin}=-Wl,--icf=all");
+        if relr {
+            println!("cargo:rustc-link-arg-bin={bin}=-Wl,-z,pack-relative-relocs");
+        }
+        let order = format!("{}/link/{list}", env("CARGO_MANIFEST_DIR"));
+        if std::path::Path::new(&order).exists() {
+            println!("cargo:rustc-link-arg-bin={bin}=-Wl,--symbol-ordering-file={order}");
+            // Names absent from this build (a dependency bumped since the list was made)
+            // are expected; the list is remade by scripts/order-functions.sh.
+            println!("cargo:rustc-link-arg-bin={bin}=-Wl,--no-warn-symbol-ordering");
+        }
+        // scripts/order-functions.sh reads the shipped build's symbol names from a link map.
+        if let Some(map) = std::env::var_os(map_var) {
+            println!(
+                "cargo:rustc-link-arg-bin={bin}=-Wl,-Map={}",
+                map.to_string_lossy()
+            );
+        }
     }
 }
 
