@@ -84,7 +84,7 @@ def instructions(argv):
     logs = os.path.join(work, f"cg-{time.monotonic_ns()}")
     os.makedirs(logs)
     run(["valgrind", "--tool=callgrind", "--trace-children=yes",
-         "--trace-children-skip=*python*,*node*", "--callgrind-out-file=/dev/null",
+         "--trace-children-skip=*python*,*node*,*mcp-fake-server*", "--callgrind-out-file=/dev/null",
          f"--log-file={logs}/%p.log"] + argv)
     total, procs = 0, 0
     for log in glob.glob(f"{logs}/*.log"):
@@ -241,6 +241,18 @@ def main():
         hosts_c = [per(lambda k, b=b: [b, "call", "m0", "echo", "--args", ECHO, "--repeat", str(k)]
                        + host_args(one)) for _, b in builds]
         row("instructions per call", floor_c / 1e3, [h / 1e3 for h in hosts_c], "k", "{:.0f}")
+        # A large result: the testkit server's `big` tool answers with 4 MB of numbered lines.
+        fake = os.path.join(release, "mcp-fake-server")
+        big_config = os.path.join(work, "big.json")
+        with open(big_config, "w") as f:
+            json.dump({"mcpServers": {"f": {"command": fake, "sandbox": "off"}}}, f)
+        big = '{"bytes":4000000}'
+        per_big = lambda argv_for: (instructions(argv_for(3))[0] - instructions(argv_for(1))[0]) / 2
+        floor_b = per_big(lambda k: [raw, "calls", str(k), "big", big, "--", fake])
+        hosts_b = [per_big(lambda k, b=b: [b, "call", "f", "big", "--args", big, "--repeat", str(k)]
+                           + host_args(big_config)) for _, b in builds]
+        row("instructions per call answered with 4 MB of text", floor_b / 1e6,
+            [h / 1e6 for h in hosts_b], "M")
 
     one = minimal_config(1)
     model = subprocess.Popen([fake_model], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
