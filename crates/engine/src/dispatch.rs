@@ -113,13 +113,17 @@ impl<P: Provider> Engine<'_, P> {
     async fn execute<'c>(&self, job: Job<'c>, cancel: &CancellationToken) -> Ran<'c> {
         let token = cancel.child_token();
         let started = Instant::now();
-        self.observer.event(Event::CallBegun {
-            subject: subject(job.entry, &job.call_id, &job.args, job.provenance),
-            source: CallSource::Model,
-        });
+        let follows = self.observer.follows_calls();
+        if follows {
+            self.observer.event(Event::CallBegun {
+                subject: subject(job.entry, &job.call_id, &job.args, job.provenance),
+                source: CallSource::Model,
+            });
+        }
         let (progress_tx, mut progress) = tokio::sync::mpsc::unbounded_channel();
         let span = crate::otlp::call_span(job.entry, "model");
-        let call = self.gate.send(job.permit, token.clone(), Some(progress_tx));
+        let sink = follows.then_some(progress_tx);
+        let call = self.gate.send(job.permit, token.clone(), sink);
         let mut task = tokio::spawn(call.instrument(span.clone()));
         let threshold = async {
             match self.config.background_after {
@@ -133,7 +137,9 @@ impl<P: Provider> Engine<'_, P> {
                 joined = &mut task => {
                     let outcome = joined_outcome(joined);
                     let took = started.elapsed();
-                    self.observer.event(ended(&job.call_id, &job.entry.name, &outcome, took));
+                    if follows {
+                        self.observer.event(ended(&job.call_id, &job.entry.name, &outcome, took));
+                    }
                     break Dispatched::Done { outcome, took };
                 }
                 Some(p) = progress.recv() => self.observer.event(progress_event(&job.call_id, p)),

@@ -164,14 +164,16 @@ impl<P: Provider> Engine<'_, P> {
             } => {
                 conv.jobs_started += 1;
                 let job_id = format!("bg-{}", conv.jobs_started);
-                self.observer.event(Event::CallEnded {
-                    call_id: call.id.clone(),
-                    name: call.name.clone(),
-                    is_error: false,
-                    took_ms: millis(started.elapsed()),
-                    background_job: Some(job_id.clone()),
-                    preview: format!("still running: moved to the background as {job_id}"),
-                });
+                if self.observer.follows_calls() {
+                    self.observer.event(Event::CallEnded {
+                        call_id: call.id.clone(),
+                        name: call.name.clone(),
+                        is_error: false,
+                        took_ms: millis(started.elapsed()),
+                        background_job: Some(job_id.clone()),
+                        preview: format!("still running: moved to the background as {job_id}"),
+                    });
+                }
                 record.status = CallStatus::Background;
                 record.background_job = Some(job_id.clone());
                 conv.background.push(BackgroundJob {
