@@ -45,7 +45,19 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let ran = runtime.block_on(commands::run(cli));
+    // The command runs as a task, not as `block_on`'s own future: a task woken by another
+    // task (a server's answer read by its connection's task) is run next in the same tick,
+    // while the `block_on` future, once woken, is polled only after a look at the driver
+    // (one more `epoll_wait` per call).
+    let ran = runtime.block_on(async {
+        match tokio::spawn(commands::run(cli)).await {
+            Ok(ran) => ran,
+            Err(e) => match e.try_into_panic() {
+                Ok(panic) => std::panic::resume_unwind(panic),
+                Err(e) => Err(anyhow::anyhow!("the command was cancelled: {e}")),
+            },
+        }
+    });
     if let Some(traces) = &traces {
         traces.flush();
     }

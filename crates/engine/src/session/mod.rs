@@ -102,7 +102,7 @@ pub struct ModelChoice {
 
 /// Records a person's approval of a project server: `Ok` with the note to show once it is
 /// recorded (the session then starts the held server), `Err` with why not.
-pub type ApproveServer = Box<dyn Fn(&str) -> Result<String, String> + Send>;
+pub type ApproveServer = Box<dyn Fn(&str) -> Result<String, String> + Send + Sync>;
 
 /// Fixed for the session.
 pub struct Settings {
@@ -162,8 +162,9 @@ impl Shared {
     }
 }
 
-type TurnFuture = Pin<Box<dyn Future<Output = (Conversation, Result<TurnReport, EngineError>)>>>;
-type DirectFuture = Pin<Box<dyn Future<Output = ()>>>;
+type TurnFuture =
+    Pin<Box<dyn Future<Output = (Conversation, Result<TurnReport, EngineError>)> + Send>>;
+type DirectFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
 
 /// Sends every event to the front end; keeps approval replies by call id.
 struct SessionObserver {
