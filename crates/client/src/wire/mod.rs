@@ -38,7 +38,10 @@ use serde_json::value::RawValue;
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::sync::{Arc, Mutex, OnceLock};
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+mod line_buffer;
+
+use line_buffer::{LineBuffer, LineRead};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 
 /// Deepest nesting of arrays and objects accepted in one message: serde_json's own
 /// recursion limit, so a message that decodes is never scanned twice; the depth is counted
@@ -579,49 +582,13 @@ impl Verdicts {
     }
 }
 
-/// The read half: a bounded line buffer (kept across cancelled reads, since rmcp polls
+/// The read half: the lines read so far (kept across cancelled reads, since rmcp polls
 /// `receive` inside `select!`) and messages made up here waiting to be delivered.
 struct Reader<R> {
-    read: BufReader<R>,
-    line: Vec<u8>,
-    cap: usize,
+    read: R,
+    lines: LineBuffer,
     queue: VecDeque<RxJsonRpcMessage<RoleClient>>,
     ended: bool,
-}
-
-enum LineRead {
-    Line,
-    Overlong,
-    Eof,
-}
-
-impl<R: AsyncRead + Unpin> Reader<R> {
-    /// Reads one line into `self.line`, never holding more than `cap` bytes of it.
-    async fn next_line(&mut self) -> LineRead {
-        loop {
-            let (take, done) = {
-                let Ok(available) = self.read.fill_buf().await else {
-                    return LineRead::Eof;
-                };
-                if available.is_empty() {
-                    return LineRead::Eof;
-                }
-                // Word at a time: a result of megabytes is one line.
-                let newline = memchr::memchr(b'\n', available);
-                let take = newline.map_or(available.len(), |i| i + 1);
-                let body = newline.map_or(take, |i| i);
-                if self.line.len() + body > self.cap {
-                    return LineRead::Overlong;
-                }
-                self.line.extend_from_slice(&available[..body]);
-                (take, newline.is_some())
-            };
-            self.read.consume(take);
-            if done {
-                return LineRead::Line;
-            }
-        }
-    }
 }
 
 /// A stdio connection to one server as an rmcp transport. Clones share the connection.
@@ -651,10 +618,8 @@ where
     pub fn new(read: R, write: W, cap: usize) -> Self {
         Self {
             reader: Arc::new(tokio::sync::Mutex::new(Reader {
-                // A pipe holds 64 KiB: a large answer is read in as few calls as it can be.
-                read: BufReader::with_capacity(64 * 1024, read),
-                line: Vec::new(),
-                cap,
+                read,
+                lines: LineBuffer::new(cap),
                 queue: VecDeque::new(),
                 ended: false,
             })),
@@ -754,15 +719,18 @@ where
             if reader.ended {
                 return None;
             }
-            match reader.next_line().await {
+            let Reader { read, lines, .. } = &mut *reader;
+            match lines.next_line(read).await {
                 LineRead::Line => {}
                 LineRead::Eof => {
                     reader.ended = true;
                     continue;
                 }
                 LineRead::Overlong => {
-                    let reason =
-                        format!("the server sent a message longer than {} bytes", reader.cap);
+                    let reason = format!(
+                        "the server sent a message longer than {} bytes",
+                        reader.lines.cap()
+                    );
                     tracing::warn!(%reason, "stopping a desynchronised stdio stream");
                     let _ = self.shared.fault.set(reason.clone());
                     let pending: Vec<(RequestId, Pending)> = self
@@ -777,8 +745,8 @@ where
                     continue;
                 }
             }
-            let decoded = decode(&reader.line, |id| self.shared.awaits_call_result(id));
-            reader.line.clear();
+            let decoded = decode(reader.lines.line(), |id| self.shared.awaits_call_result(id));
+            reader.lines.consume();
             match decoded {
                 Decoded::Message(mut msg) => match self.shared.admits(&mut msg) {
                     Admit::Rmcp => return Some(*msg),

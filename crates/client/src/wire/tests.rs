@@ -4,7 +4,7 @@ use super::*;
 use rmcp::model::{
     ClientRequest, GetMeta, NumberOrString, PingRequest, ProgressToken, ServerNotification,
 };
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 /// Decodes `line` as the answer to a pending `tools/call` (so through the direct path first,
 /// which must fall back to the general one for everything it does not take).
