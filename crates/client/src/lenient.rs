@@ -155,7 +155,10 @@ fn parse_tool(item: &Value) -> Result<ToolDescriptor, String> {
         ));
     }
     let output_schema = obj.get("outputSchema").filter(|v| v.is_object()).cloned();
-    let annotations = obj.get("annotations").filter(|v| v.is_object()).cloned();
+    let annotations = obj
+        .get("annotations")
+        .filter(|v| v.is_object())
+        .map(known_annotations);
     Ok(ToolDescriptor {
         name,
         title: str_field(obj, "title"),
@@ -164,6 +167,18 @@ fn parse_tool(item: &Value) -> Result<ToolDescriptor, String> {
         output_schema,
         annotations,
     })
+}
+
+/// A tool's annotations as the protocol's type reads them (unknown members and nulls
+/// dropped), when it can; as written when it cannot. A tool's pin hashes them, so it must
+/// not depend on whether the page came as written (the wire's usual path) or through
+/// rmcp's types (which take whole pages only, so one broken tool left every other's
+/// annotations as written).
+fn known_annotations(raw: &Value) -> Value {
+    serde_json::from_value::<rmcp::model::ToolAnnotations>(raw.clone())
+        .ok()
+        .and_then(|known| serde_json::to_value(known).ok())
+        .unwrap_or_else(|| raw.clone())
 }
 
 pub fn parse_call_result(result: &Value) -> Result<CallOutcome, String> {

@@ -10,7 +10,7 @@ use mcp_host_core::{
 };
 use rmcp::model::{
     ClientRequest, ListPromptsRequest, ListResourceTemplatesRequest, ListResourcesRequest,
-    ListToolsRequest, PaginatedRequestParams,
+    ListToolsRequest, PaginatedRequestParams, ServerResult,
 };
 use serde_json::Value;
 use std::collections::HashSet;
@@ -154,7 +154,13 @@ impl Session {
             let result = self
                 .request(request(params), page_timeout, &never, None)
                 .await?;
-            let page = parse(&to_value(&result)?).map_err(RequestError::Protocol)?;
+            // The wire keeps a clean page as the server wrote it ([`ServerResult::CustomResult`]);
+            // any other is rmcp's reading of it, turned back into JSON.
+            let value = match result {
+                ServerResult::CustomResult(page) => page.0,
+                other => to_value(&other)?,
+            };
+            let page = parse(&value).map_err(RequestError::Protocol)?;
             out.issues.extend(page.issues);
             for item in page.items {
                 if out.items.len() >= MAX_LIST_ENTRIES {

@@ -243,20 +243,19 @@ struct CallResultKeys {
     task: Option<IgnoredAny>,
 }
 
-/// The answer to a `tools/call` decoded straight into its type. rmcp's own path buffers
-/// the message and tries every kind of result in turn until one fits (`CallToolResult` is
-/// the sixteenth), building and dropping an error for each: most of a call's decoding.
-/// `None` sends the line the general way, which then decides exactly as before: anything
-/// not a plain response, a result that starts a task (`task`), or one `CallToolResult`
-/// refuses (an `input_required` round, no known member).
-fn decode_call_result(
+/// The answer to a `tools/call` or a listing decoded straight into what its requester
+/// uses. rmcp's own path buffers the message and tries every kind of result in turn until
+/// one fits (`CallToolResult` is the sixteenth), building and dropping an error for each:
+/// most of a call's decoding, and of a listing's. `None` sends the line the general way,
+/// which then decides exactly as before.
+fn decode_awaited(
     line: &[u8],
-    awaits_call_result: impl FnOnce(&RequestId) -> bool,
+    awaited: impl FnOnce(&RequestId) -> Awaited,
 ) -> Option<RxJsonRpcMessage<RoleClient>> {
     // The common answer in one pass, which reads every byte of the line as the general
     // path would (nothing is skipped): any other line fails at its first other member.
     if let Ok(plain) = serde_json::from_slice::<PlainTextResponse>(line) {
-        if !awaits_call_result(&plain.id) {
+        if awaited(&plain.id) != Awaited::Call {
             return None;
         }
         return Some(JsonRpcMessage::Response(JsonRpcResponse {
@@ -265,12 +264,28 @@ fn decode_call_result(
             result: ServerResult::CallToolResult(plain.result.into_result()),
         }));
     }
-    // The envelope first, so any other line (a notification, a listing page) costs one
+    // The envelope first, so any other line (a notification, a server's request) costs one
     // skimming pass here and nothing more.
     let envelope: ResultEnvelope = serde_json::from_slice(line).ok()?;
-    if envelope.method.is_some() || envelope.error.is_some() || !awaits_call_result(&envelope.id) {
+    if envelope.method.is_some() || envelope.error.is_some() {
         return None;
     }
+    let result = match awaited(&envelope.id) {
+        Awaited::Call => ServerResult::CallToolResult(decode_call_result(line, &envelope)?),
+        Awaited::Listing => ServerResult::CustomResult(decode_listing(line)?),
+        Awaited::Other => return None,
+    };
+    Some(JsonRpcMessage::Response(JsonRpcResponse {
+        jsonrpc: envelope.jsonrpc,
+        id: envelope.id,
+        result,
+    }))
+}
+
+/// A `tools/call` result, unless it is one the general path must judge: one that starts a
+/// task (`task`), or one `CallToolResult` refuses (an `input_required` round, no known
+/// member).
+fn decode_call_result(line: &[u8], envelope: &ResultEnvelope<'_>) -> Option<CallToolResult> {
     // serde_json checks less in a value it skips (here: the envelope's other members, and
     // the result's beyond `CallToolResult`'s) than in one it reads: no depth limit, no UTF-8
     // check, lone surrogates let through. The general path reads every value, so what it
@@ -282,23 +297,42 @@ fn decode_call_result(
     if keys.task.is_some() {
         return None;
     }
-    let result: CallToolResult = serde_json::from_str(envelope.result.get()).ok()?;
-    Some(JsonRpcMessage::Response(JsonRpcResponse {
-        jsonrpc: envelope.jsonrpc,
-        id: envelope.id,
-        result: ServerResult::CallToolResult(result),
-    }))
+    serde_json::from_str(envelope.result.get()).ok()
 }
 
-/// Decodes one line (without its newline). `awaits_call_result` says whether an id is a
-/// pending `tools/call`'s, whose answer takes the direct path ([`decode_call_result`]).
-pub(crate) fn decode(line: &[u8], awaits_call_result: impl FnOnce(&RequestId) -> bool) -> Decoded {
+/// A listing page exactly as the server wrote it, read in full (so with every check the
+/// general path makes), for the lenient decoder, which reads it from JSON anyway: rmcp's
+/// types would only be turned back into JSON for it. A page with any member beside the
+/// envelope's three, a result that is not an object, or one whose `resultType` is not
+/// `complete` goes the general way.
+fn decode_listing(line: &[u8]) -> Option<rmcp::model::CustomResult> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct ListingResponse {
+        #[serde(rename = "jsonrpc")]
+        _jsonrpc: JsonRpcVersion2_0,
+        #[serde(rename = "id")]
+        _id: RequestId,
+        result: serde_json::Map<String, Value>,
+    }
+    let page: ListingResponse = serde_json::from_slice(line).ok()?;
+    match page.result.get("resultType") {
+        None => {}
+        Some(Value::String(kind)) if kind == "complete" => {}
+        Some(_) => return None,
+    }
+    Some(rmcp::model::CustomResult(Value::Object(page.result)))
+}
+
+/// Decodes one line (without its newline). `awaited` says what a pending request is: the
+/// answer to a `tools/call` or a listing takes its own path ([`decode_awaited`]).
+pub(crate) fn decode(line: &[u8], awaited: impl FnOnce(&RequestId) -> Awaited) -> Decoded {
     let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     if line.iter().all(u8::is_ascii_whitespace) {
         return Decoded::Ignored("empty line".into());
     }
-    if let Some(msg) = decode_call_result(line, awaits_call_result) {
+    if let Some(msg) = decode_awaited(line, awaited) {
         return Decoded::Message(Box::new(msg));
     }
     let failure = match serde_json::from_slice::<RxJsonRpcMessage<RoleClient>>(line) {
@@ -356,11 +390,23 @@ pub(crate) enum DirectAnswer {
     Refused(String),
 }
 
+/// What an awaited answer answers, which decides how it is decoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Awaited {
+    /// A `tools/call`: decoded straight into its type ([`decode_call_result`]).
+    Call,
+    /// A page of `tools/list`, `prompts/list`, `resources/list` or
+    /// `resources/templates/list`: kept as JSON for the lenient decoder
+    /// ([`decode_listing`]).
+    Listing,
+    /// Anything else, or nothing: rmcp's types decide.
+    Other,
+}
+
 /// A request awaiting its answer.
 #[derive(Debug)]
 struct Pending {
-    /// A `tools/call`: its answer is decoded straight into its type.
-    call: bool,
+    awaited: Awaited,
     /// Sent past rmcp: the answer goes here, not to rmcp's service loop.
     direct: Option<tokio::sync::oneshot::Sender<DirectAnswer>>,
 }
@@ -426,8 +472,15 @@ impl Shared {
     fn note_sent(&self, msg: &mut TxJsonRpcMessage<RoleClient>) {
         match msg {
             JsonRpcMessage::Request(r) => {
-                let call = matches!(r.request, ClientRequest::CallToolRequest(_));
-                self.register(r.id.clone(), r.request.get_meta_mut(), call, None);
+                let awaited = match r.request {
+                    ClientRequest::CallToolRequest(_) => Awaited::Call,
+                    ClientRequest::ListToolsRequest(_)
+                    | ClientRequest::ListPromptsRequest(_)
+                    | ClientRequest::ListResourcesRequest(_)
+                    | ClientRequest::ListResourceTemplatesRequest(_) => Awaited::Listing,
+                    _ => Awaited::Other,
+                };
+                self.register(r.id.clone(), r.request.get_meta_mut(), awaited, None);
             }
             // A request given up on is not waited for: a late answer is dropped here.
             JsonRpcMessage::Notification(n) => {
@@ -448,7 +501,7 @@ impl Shared {
         &self,
         id: RequestId,
         meta: &mut rmcp::model::RequestMetaObject,
-        call: bool,
+        awaited: Awaited,
         direct: Option<tokio::sync::oneshot::Sender<DirectAnswer>>,
     ) {
         let tokens = meta.get_progress_token().map(|own| {
@@ -459,7 +512,8 @@ impl Shared {
             meta.set_progress_token(wire.clone());
         }
         self.with(|c| {
-            c.outstanding.insert(id.clone(), Pending { call, direct });
+            c.outstanding
+                .insert(id.clone(), Pending { awaited, direct });
             if let Some((own, wire)) = tokens {
                 c.progress.insert(wire, (own, id));
             }
@@ -503,9 +557,11 @@ impl Shared {
         }
     }
 
-    /// Whether `id` is a `tools/call` still waiting for its answer.
-    fn awaits_call_result(&self, id: &RequestId) -> bool {
-        (self.with(|c| c.outstanding.get(id).is_some_and(|p| p.call))).unwrap_or(false)
+    /// What the request `id` still waiting for its answer is ([`Awaited::Other`] when none is).
+    fn awaited(&self, id: &RequestId) -> Awaited {
+        (self.with(|c| c.outstanding.get(id).map(|p| p.awaited)))
+            .flatten()
+            .unwrap_or(Awaited::Other)
     }
 
     /// The request an answer to `id` was awaited for, if one was; it is not any more.
@@ -667,7 +723,7 @@ where
         meta.set_progress_token(own.clone());
         // Registered before the bytes leave, so the answer can never arrive first.
         self.shared
-            .register(id.clone(), &mut meta, true, Some(sender));
+            .register(id.clone(), &mut meta, Awaited::Call, Some(sender));
         let params = &mut request.params;
         match &mut params.meta {
             Some(base) => base.0.extend(meta.0),
@@ -745,7 +801,7 @@ where
                     continue;
                 }
             }
-            let decoded = decode(reader.lines.line(), |id| self.shared.awaits_call_result(id));
+            let decoded = decode(reader.lines.line(), |id| self.shared.awaited(id));
             reader.lines.consume();
             match decoded {
                 Decoded::Message(mut msg) => match self.shared.admits(&mut msg) {

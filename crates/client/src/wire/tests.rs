@@ -9,7 +9,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 /// Decodes `line` as the answer to a pending `tools/call` (so through the direct path first,
 /// which must fall back to the general one for everything it does not take).
 fn dec(line: &[u8]) -> Decoded {
-    decode(line, |_| true)
+    decode(line, |_| Awaited::Call)
 }
 
 fn reason_of(d: Decoded) -> (Option<RequestId>, String) {
@@ -128,17 +128,86 @@ fn a_call_result_decodes_the_same_by_the_direct_path() {
     let mut direct = 0;
     for line in &all {
         let shown = String::from_utf8_lossy(line);
-        let general = decode(line, |_| false);
-        let fast = decode(line, |_| true);
+        let general = decode(line, |_| Awaited::Other);
+        let fast = decode(line, |_| Awaited::Call);
         // Debug shows every field of the message (rmcp's request types have no `==`).
         assert_eq!(format!("{general:?}"), format!("{fast:?}"), "{shown}");
-        direct += usize::from(decode_call_result(line, |_| true).is_some());
+        direct += usize::from(decode_awaited(line, |_| Awaited::Call).is_some());
     }
     // Twelve take the direct path (four of them in the plain-text pass); a block with its
     // text twice, or none, or not a string, the two tasks, a lone surrogate, a wrong
     // version or id, the input round, `{}` and the four that only reading would refuse do
     // not.
     assert_eq!(direct, 12);
+}
+
+/// What the lenient decoder makes of a decoded listing page, as `paginate` hands it over.
+fn listed(d: &Decoded) -> Result<crate::lenient::Page<mcp_host_core::ToolDescriptor>, String> {
+    match d {
+        Decoded::Message(m) => match &**m {
+            JsonRpcMessage::Response(r) => {
+                let value = match &r.result {
+                    ServerResult::CustomResult(page) => page.0.clone(),
+                    other => serde_json::to_value(other).map_err(|e| e.to_string())?,
+                };
+                crate::lenient::parse_tool_page(&value)
+            }
+            other => Err(format!("not a response: {other:?}")),
+        },
+        other => Err(format!("{other:?}")),
+    }
+}
+
+#[test]
+fn a_listing_page_lists_the_same_tools_by_the_direct_path() {
+    let tool = r#"{"name":"a","description":"d","inputSchema":{"type":"object"}}"#;
+    let lines: Vec<String> = vec![
+        format!(r#"{{"jsonrpc":"2.0","id":3,"result":{{"tools":[{tool}]}}}}"#),
+        format!(r#"{{"jsonrpc":"2.0","id":3,"result":{{"tools":[{tool}],"nextCursor":"c"}}}}"#),
+        format!(r#"{{"jsonrpc":"2.0","id":3,"result":{{"tools":[{tool}],"resultType":"complete"}}}}"#),
+        // Annotations with a member the protocol does not know, and a null.
+        r#"{"jsonrpc":"2.0","id":3,"result":{"tools":[{"name":"b","inputSchema":{},"annotations":{"readOnlyHint":true,"x":1,"title":null}}]}}"#.into(),
+        // Annotations the protocol's type refuses: kept as written either way.
+        r#"{"jsonrpc":"2.0","id":3,"result":{"tools":[{"name":"b","inputSchema":{},"annotations":{"readOnlyHint":"yes"}}]}}"#.into(),
+        // One broken tool beside a good one.
+        format!(r#"{{"jsonrpc":"2.0","id":3,"result":{{"tools":[{tool},{{"name":"c"}}]}}}}"#),
+        format!(r#"{{"jsonrpc":"2.0","id":3,"result":{{"tools":[{tool},{{"name":"c","inputSchema":{{"type":"string"}}}}]}}}}"#),
+        r#"{"jsonrpc":"2.0","id":3,"result":{"tools":[]},"x":1}"#.into(),
+        r#"{"jsonrpc":"2.0","id":3,"result":{"tools":[],"resultType":"input_required"}}"#.into(),
+        r#"{"jsonrpc":"2.0","id":3,"result":{"prompts":[]}}"#.into(),
+        r#"{"jsonrpc":"2.0","id":3,"result":[]}"#.into(),
+        r#"{"jsonrpc":"2.0","id":3,"result":{}}"#.into(),
+        r#"{"jsonrpc":"2.0","id":3,"result":{"tools":[{"name":"\ud800","inputSchema":{}}]}}"#.into(),
+        r#"{"jsonrpc":"2.0","id":3,"error":{"code":-32601,"message":"no"}}"#.into(),
+        r#"{"jsonrpc":"1.0","id":3,"result":{"tools":[]}}"#.into(),
+        format!(
+            r#"{{"jsonrpc":"2.0","id":3,"result":{{"tools":[{{"name":"d","inputSchema":{{"x":{}{}}}}}]}}}}"#,
+            "[".repeat(200),
+            "]".repeat(200)
+        ),
+    ];
+    let mut bad_utf8 =
+        br#"{"jsonrpc":"2.0","id":3,"result":{"tools":[{"name":"e","inputSchema":{},"description":""#
+            .to_vec();
+    bad_utf8.extend_from_slice(b"\xff\"}]}}");
+    let mut all: Vec<Vec<u8>> = lines.iter().map(|l| l.as_bytes().to_vec()).collect();
+    all.push(bad_utf8);
+    let mut direct = 0;
+    for line in &all {
+        let shown = String::from_utf8_lossy(line);
+        let general = decode(line, |_| Awaited::Other);
+        let fast = decode(line, |_| Awaited::Listing);
+        assert_eq!(listed(&general), listed(&fast), "{shown}");
+        if !matches!(general, Decoded::Message(_)) {
+            // Refused by the decoder either way, and for the same reason.
+            assert_eq!(format!("{general:?}"), format!("{fast:?}"), "{shown}");
+        }
+        direct += usize::from(decode_awaited(line, |_| Awaited::Listing).is_some());
+    }
+    // The seven clean pages, and two objects with no tools in them; not: a result that is
+    // not an object, an extra member, an input round, an error, a wrong version, and the
+    // three no reading takes.
+    assert_eq!(direct, 9);
 }
 
 fn pair(cap: usize) -> (Wire<Duplex, Duplex>, Duplex, BufReader<Duplex>) {
