@@ -33,29 +33,34 @@ fn depth(v: &Value) -> usize {
 }
 
 /// Decodes one page whose entries are in `result[key]`; an entry `item` rejects becomes an
-/// issue named by its `name` or `uri` (or index), and the rest of the page is kept.
+/// issue named by its `name` or `uri` (or index), and the rest of the page is kept. The page
+/// is taken whole, so what an entry keeps (a tool's schemas) is moved out, not copied.
 pub fn parse_page<T>(
-    result: &Value,
+    result: Value,
     key: &str,
-    item: impl Fn(&Value) -> Result<T, String>,
+    item: impl Fn(Value) -> Result<T, String>,
 ) -> Result<Page<T>, String> {
-    let obj = result.as_object().ok_or("list result is not an object")?;
-    let list = (obj.get(key).and_then(Value::as_array))
-        .ok_or_else(|| format!("list result has no `{key}` array"))?;
+    let Value::Object(mut obj) = result else {
+        return Err("list result is not an object".into());
+    };
+    let Some(Value::Array(list)) = obj.remove(key) else {
+        return Err(format!("list result has no `{key}` array"));
+    };
     let mut page = Page {
         items: Vec::with_capacity(list.len()),
         issues: Vec::new(),
         // An empty-string cursor is a valid cursor; only absence ends the list.
-        next_cursor: str_field(obj, "nextCursor"),
+        next_cursor: str_field(&obj, "nextCursor"),
     };
-    for (i, entry) in list.iter().enumerate() {
+    for (i, entry) in list.into_iter().enumerate() {
+        let label = ["name", "uri"]
+            .iter()
+            .find_map(|k| entry.get(*k).and_then(Value::as_str))
+            .map(str::to_string);
         match item(entry) {
             Ok(t) => page.items.push(t),
             Err(reason) => {
-                let label = ["name", "uri"]
-                    .iter()
-                    .find_map(|k| entry.get(*k).and_then(Value::as_str));
-                let item = label.map_or_else(|| format!("#{i}"), str::to_string);
+                let item = label.unwrap_or_else(|| format!("#{i}"));
                 page.issues.push(ListIssue { item, reason });
             }
         }
@@ -63,20 +68,20 @@ pub fn parse_page<T>(
     Ok(page)
 }
 
-pub fn parse_tool_page(result: &Value) -> Result<Page<ToolDescriptor>, String> {
+pub fn parse_tool_page(result: Value) -> Result<Page<ToolDescriptor>, String> {
     parse_page(result, "tools", parse_tool)
 }
 
-pub fn parse_prompt_page(result: &Value) -> Result<Page<PromptDescriptor>, String> {
-    parse_page(result, "prompts", parse_prompt)
+pub fn parse_prompt_page(result: Value) -> Result<Page<PromptDescriptor>, String> {
+    parse_page(result, "prompts", |v| parse_prompt(&v))
 }
 
-pub fn parse_resource_page(result: &Value) -> Result<Page<ResourceDescriptor>, String> {
-    parse_page(result, "resources", parse_resource)
+pub fn parse_resource_page(result: Value) -> Result<Page<ResourceDescriptor>, String> {
+    parse_page(result, "resources", |v| parse_resource(&v))
 }
 
-pub fn parse_template_page(result: &Value) -> Result<Page<ResourceTemplateDescriptor>, String> {
-    parse_page(result, "resourceTemplates", parse_template)
+pub fn parse_template_page(result: Value) -> Result<Page<ResourceTemplateDescriptor>, String> {
+    parse_page(result, "resourceTemplates", |v| parse_template(&v))
 }
 
 fn parse_template(item: &Value) -> Result<ResourceTemplateDescriptor, String> {
@@ -136,15 +141,17 @@ fn parse_resource(item: &Value) -> Result<ResourceDescriptor, String> {
     })
 }
 
-fn parse_tool(item: &Value) -> Result<ToolDescriptor, String> {
-    let obj = item.as_object().ok_or("entry is not an object")?;
-    let name = required_name(obj, "name")?;
-    let input_schema = match obj.get("inputSchema") {
-        Some(s @ Value::Object(m)) => {
-            if m.get("type").is_some_and(|t| t != "object") {
+fn parse_tool(item: Value) -> Result<ToolDescriptor, String> {
+    let Value::Object(mut obj) = item else {
+        return Err("entry is not an object".into());
+    };
+    let name = required_name(&obj, "name")?;
+    let input_schema = match obj.remove("inputSchema") {
+        Some(s @ Value::Object(_)) => {
+            if s.get("type").is_some_and(|t| t != "object") {
                 return Err("`inputSchema` root type is not \"object\"".into());
             }
-            s.clone()
+            s
         }
         Some(_) => return Err("`inputSchema` is not an object".into()),
         None => return Err("missing `inputSchema`".into()),
@@ -154,15 +161,15 @@ fn parse_tool(item: &Value) -> Result<ToolDescriptor, String> {
             "`inputSchema` nests deeper than {MAX_SCHEMA_DEPTH}"
         ));
     }
-    let output_schema = obj.get("outputSchema").filter(|v| v.is_object()).cloned();
+    let output_schema = obj.remove("outputSchema").filter(Value::is_object);
     let annotations = obj
-        .get("annotations")
-        .filter(|v| v.is_object())
+        .remove("annotations")
+        .filter(Value::is_object)
         .map(known_annotations);
     Ok(ToolDescriptor {
         name,
-        title: str_field(obj, "title"),
-        description: str_field(obj, "description"),
+        title: str_field(&obj, "title"),
+        description: str_field(&obj, "description"),
         input_schema,
         output_schema,
         annotations,
@@ -174,11 +181,12 @@ fn parse_tool(item: &Value) -> Result<ToolDescriptor, String> {
 /// not depend on whether the page came as written (the wire's usual path) or through
 /// rmcp's types (which take whole pages only, so one broken tool left every other's
 /// annotations as written).
-fn known_annotations(raw: &Value) -> Value {
-    serde_json::from_value::<rmcp::model::ToolAnnotations>(raw.clone())
+fn known_annotations(raw: Value) -> Value {
+    use serde::Deserialize;
+    rmcp::model::ToolAnnotations::deserialize(&raw)
         .ok()
         .and_then(|known| serde_json::to_value(known).ok())
-        .unwrap_or_else(|| raw.clone())
+        .unwrap_or(raw)
 }
 
 pub fn parse_call_result(result: &Value) -> Result<CallOutcome, String> {
@@ -246,7 +254,7 @@ mod tests {
 
     #[test]
     fn one_broken_tool_does_not_drop_the_page() {
-        let page = parse_tool_page(&json!({"tools": [
+        let page = parse_tool_page(json!({"tools": [
             {"name": "good", "inputSchema": {"type": "object"}},
             {"name": "no_schema"},
             {"name": "bad_root", "inputSchema": {"type": "string"}},
@@ -273,14 +281,14 @@ mod tests {
             schema = json!({"type": "object", "properties": {"x": schema}});
         }
         let page =
-            parse_tool_page(&json!({"tools": [{"name": "deep", "inputSchema": schema}]})).unwrap();
+            parse_tool_page(json!({"tools": [{"name": "deep", "inputSchema": schema}]})).unwrap();
         assert!(page.items.is_empty());
         assert!(page.issues[0].reason.contains("deeper"));
     }
 
     #[test]
     fn prompts_and_resources_are_decoded_leniently_too() {
-        let prompts = parse_prompt_page(&json!({"prompts": [
+        let prompts = parse_prompt_page(json!({"prompts": [
             {"name": "p", "arguments": [{"name": "x", "required": true}]},
             {"name": "bad", "arguments": [{"description": "no name"}]},
             {"title": "nameless"}
@@ -289,7 +297,7 @@ mod tests {
         assert_eq!(prompts.items.len(), 1);
         assert!(prompts.items[0].arguments[0].required);
         assert_eq!(prompts.issues.len(), 2);
-        let resources = parse_resource_page(&json!({"resources": [
+        let resources = parse_resource_page(json!({"resources": [
             {"uri": "file:///a", "mimeType": "text/plain"}, {"name": "no uri"}
         ], "nextCursor": "2"}))
         .unwrap();

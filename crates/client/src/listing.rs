@@ -136,7 +136,7 @@ impl Session {
     async fn paginate<T: Listed>(
         &self,
         request: impl Fn(PaginatedRequestParams) -> ClientRequest,
-        parse: fn(&Value) -> Result<Page<T>, String>,
+        parse: fn(Value) -> Result<Page<T>, String>,
         page_timeout: Duration,
     ) -> Result<Listing<T>, RequestError> {
         let never = CancellationToken::new();
@@ -160,7 +160,7 @@ impl Session {
                 ServerResult::CustomResult(page) => page.0,
                 other => to_value(&other)?,
             };
-            let page = parse(&value).map_err(RequestError::Protocol)?;
+            let page = parse(value).map_err(RequestError::Protocol)?;
             out.issues.extend(page.issues);
             for item in page.items {
                 if out.items.len() >= MAX_LIST_ENTRIES {

@@ -150,7 +150,7 @@ fn listed(d: &Decoded) -> Result<crate::lenient::Page<mcp_host_core::ToolDescrip
                     ServerResult::CustomResult(page) => page.0.clone(),
                     other => serde_json::to_value(other).map_err(|e| e.to_string())?,
                 };
-                crate::lenient::parse_tool_page(&value)
+                crate::lenient::parse_tool_page(value)
             }
             other => Err(format!("not a response: {other:?}")),
         },
