@@ -132,6 +132,7 @@ pub(crate) async fn each_payload(
         .map_err(ProviderError::Stream)?;
         for payload in payloads {
             if each(&payload)? == Flow::Stop {
+                finish_in_background(stream);
                 return Ok(());
             }
         }
@@ -143,6 +144,35 @@ pub(crate) async fn each_payload(
     Ok(())
 }
 
+/// How much of a stream past its last event is read so its connection can be used again,
+/// and for how long: a server ends its body right after that event (the chunked body's last
+/// chunk), so a well-behaved one needs a few bytes and microseconds.
+const FINISH_BYTES: usize = 64 * 1024;
+const FINISH_WITHIN: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Reads the rest of a stream whose last event was read, on a task of its own, so the turn
+/// goes on at once. A body dropped before its end closes its connection, and the next step
+/// opened a new one (a TLS handshake with a real provider): found as one connection every
+/// four steps in a long turn, when the body's last chunk came a moment after `[DONE]`. Read
+/// to its end, the connection goes back to the pool. Whatever a server sends after its last
+/// event is ignored; past [`FINISH_BYTES`] or [`FINISH_WITHIN`] the stream is dropped.
+fn finish_in_background(
+    mut stream: impl futures::Stream<Item = reqwest::Result<bytes::Bytes>> + Send + Unpin + 'static,
+) {
+    tokio::spawn(async move {
+        let rest = async {
+            let mut read = 0;
+            while let Some(Ok(chunk)) = stream.next().await {
+                read += chunk.len();
+                if read > FINISH_BYTES {
+                    return;
+                }
+            }
+        };
+        let _ = tokio::time::timeout(FINISH_WITHIN, rest).await;
+    });
+}
+
 /// Tools in the OpenAI function shape that Chat Completions and Ollama share, with schemas
 /// lowered for `dialect`.
 pub(crate) fn function_tools(tools: &[ToolSpec], dialect: Dialect) -> Value {
@@ -151,6 +181,91 @@ pub(crate) fn function_tools(tools: &[ToolSpec], dialect: Dialect) -> Value {
 
 pub(crate) fn function_tool(t: &ToolSpec, dialect: Dialect) -> Value {
     json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": lower(&t.input_schema, dialect)}})
+}
+
+#[cfg(test)]
+mod finish_tests {
+    use super::*;
+    use bytes::Bytes;
+    use futures::channel::mpsc;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    type Sender = mpsc::UnboundedSender<Result<Bytes, std::io::Error>>;
+
+    /// A response whose body is what `tx` sends; `ended` is set once it is read to its end.
+    fn streamed() -> (reqwest::Response, Sender, Arc<AtomicBool>) {
+        let (tx, rx) = mpsc::unbounded();
+        let ended = Arc::new(AtomicBool::new(false));
+        let flag = ended.clone();
+        let end = futures::stream::once(async move { flag.store(true, Ordering::SeqCst) })
+            .filter_map(|()| async { None });
+        let body = reqwest::Body::wrap_stream(rx.chain(end));
+        (http::Response::new(body).into(), tx, ended)
+    }
+
+    async fn read_to_done(response: reqwest::Response) -> Vec<String> {
+        let mut seen = Vec::new();
+        each_payload(response, Framing::Sse, |p| {
+            seen.push(p.to_string());
+            Ok(if p == "[DONE]" {
+                Flow::Stop
+            } else {
+                Flow::Continue
+            })
+        })
+        .await
+        .unwrap();
+        seen
+    }
+
+    #[tokio::test]
+    async fn a_stream_stopped_at_its_last_event_is_still_read_to_its_end() {
+        let (response, tx, ended) = streamed();
+        tx.unbounded_send(Ok(Bytes::from_static(b"data: {}\n\ndata: [DONE]\n\n")))
+            .unwrap();
+        assert_eq!(read_to_done(response).await, ["{}", "[DONE]"]);
+        // The body's end comes a moment after its last event, as a chunked body's last
+        // chunk does: it is still read, so the connection can carry the next request.
+        let _ = tx.unbounded_send(Ok(Bytes::from_static(b": after\n\n")));
+        drop(tx);
+        for _ in 0..100 {
+            if ended.load(Ordering::SeqCst) {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+        assert!(
+            ended.load(Ordering::SeqCst),
+            "the body was dropped before its end"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_stream_that_goes_on_past_its_last_event_is_let_go() {
+        // One that never ends: dropped after a while.
+        let (response, silent, _) = streamed();
+        silent
+            .unbounded_send(Ok(Bytes::from_static(b"data: [DONE]\n\n")))
+            .unwrap();
+        read_to_done(response).await;
+        tokio::time::sleep(FINISH_WITHIN + std::time::Duration::from_secs(1)).await;
+        assert!(silent.is_closed(), "a silent stream was kept");
+        // One that keeps sending: dropped past the bytes read for its end.
+        let (response, chatty, _) = streamed();
+        chatty
+            .unbounded_send(Ok(Bytes::from_static(b"data: [DONE]\n\n")))
+            .unwrap();
+        read_to_done(response).await;
+        let mut sent = 0;
+        while !chatty.is_closed() && sent <= 2 * FINISH_BYTES {
+            let _ = chatty.unbounded_send(Ok(Bytes::from(vec![b':'; 4096])));
+            sent += 4096;
+            tokio::task::yield_now().await;
+        }
+        assert!(chatty.is_closed(), "a stream that kept sending was kept");
+        assert!(sent > FINISH_BYTES);
+    }
 }
 
 #[cfg(test)]
