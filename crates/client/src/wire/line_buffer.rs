@@ -1,7 +1,8 @@
 //! The bytes read from a server's stdout and not yet taken as lines. A line is handed out
 //! as a slice of this buffer where it lies, not copied out first; the buffer reads into
 //! memory it has not zeroed (a 64 KiB pipe's worth that a small message touches one page
-//! of), grows only for a longer line, and lets go of what a large answer made it grow to.
+//! of), grows only for a longer line, and lets go of what large answers made it grow to
+//! once small lines follow them.
 //!
 //! Its state is all in the struct, so a read cancelled half-way (rmcp polls `receive`
 //! inside `select!`) loses nothing: bytes already read stay, and a line is taken only by
@@ -11,8 +12,13 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 
 /// How much is read at once: what a pipe holds.
 const READ_SIZE: usize = 64 * 1024;
-/// Above this, a buffer left empty is given back and a fresh one of [`READ_SIZE`] taken.
+/// Above this, a buffer left empty is given back and a fresh one of [`READ_SIZE`] taken,
+/// once [`SMALL_LINES_BEFORE_SHRINKING`] lines in a row have been no longer than it: a server
+/// answering large results one after another keeps the room it needs (growing it again
+/// costs a copy of each size on the way, and fresh pages), one that answered one large
+/// result does not keep its size.
 const KEEP_AT_MOST: usize = 1024 * 1024;
+const SMALL_LINES_BEFORE_SHRINKING: u32 = 8;
 
 /// What [`LineBuffer::next_line`] found.
 #[derive(Debug, PartialEq, Eq)]
@@ -33,6 +39,8 @@ pub(crate) struct LineBuffer {
     scanned: usize,
     /// The end of the line found, once one is (until it is consumed).
     found: Option<usize>,
+    /// Lines in a row no longer than [`KEEP_AT_MOST`].
+    small_lines: u32,
     cap: usize,
 }
 
@@ -44,6 +52,7 @@ impl LineBuffer {
             start: 0,
             scanned: 0,
             found: None,
+            small_lines: 0,
             cap,
         }
     }
@@ -92,6 +101,11 @@ impl LineBuffer {
     /// Takes the line found, newline and all.
     pub(crate) fn consume(&mut self) {
         if let Some(end) = self.found.take() {
+            self.small_lines = if end - self.start > KEEP_AT_MOST {
+                0
+            } else {
+                self.small_lines.saturating_add(1)
+            };
             self.start = end + 1;
             self.scanned = 0;
         }
@@ -103,7 +117,9 @@ impl LineBuffer {
     fn make_room(&mut self) {
         if self.start == self.buf.len() {
             self.start = 0;
-            if self.buf.capacity() > KEEP_AT_MOST {
+            if self.buf.capacity() > KEEP_AT_MOST
+                && self.small_lines >= SMALL_LINES_BEFORE_SHRINKING
+            {
                 self.buf = Vec::with_capacity(READ_SIZE);
             } else {
                 self.buf.clear();
@@ -197,10 +213,38 @@ mod tests {
         writer.await.unwrap().unwrap();
         assert_eq!(lines.next_line(&mut rx).await, LineRead::Eof);
         assert!(lines.buf.capacity() >= long.len());
-        // Not kept at the size of the longest answer once it has been taken.
-        lines.buf.reserve(2 * KEEP_AT_MOST);
-        lines.make_room();
-        assert!(lines.buf.capacity() <= KEEP_AT_MOST);
+    }
+
+    #[tokio::test]
+    async fn the_room_a_large_line_took_is_kept_while_large_lines_come_and_then_given_back() {
+        let large = vec![b'x'; KEEP_AT_MOST + 1];
+        let mut input = Vec::new();
+        for _ in 0..2 {
+            input.extend_from_slice(&large);
+            input.push(b'\n');
+        }
+        for _ in 0..SMALL_LINES_BEFORE_SHRINKING {
+            input.extend_from_slice(b"small\n");
+        }
+        let (mut tx, mut rx) = tokio::io::duplex(1 << 16);
+        let writer = tokio::spawn(async move { tx.write_all(&input).await });
+        let mut lines = LineBuffer::new(usize::MAX);
+        let mut capacities = Vec::new();
+        while lines.next_line(&mut rx).await == LineRead::Line {
+            lines.consume();
+            lines.make_room();
+            capacities.push(lines.buf.capacity());
+        }
+        writer.await.unwrap().unwrap();
+        let kept = capacities.iter().filter(|c| **c > KEEP_AT_MOST).count();
+        // Both large lines and the seven small ones after them: the room is kept; after the
+        // eighth it is given back.
+        assert_eq!(
+            kept,
+            2 + SMALL_LINES_BEFORE_SHRINKING as usize - 1,
+            "{capacities:?}"
+        );
+        assert!(capacities.last().is_some_and(|c| *c <= KEEP_AT_MOST));
     }
 
     #[tokio::test]
