@@ -203,9 +203,10 @@ async fn insert_messages(
     mut seq: i64,
     bodies: Vec<(u32, String)>,
 ) -> Result<(), StoreError> {
-    let mut rows = bodies.into_iter().peekable();
-    while rows.peek().is_some() {
-        let chunk: Vec<(u32, String)> = rows.by_ref().take(backend.rows_per_insert(5)).collect();
+    let chunks = crate::db::insert_chunks(bodies.len(), backend.rows_per_insert(5));
+    let mut rows = bodies.into_iter();
+    for size in chunks {
+        let chunk: Vec<(u32, String)> = rows.by_ref().take(size).collect();
         let sql = multi_row_insert(
             backend,
             "INSERT INTO history_messages (scope, conversation_id, seq, turn, body)",
@@ -405,8 +406,25 @@ mod tests {
             multi_row_insert(Backend::Postgres, head, 1, 2, 2),
             "INSERT INTO t (a, b, c) VALUES ($1, $2, $3), ($1, $4, $5)"
         );
-        assert_eq!(Backend::Sqlite.rows_per_insert(17), 58);
+        assert_eq!(Backend::Sqlite.rows_per_insert(17), 32);
+        assert_eq!(Backend::Sqlite.rows_per_insert(5), 32);
+        assert_eq!(Backend::Sqlite.rows_per_insert(40), 16);
         assert_eq!(Backend::Sqlite.rows_per_insert(1000), 1);
-        assert_eq!(Backend::Postgres.rows_per_insert(16), 100);
+        assert_eq!(Backend::Postgres.rows_per_insert(16), 32);
+        let cut = |rows| crate::db::insert_chunks(rows, 32).collect::<Vec<_>>();
+        assert_eq!(cut(0), Vec::<usize>::new());
+        assert_eq!(
+            cut(601),
+            [32; 18].into_iter().chain([16, 8, 1]).collect::<Vec<_>>()
+        );
+        // Every count is cut whole, into at most six shapes.
+        for rows in 0..200 {
+            let sizes = cut(rows);
+            assert_eq!(sizes.iter().sum::<usize>(), rows);
+            assert!(
+                sizes.iter().all(|s| s.is_power_of_two() && *s <= 32),
+                "{sizes:?}"
+            );
+        }
     }
 }

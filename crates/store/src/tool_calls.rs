@@ -143,10 +143,12 @@ impl Store {
             .fetch_one(&mut *tx)
             .await?;
             let per_insert = self.backend().rows_per_insert(CALL_PARAMETERS + 1);
-            for (n, chunk) in mine.chunks(per_insert).enumerate() {
-                let position = first + i64::try_from(n * per_insert).unwrap_or(i64::MAX);
+            let mut done = 0;
+            for size in crate::db::insert_chunks(mine.len(), per_insert) {
+                let position = first + i64::try_from(done).unwrap_or(i64::MAX);
                 let target = (self.backend(), self.scope());
-                upsert_calls(&mut tx, target, position, chunk).await?;
+                upsert_calls(&mut tx, target, position, &mine[done..done + size]).await?;
+                done += size;
             }
         }
         tx.commit().await?;

@@ -408,3 +408,30 @@ async fn tool_calls_wait_for_another_writer() {
     record.await.unwrap();
     assert_eq!(store.load_tool_calls(&id).await.unwrap().len(), 2);
 }
+
+/// A batch of any length is written whole and in order, however it is cut into statements
+/// (of 32 rows, then the rest by powers of two).
+#[tokio::test]
+async fn long_batches_keep_their_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir).await;
+    let id = store.create_conversation("m", "/w").await.unwrap();
+    for (turn, n) in [(0, 301), (1, 1), (2, 63)] {
+        let messages: Vec<Value> = (0..n).map(|i| json!([turn, i])).collect();
+        store.append_messages(&id, turn, &messages).await.unwrap();
+    }
+    let loaded = store.load_messages(&id).await.unwrap();
+    let want: Vec<(u32, Value)> = [(0, 301), (1, 1), (2, 63)]
+        .into_iter()
+        .flat_map(|(turn, n)| (0..n).map(move |i| (turn, json!([turn, i]))))
+        .collect();
+    assert_eq!(loaded, want);
+    let calls: Vec<ToolCallRow> = (0..151).map(|i| call(&id, &format!("c{i}"))).collect();
+    store.record_tool_calls(&calls).await.unwrap();
+    store.record_tool_calls(&calls[..45]).await.unwrap();
+    let ids: Vec<String> = (store.load_tool_calls(&id).await.unwrap().into_iter())
+        .map(|c| c.call_id)
+        .collect();
+    let want: Vec<String> = (0..151).map(|i| format!("c{i}")).collect();
+    assert_eq!(ids, want, "recorded again, a call keeps its first place");
+}
