@@ -1,7 +1,8 @@
-//! The threads users' engine sessions run on. A session's turn is a future that is not
-//! `Send` (it borrows the session's servers, gate and observer), so each session lives on
-//! one thread: a small pool of single-threaded runtimes, each with a `LocalSet`, a user
-//! always on the same one (by a hash of the user id). Everything else of the service (HTTP,
+//! The threads users' engine sessions run on. Each session lives on one thread, as a
+//! person's does in the single-user host (its turn's model request, calls and store writes
+//! hand the work to each other in turn, with no wake-up of another thread between): a small
+//! pool of single-threaded runtimes, each with a `LocalSet`, a user always on the same one
+//! (by a hash of the user id). Everything else of the service (HTTP,
 //! the database, event delivery) runs on the main runtime and talks to a session through
 //! its channels.
 
