@@ -72,7 +72,7 @@ fuzz_target!(|input: Input| {
             continue;
         }
         let page = json!({"tools": tools.iter().take(64).map(tool).collect::<Vec<_>>()});
-        let Ok(parsed) = mcp_host_client::lenient::parse_tool_page(&page) else {
+        let Ok(parsed) = mcp_host_client::lenient::parse_tool_page(page) else {
             continue;
         };
         servers.push(ServerTools::new(ServerId::new(name), parsed.items));
