@@ -38,7 +38,7 @@ fn depth(v: &Value) -> usize {
 pub fn parse_page<T>(
     result: Value,
     key: &str,
-    item: impl Fn(Value) -> Result<T, String>,
+    item: impl Fn(&mut Value) -> Result<T, String>,
 ) -> Result<Page<T>, String> {
     let Value::Object(mut obj) = result else {
         return Err("list result is not an object".into());
@@ -52,15 +52,14 @@ pub fn parse_page<T>(
         // An empty-string cursor is a valid cursor; only absence ends the list.
         next_cursor: str_field(&obj, "nextCursor"),
     };
-    for (i, entry) in list.into_iter().enumerate() {
-        let label = ["name", "uri"]
-            .iter()
-            .find_map(|k| entry.get(*k).and_then(Value::as_str))
-            .map(str::to_string);
-        match item(entry) {
+    for (i, mut entry) in list.into_iter().enumerate() {
+        match item(&mut entry) {
             Ok(t) => page.items.push(t),
             Err(reason) => {
-                let item = label.unwrap_or_else(|| format!("#{i}"));
+                let label = ["name", "uri"]
+                    .iter()
+                    .find_map(|k| entry.get(*k).and_then(Value::as_str));
+                let item = label.map_or_else(|| format!("#{i}"), str::to_string);
                 page.issues.push(ListIssue { item, reason });
             }
         }
@@ -73,15 +72,15 @@ pub fn parse_tool_page(result: Value) -> Result<Page<ToolDescriptor>, String> {
 }
 
 pub fn parse_prompt_page(result: Value) -> Result<Page<PromptDescriptor>, String> {
-    parse_page(result, "prompts", |v| parse_prompt(&v))
+    parse_page(result, "prompts", |v| parse_prompt(v))
 }
 
 pub fn parse_resource_page(result: Value) -> Result<Page<ResourceDescriptor>, String> {
-    parse_page(result, "resources", |v| parse_resource(&v))
+    parse_page(result, "resources", |v| parse_resource(v))
 }
 
 pub fn parse_template_page(result: Value) -> Result<Page<ResourceTemplateDescriptor>, String> {
-    parse_page(result, "resourceTemplates", |v| parse_template(&v))
+    parse_page(result, "resourceTemplates", |v| parse_template(v))
 }
 
 fn parse_template(item: &Value) -> Result<ResourceTemplateDescriptor, String> {
@@ -141,11 +140,11 @@ fn parse_resource(item: &Value) -> Result<ResourceDescriptor, String> {
     })
 }
 
-fn parse_tool(item: Value) -> Result<ToolDescriptor, String> {
-    let Value::Object(mut obj) = item else {
-        return Err("entry is not an object".into());
-    };
-    let name = required_name(&obj, "name")?;
+/// Takes what it keeps out of `item` (the schemas and annotations); the name stays, to
+/// label the entry if it is refused.
+fn parse_tool(item: &mut Value) -> Result<ToolDescriptor, String> {
+    let obj = item.as_object_mut().ok_or("entry is not an object")?;
+    let name = required_name(obj, "name")?;
     let input_schema = match obj.remove("inputSchema") {
         Some(s @ Value::Object(_)) => {
             if s.get("type").is_some_and(|t| t != "object") {
@@ -168,8 +167,8 @@ fn parse_tool(item: Value) -> Result<ToolDescriptor, String> {
         .map(known_annotations);
     Ok(ToolDescriptor {
         name,
-        title: str_field(&obj, "title"),
-        description: str_field(&obj, "description"),
+        title: str_field(obj, "title"),
+        description: str_field(obj, "description"),
         input_schema,
         output_schema,
         annotations,

@@ -203,7 +203,7 @@ async fn insert_messages(
     mut seq: i64,
     bodies: Vec<(u32, String)>,
 ) -> Result<(), StoreError> {
-    let chunks = crate::db::insert_chunks(bodies.len(), backend.rows_per_insert(5));
+    let chunks = backend.insert_chunks(bodies.len(), 5);
     let mut rows = bodies.into_iter();
     for size in chunks {
         let chunk: Vec<(u32, String)> = rows.by_ref().take(size).collect();
@@ -406,12 +406,12 @@ mod tests {
             multi_row_insert(Backend::Postgres, head, 1, 2, 2),
             "INSERT INTO t (a, b, c) VALUES ($1, $2, $3), ($1, $4, $5)"
         );
-        assert_eq!(Backend::Sqlite.rows_per_insert(17), 32);
-        assert_eq!(Backend::Sqlite.rows_per_insert(5), 32);
-        assert_eq!(Backend::Sqlite.rows_per_insert(40), 16);
-        assert_eq!(Backend::Sqlite.rows_per_insert(1000), 1);
-        assert_eq!(Backend::Postgres.rows_per_insert(16), 32);
-        let cut = |rows| crate::db::insert_chunks(rows, 32).collect::<Vec<_>>();
+        let most = |b: Backend, per_row| b.insert_chunks(10_000, per_row).max();
+        assert_eq!(most(Backend::Sqlite, 17), Some(32));
+        assert_eq!(most(Backend::Sqlite, 40), Some(16));
+        assert_eq!(most(Backend::Sqlite, 1000), Some(1));
+        assert_eq!(most(Backend::Postgres, 16), Some(32));
+        let cut = |rows| Backend::Sqlite.insert_chunks(rows, 5).collect::<Vec<_>>();
         assert_eq!(cut(0), Vec::<usize>::new());
         assert_eq!(
             cut(601),

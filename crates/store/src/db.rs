@@ -37,40 +37,32 @@ impl Backend {
         matches!(self, Self::Sqlite)
     }
 
-    /// Rows per multi-row `INSERT` of `per_row` parameters each: a power of two, at most
-    /// 32, within the parameters SQLite allows a statement (32,766 since 3.32; 999 before).
-    /// Few rows a statement cost a round trip each (to SQLite's thread, or to the server);
-    /// many cost a statement parsed for each count of rows: a save of a 300-call turn made
-    /// one of 199 rows and one of the rest, each parsed at about 7 k instructions a row, for
-    /// one use. Cut by [`insert_chunks`], every statement has one of six shapes, parsed once
-    /// and kept in the connection's statement cache.
-    pub(crate) fn rows_per_insert(self, per_row: usize) -> usize {
-        let most = match self {
+    /// How `rows` rows of `per_row` parameters each are cut into multi-row `INSERT`s: each a
+    /// power of two rows, at most 32 and within the parameters SQLite allows a statement
+    /// (32,766 since 3.32; 999 before); the most while that many are left, then the rest by
+    /// its binary digits, largest first. Few rows a statement cost a round trip each (to
+    /// SQLite's thread, or to the server); a statement for each count of rows cost a parse
+    /// each (a 300-call turn's save made one of 199 rows and one of the rest, at about 7 k
+    /// instructions a row, each used once). So every statement has one of six shapes, parsed
+    /// once and kept in the connection's statement cache.
+    pub(crate) fn insert_chunks(self, rows: usize, per_row: usize) -> impl Iterator<Item = usize> {
+        let limit = match self {
             Self::Sqlite => (999 / per_row.max(1)).max(1),
             Self::Postgres => 100,
         };
-        let most = most.min(32);
-        1 << (usize::BITS - 1 - most.leading_zeros())
+        let most = power_of_two_at_most(limit.min(32));
+        let mut left = rows;
+        std::iter::from_fn(move || {
+            let size = power_of_two_at_most(left.min(most));
+            left -= size;
+            (size > 0).then_some(size)
+        })
     }
 }
 
-/// How `rows` rows are cut into statements of at most `per_insert` (a power of two) rows:
-/// `per_insert` while that many are left, then the rest by its binary digits, largest
-/// first; so every statement has a power of two rows.
-pub(crate) fn insert_chunks(rows: usize, per_insert: usize) -> impl Iterator<Item = usize> {
-    let mut left = rows;
-    std::iter::from_fn(move || {
-        if left == 0 {
-            return None;
-        }
-        let size = if left >= per_insert {
-            per_insert
-        } else {
-            1 << (usize::BITS - 1 - left.leading_zeros())
-        };
-        left -= size;
-        Some(size)
-    })
+/// The largest power of two not above `n`; 0 for 0.
+fn power_of_two_at_most(n: usize) -> usize {
+    n.checked_ilog2().map_or(0, |log| 1 << log)
 }
 
 /// The `sqlite://` URL of the file at `path` (any characters in it escaped), creating its

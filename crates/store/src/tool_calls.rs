@@ -142,9 +142,11 @@ impl Store {
             .bind(id.as_str())
             .fetch_one(&mut *tx)
             .await?;
-            let per_insert = self.backend().rows_per_insert(CALL_PARAMETERS + 1);
             let mut done = 0;
-            for size in crate::db::insert_chunks(mine.len(), per_insert) {
+            for size in self
+                .backend()
+                .insert_chunks(mine.len(), CALL_PARAMETERS + 1)
+            {
                 let position = first + i64::try_from(done).unwrap_or(i64::MAX);
                 let target = (self.backend(), self.scope());
                 upsert_calls(&mut tx, target, position, &mine[done..done + size]).await?;

@@ -38,10 +38,10 @@ use serde_json::value::RawValue;
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::sync::{Arc, Mutex, OnceLock};
-mod line_buffer;
-
-use line_buffer::{LineBuffer, LineRead};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+
+mod line_buffer;
+use line_buffer::{LineBuffer, LineRead};
 
 /// Deepest nesting of arrays and objects accepted in one message: serde_json's own
 /// recursion limit, so a message that decodes is never scanned twice; the depth is counted
