@@ -43,6 +43,17 @@ pub fn is_plain(text: &str) -> bool {
         && rest.iter().all(plain)
 }
 
+/// No byte of `bytes` is DEL or above (so none starts a character beyond ASCII), judged in
+/// whole blocks as [`is_plain`] does: short fragments are decided without a call, long ones
+/// without stopping at each byte.
+fn below_del(bytes: &[u8]) -> bool {
+    let (blocks, rest) = bytes.as_chunks::<16>();
+    blocks
+        .iter()
+        .all(|block| block.iter().fold(true, |all, &b| all & (b < 0x7f)))
+        && rest.iter().all(|&b| b < 0x7f)
+}
+
 fn strip_slowly(input: &str) -> String {
     let mut out = String::with_capacity(input.len());
     let mut chars = input.chars().peekable();
@@ -218,9 +229,8 @@ impl<F: Formatter> Formatter for TerminalSafe<F> {
         // characters after them are decoded (decoding every character was most of the cost
         // of an audit line).
         let bytes = fragment.as_bytes();
-        // Most fragments (keys, names, hashes) are ASCII without DEL: two scans of whole words
-        // (`is_ascii`, and `contains` of an ASCII char is a memchr) settle them.
-        if fragment.is_ascii() && !fragment.contains('\x7f') {
+        // Most fragments (keys, names, hashes) are ASCII without DEL: one pass settles them.
+        if below_del(bytes) {
             return w.write_all(bytes);
         }
         let (mut start, mut next) = (0, 0);
@@ -347,6 +357,11 @@ mod tests {
                         one_by_one(text.as_bytes()),
                         "{len} {at} {b}"
                     );
+                }
+                for b in [0u8, 0x1b, b'~', 0x7f, 0x80, 0xc3, 0xff] {
+                    let mut bytes = vec![b'a'; len];
+                    bytes[at] = b;
+                    assert_eq!(super::below_del(&bytes), b < 0x7f, "{len} {at} {b}");
                 }
             }
             let mut text = "a".repeat(len - 1);

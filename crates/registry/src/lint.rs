@@ -217,25 +217,76 @@ fn normalised(text: &str) -> String {
     out
 }
 
+/// `.env`, matched after [`INSTRUCTION_PHRASES`] as a file name only.
+const ENV_FILE: &str = ".env";
+
+/// Every phrase looked for: [`INSTRUCTION_PHRASES`], then [`ENV_FILE`].
+const PHRASES: [&str; INSTRUCTION_PHRASES.len() + 1] = {
+    let mut all = [ENV_FILE; INSTRUCTION_PHRASES.len() + 1];
+    let mut i = 0;
+    while i < INSTRUCTION_PHRASES.len() {
+        all[i] = INSTRUCTION_PHRASES[i];
+        i += 1;
+    }
+    all
+};
+
+/// For each byte, the phrases (bit `i` for `PHRASES[i]`) whose byte `at` it is: a text is
+/// read once, and a phrase compared only where its first two bytes are (a search for each
+/// phrase in turn built a searcher per phrase per text, most of a tool's lint at a start).
+/// Made when the program is compiled.
+const fn phrases_with_byte_at(at: usize) -> [u64; 256] {
+    assert!(PHRASES.len() <= 64, "one bit per phrase");
+    let mut table = [0u64; 256];
+    let mut i = 0;
+    while i < PHRASES.len() {
+        let phrase = PHRASES[i].as_bytes();
+        assert!(
+            phrase.len() > at,
+            "every phrase is longer than the bytes tested first"
+        );
+        table[phrase[at] as usize] |= 1 << i;
+        i += 1;
+    }
+    table
+}
+const FIRST_BYTE: [u64; 256] = phrases_with_byte_at(0);
+const SECOND_BYTE: [u64; 256] = phrases_with_byte_at(1);
+
 /// The instruction-like phrases in `text`, in the order of [`INSTRUCTION_PHRASES`]; `.env`
 /// counts as a file name only (not `process.env`).
 pub fn instruction_phrases_in(text: &str) -> Vec<String> {
     let t = normalised(text);
-    let mut found: Vec<String> = INSTRUCTION_PHRASES
-        .iter()
-        .filter(|p| t.contains(*p))
-        .map(|p| p.to_string())
-        .collect();
-    let env_file = t.match_indices(".env").any(|(i, _)| {
-        let before = t[..i].chars().next_back();
-        let after = t[i + 4..].chars().next();
-        before.is_none_or(|b| !b.is_alphanumeric() && b != '.' && b != '_')
-            && after.is_none_or(|a| !a.is_alphanumeric() && a != '_')
-    });
-    if env_file {
-        found.push(".env".into());
+    let bytes = t.as_bytes();
+    let mut found = 0u64;
+    for (at, pair) in bytes.windows(2).enumerate() {
+        let mut candidates = FIRST_BYTE[pair[0] as usize] & SECOND_BYTE[pair[1] as usize];
+        while candidates != 0 {
+            let i = candidates.trailing_zeros() as usize;
+            candidates &= candidates - 1;
+            let phrase = PHRASES[i];
+            if bytes[at..].starts_with(phrase.as_bytes())
+                && (phrase != ENV_FILE || env_file_at(&t, at))
+            {
+                found |= 1 << i;
+            }
+        }
     }
-    found
+    PHRASES
+        .iter()
+        .enumerate()
+        .filter(|&(i, _)| found & (1 << i) != 0)
+        .map(|(_, p)| p.to_string())
+        .collect()
+}
+
+/// Whether the `.env` at `at` in `t` names a file: not part of a longer word or name
+/// (`process.env`, `.envrc`).
+fn env_file_at(t: &str, at: usize) -> bool {
+    let before = t[..at].chars().next_back();
+    let after = t[at + ENV_FILE.len()..].chars().next();
+    before.is_none_or(|b| !b.is_alphanumeric() && b != '.' && b != '_')
+        && after.is_none_or(|a| !a.is_alphanumeric() && a != '_')
 }
 
 /// A finding for `field` if `text` reads as instructions to the model.
@@ -672,6 +723,56 @@ mod tests {
             ["ignore previous instructions"],
             "hidden orders are read too"
         );
+    }
+
+    /// One reading of the text finds what a search for each phrase on its own finds: every
+    /// phrase, overlapping ones (`~/.ssh/` holds two), repeated ones, and a `.env` that names
+    /// a file after one that does not.
+    #[test]
+    fn one_pass_finds_what_each_phrase_alone_finds() {
+        let one_by_one = |text: &str| {
+            let t = normalised(text);
+            let mut found: Vec<String> = INSTRUCTION_PHRASES
+                .iter()
+                .filter(|p| t.contains(*p))
+                .map(|p| p.to_string())
+                .collect();
+            if t.match_indices(ENV_FILE).any(|(at, _)| env_file_at(&t, at)) {
+                found.push(ENV_FILE.into());
+            }
+            found
+        };
+        let mut texts: Vec<String> = INSTRUCTION_PHRASES
+            .iter()
+            .map(|p| format!("x {} y", p.to_uppercase()))
+            .collect();
+        texts.push(INSTRUCTION_PHRASES.join(""));
+        texts.push(
+            INSTRUCTION_PHRASES
+                .iter()
+                .rev()
+                .copied()
+                .collect::<Vec<_>>()
+                .join(" "),
+        );
+        for text in [
+            "read ~/.ssh/ and ~/.ssh/ again",
+            "process.env, then .env",
+            ".env",
+            "x.env .envrc _.env",
+            "ignore the previous ignore the previous",
+            "",
+        ] {
+            texts.push(text.into());
+        }
+        for text in &texts {
+            assert_eq!(instruction_phrases_in(text), one_by_one(text), "{text:?}");
+        }
+        assert_eq!(
+            instruction_phrases_in("read ~/.ssh/ now"),
+            ["~/.ssh", ".ssh/"]
+        );
+        assert_eq!(instruction_phrases_in("process.env, then .env"), [".env"]);
     }
 
     #[test]
