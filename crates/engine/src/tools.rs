@@ -59,7 +59,8 @@ pub async fn snapshot(
             instructions: servers.instructions(&id),
         });
     }
-    let (known, checked) = pins.hashes_and_verdicts(schema::CHECKER).await?;
+    let servers: Vec<&str> = ready.iter().map(|s| s.server.as_str()).collect();
+    let (known, checked) = pins.hashes_and_verdicts(schema::CHECKER, &servers).await?;
     let mut catalogue = Catalogue::build_knowing(ready, &checked).with_embedder(embedder.clone());
     catalogue.check_pins_against(pins, &known).await?;
     keep_schema_verdicts(&catalogue, pins).await;

@@ -8,10 +8,16 @@
 
 use crate::{OWN_FILE, StoreError, now};
 use mcp_host_core::pins::{PinRecord, PinRecords, PinnedHashes};
-use sqlx::AnyPool;
+use sqlx::{AnyPool, AssertSqlSafe};
 use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Arc;
+
+/// A pin as read: server, tool, hash, and the rules its schema compiled under.
+type PinRow = (String, String, String, Option<String>);
+
+/// Servers whose pins one query reads: far below either database's limit on parameters.
+const SERVERS_PER_READ: usize = 256;
 
 /// The pins file's own migrations (`pin_migrations/`).
 pub(crate) const PIN_MIGRATIONS: &[crate::migrations::Embedded] = crate::embed_migrations!("pin_migrations":
@@ -58,26 +64,48 @@ impl PinStore {
 pub type CheckedSchema<'a> = (&'a str, &'a str, &'a str);
 
 impl PinStore {
-    /// Every pin's hash in this scope, and the hashes among them whose input schema
+    /// The pins of `servers` in this scope, and the hashes among them whose input schema
     /// compiled under `checker` (`mcp_host_registry::schema::CHECKER`): what a catalogue
-    /// snapshot needs of the pins, in one read.
+    /// snapshot of those servers needs of the pins, in one read. Only theirs: the store keeps
+    /// the pins of every server ever connected, and reading them all made a start's cost
+    /// grow with the user's history (10 k instructions a pin).
     pub async fn hashes_and_verdicts(
         &self,
         checker: &str,
+        servers: &[&str],
     ) -> Result<(PinnedHashes, HashSet<String>), PinError> {
         let mut hashes = PinnedHashes::new();
         let mut checked = HashSet::new();
-        for (server, tool, hash, verdict) in self.all_pins().await? {
-            if verdict.as_deref() == Some(checker) {
-                checked.insert(hash.clone());
+        for some in servers.chunks(SERVERS_PER_READ) {
+            for (server, tool, hash, verdict) in self.pins_of(some).await? {
+                if verdict.as_deref() == Some(checker) {
+                    checked.insert(hash.clone());
+                }
+                hashes.entry(server).or_default().insert(tool, hash);
             }
-            hashes.entry(server).or_default().insert(tool, hash);
         }
         Ok((hashes, checked))
     }
 
+    /// The pins of `servers` (at most [`SERVERS_PER_READ`]) in this scope: server, tool,
+    /// hash, and the rules its schema compiled under.
+    async fn pins_of(&self, servers: &[&str]) -> Result<Vec<PinRow>, PinError> {
+        let marks: Vec<String> = (0..servers.len()).map(|i| format!("${}", i + 2)).collect();
+        let sql = format!(
+            "SELECT server, tool, hash, schema_checked FROM tool_pins
+             WHERE scope = $1 AND server IN ({})",
+            marks.join(", ")
+        );
+        // Audited: the text is constant but for the count of placeholders; names are bound.
+        let mut query = sqlx::query_as(AssertSqlSafe(sql)).bind(&*self.scope);
+        for server in servers {
+            query = query.bind(*server);
+        }
+        Ok(query.fetch_all(&self.pool).await?)
+    }
+
     /// Every pin of this scope: server, tool, hash, and the rules its schema compiled under.
-    async fn all_pins(&self) -> Result<Vec<(String, String, String, Option<String>)>, PinError> {
+    async fn all_pins(&self) -> Result<Vec<PinRow>, PinError> {
         Ok(sqlx::query_as(
             "SELECT server, tool, hash, schema_checked FROM tool_pins WHERE scope = $1",
         )
@@ -192,6 +220,35 @@ mod tests {
         assert!(other.hashes().await.unwrap().is_empty());
     }
 
+    /// A snapshot reads the pins of the servers it is of, not of every server ever pinned;
+    /// many servers are read in more than one query.
+    #[tokio::test]
+    async fn a_snapshot_reads_only_its_servers_pins() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = PinStore::open(&dir.path().join("pins.sqlite"))
+            .await
+            .unwrap();
+        let names: Vec<String> = (0..SERVERS_PER_READ + 3).map(|i| format!("s{i}")).collect();
+        for name in &names {
+            store.pin(name, "echo", &record(name)).await.unwrap();
+        }
+        store.pin("elsewhere", "echo", &record("h")).await.unwrap();
+        let (hashes, _) = store
+            .hashes_and_verdicts("rules", &["s1", "s2"])
+            .await
+            .unwrap();
+        let mut read: Vec<&String> = hashes.keys().collect();
+        read.sort();
+        assert_eq!(read, ["s1", "s2"]);
+        assert_eq!(hashes["s2"]["echo"], "s2");
+        let all: Vec<&str> = names.iter().map(String::as_str).collect();
+        let (hashes, _) = store.hashes_and_verdicts("rules", &all).await.unwrap();
+        assert_eq!(hashes.len(), names.len());
+        assert!(!hashes.contains_key("elsewhere"));
+        let (none, _) = store.hashes_and_verdicts("rules", &[]).await.unwrap();
+        assert!(none.is_empty());
+    }
+
     /// A schema verdict is kept with the pin of the definition it was made on: not for a
     /// hash the pin no longer has, not under other rules, not for another scope.
     #[tokio::test]
@@ -208,7 +265,7 @@ mod tests {
         drop(store);
         let store = PinStore::open(&path).await.unwrap();
         let checked = |store: PinStore, rules: &'static str| async move {
-            store.hashes_and_verdicts(rules).await.unwrap().1
+            store.hashes_and_verdicts(rules, &["s"]).await.unwrap().1
         };
         assert_eq!(
             checked(store.clone(), "rules-1").await,
