@@ -8,6 +8,7 @@ use crate::permissions::{RawHooks, RawPermissions};
 use crate::server::RawServer;
 use serde::Deserialize;
 use serde_json::value::RawValue;
+use std::cell::Cell;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -158,12 +159,24 @@ impl<'de> Deserialize<'de> for Entries<'de> {
 pub(crate) struct Origin<'a> {
     pub(crate) file: &'a Path,
     pub(crate) full: &'a str,
+    /// The last place located: its byte offset, line and column. Fragments are located
+    /// mostly in the order they come in the file, so each count goes on from the one before
+    /// instead of from the start (every server's entry is located: counting from the start
+    /// made a file's cost grow with the square of its servers).
+    last: &'a Cell<(usize, usize, usize)>,
 }
 
 impl Origin<'_> {
     /// Line and column of a fragment of the file.
     pub(crate) fn at(&self, raw: &RawValue) -> (usize, usize) {
-        position_of(self.full, raw.get())
+        let offset = offset_in(self.full, raw.get());
+        let from = match self.last.get() {
+            last @ (before, _, _) if before <= offset => last,
+            _ => (0, 1, 1),
+        };
+        let (line, column) = position_from(self.full, offset, from);
+        self.last.set((offset, line, column));
+        (line, column)
     }
 
     pub(crate) fn problem(
@@ -209,7 +222,12 @@ pub fn parse_config_text(file: &Path, text: &str) -> ConfigFile {
 /// Like [`parse_config_text`] for an object nested inside a larger file: `slice` must point
 /// into `full`, and positions are reported relative to `full`.
 pub(crate) fn parse_config_slice(file: &Path, full: &str, slice: &str) -> ConfigFile {
-    let origin = Origin { file, full };
+    let last = Cell::new((0, 1, 1));
+    let origin = Origin {
+        file,
+        full,
+        last: &last,
+    };
     let mut out = ConfigFile::default();
     if slice.trim().is_empty() {
         return out;
@@ -353,13 +371,31 @@ fn describe(e: &serde_json::Error) -> String {
 
 /// Line and column (1-based) of `slice`, which must point into `text`.
 pub(crate) fn position_of(text: &str, slice: &str) -> (usize, usize) {
-    let offset = (slice.as_ptr() as usize)
+    position_from(text, offset_in(text, slice), (0, 1, 1))
+}
+
+/// Where `slice`, which must point into `text`, starts in it.
+fn offset_in(text: &str, slice: &str) -> usize {
+    (slice.as_ptr() as usize)
         .saturating_sub(text.as_ptr() as usize)
-        .min(text.len());
-    let before = &text[..offset];
-    let line = before.matches('\n').count() + 1;
-    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-    (line, column)
+        .min(text.len())
+}
+
+/// Line and column (1-based) of byte `offset` of `text`, counting from `from`: an earlier
+/// offset with its line and column. Only the text between the two is read (a file may be
+/// one long line).
+fn position_from(
+    text: &str,
+    offset: usize,
+    (start, line, column): (usize, usize, usize),
+) -> (usize, usize) {
+    let between = &text[start..offset];
+    let newlines = between.bytes().filter(|&b| b == b'\n').count();
+    let column = match between.rfind('\n') {
+        Some(at) => between[at + 1..].chars().count() + 1,
+        None => column + between.chars().count(),
+    };
+    (line + newlines, column)
 }
 
 #[cfg(test)]
@@ -368,6 +404,47 @@ mod tests {
 
     fn parse(text: &str) -> ConfigFile {
         parse_config_text(Path::new("/p/.mcp.json"), text)
+    }
+
+    /// Every server is located where it is, whether fragments are located in the file's
+    /// order (each count going on from the last) or back before one located already.
+    #[test]
+    fn servers_are_located_in_order_and_out_of_it() {
+        let entries: Vec<String> = (0..40)
+            .map(|i| format!("{}\"s{i}\": {{\"command\": \"x\"}}", " ".repeat(i % 7)))
+            .collect();
+        let text = format!("{{\"mcpServers\": {{\n{}\n}}}}", entries.join(",\n"));
+        let f = parse(&text);
+        assert_eq!(f.servers.len(), 40);
+        for (i, (name, located)) in f.servers.iter().enumerate() {
+            assert_eq!(name, &format!("s{i}"));
+            let expected_column = i % 7 + name.len() + 5;
+            assert_eq!(
+                (located.line, located.column),
+                (i + 2, expected_column),
+                "{name}"
+            );
+        }
+        let last = Cell::new((0, 1, 1));
+        let origin = Origin {
+            file: Path::new("/p/.mcp.json"),
+            full: &text,
+            last: &last,
+        };
+        let top: Entries<'_> = serde_json::from_str(&text).unwrap();
+        let servers: Entries<'_> = serde_json::from_str(top.0[0].1.get()).unwrap();
+        for i in [30, 3, 39, 0, 17, 17] {
+            let (_, raw) = &servers.0[i];
+            assert_eq!(origin.at(raw), position_of(&text, raw.get()), "{i}");
+            assert_eq!(origin.at(raw).0, i + 2, "{i}");
+        }
+        // One line: columns go on from the last one located.
+        let one_line = text.replace('\n', " ");
+        let f = parse(&one_line);
+        for (name, located) in &f.servers {
+            let at = one_line.find(&format!("\"{name}\"")).unwrap() + name.len() + 5;
+            assert_eq!((located.line, located.column), (1, at), "{name}");
+        }
     }
 
     #[test]
