@@ -569,6 +569,13 @@ fn flag_confusables(entries: &mut [Entry]) {
     }
     let mut found: Vec<(usize, Flag)> = Vec::new();
     for group in by_skeleton.values().filter(|g| g.len() > 1) {
+        // Only tools of different names are confusable; a group of one name (the same
+        // server configured many times, say) has no pair to compare, and comparing every
+        // pair made a start's cost grow with the square of such servers.
+        let first = &entries[group[0]].key.tool;
+        if group.iter().all(|&i| entries[i].key.tool == *first) {
+            continue;
+        }
         for &i in group {
             for &j in group {
                 let (a, b) = (&entries[i].key, &entries[j].key);
