@@ -229,6 +229,16 @@ impl Manager {
         })
     }
 
+    /// A server's state (its label) and list revision, read where they are kept: what a
+    /// turn asks of every server at every step (is the catalogue still current?), which
+    /// [`Manager::status`] answered by copying each whole status.
+    pub fn state_and_revision(&self, id: &ServerId) -> Option<(&'static str, u64)> {
+        self.slots.get(id).map(|s| {
+            let status = s.status.borrow();
+            (status.state.label(), status.revision)
+        })
+    }
+
     pub fn transport(&self, id: &ServerId) -> Option<TransportKind> {
         self.slots.get(id).map(|s| s.transport)
     }

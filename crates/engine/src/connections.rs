@@ -19,6 +19,11 @@ pub trait Connections: Sync {
     /// Every configured server, started or not, in a stable order.
     fn ids(&self) -> Vec<ServerId>;
     fn status(&self, id: &ServerId) -> Option<ServerStatus>;
+    /// A server's state (its label) and list revision: whether a catalogue is still
+    /// current. The same as read from [`Connections::status`], without copying the rest.
+    fn state_and_revision(&self, id: &ServerId) -> Option<(&'static str, u64)> {
+        self.status(id).map(|s| (s.state.label(), s.revision))
+    }
     fn tools(&self, id: &ServerId) -> Option<Arc<ToolList>>;
     fn offers(&self, id: &ServerId) -> Option<Arc<Offers>>;
     /// The instructions a ready server sent at initialisation.
@@ -50,6 +55,10 @@ impl Connections for Servers {
 
     fn status(&self, id: &ServerId) -> Option<ServerStatus> {
         self.manager().status(id)
+    }
+
+    fn state_and_revision(&self, id: &ServerId) -> Option<(&'static str, u64)> {
+        self.manager().state_and_revision(id)
     }
 
     fn tools(&self, id: &ServerId) -> Option<Arc<ToolList>> {

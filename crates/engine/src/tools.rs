@@ -94,8 +94,8 @@ fn seen(servers: &dyn Connections) -> Seen {
         .ids()
         .into_iter()
         .filter_map(|id| {
-            let s = servers.status(&id)?;
-            Some((id, s.state.label(), s.revision))
+            let (state, revision) = servers.state_and_revision(&id)?;
+            Some((id, state, revision))
         })
         .collect()
 }
