@@ -18,6 +18,7 @@ use mcp_host_core::{
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 use tokio::sync::{Notify, watch};
@@ -121,6 +122,8 @@ pub struct Manager {
     /// Taken by the first shutdown.
     tasks: std::sync::Mutex<Vec<JoinHandle<()>>>,
     stop: CancellationToken,
+    /// Counts changes of any server's state or list revision ([`Manager::changes`]).
+    changes: Arc<AtomicU64>,
 }
 
 impl std::fmt::Debug for Manager {
@@ -182,6 +185,7 @@ impl Manager {
             }
         }
         let stop = CancellationToken::new();
+        let changes = Arc::new(AtomicU64::new(0));
         let mut slots = BTreeMap::new();
         let mut tasks = Vec::new();
         for s in servers {
@@ -204,7 +208,7 @@ impl Manager {
                 let account =
                     publish_confinement(slot.confined.clone(), tx.clone(), stop.child_token());
                 tasks.push(tokio::spawn(account));
-                let runner = Runner::new(spec, slot.clone(), tx, opts.clone());
+                let runner = Runner::new(spec, slot.clone(), tx, opts.clone(), changes.clone());
                 tasks.push(tokio::spawn(runner.run(stop.child_token())));
             }
             slots.insert(s.id, slot);
@@ -214,7 +218,13 @@ impl Manager {
             slots: slots.clone(),
         };
         let tasks = std::sync::Mutex::new(tasks);
-        (Self { slots, tasks, stop }, caller)
+        let manager = Self {
+            slots,
+            tasks,
+            stop,
+            changes,
+        };
+        (manager, caller)
     }
 
     pub fn ids(&self) -> impl Iterator<Item = &ServerId> {
@@ -227,6 +237,13 @@ impl Manager {
             status.confinement = s.confined.view();
             status
         })
+    }
+
+    /// A count that moves whenever any server's state or list revision changes, after the
+    /// change: while it stands still, what [`Manager::state_and_revision`] reads of every
+    /// server stands still too, so a turn's step need not read them all.
+    pub fn changes(&self) -> u64 {
+        self.changes.load(Ordering::Acquire)
     }
 
     /// A server's state (its label) and list revision, read where they are kept: what a

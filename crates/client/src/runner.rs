@@ -17,6 +17,7 @@ use mcp_host_auth::OAuth;
 use mcp_host_config::{ServerSpec, Transport};
 use mcp_host_core::{ServerId, ServerState, ServerStatus};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -94,6 +95,8 @@ pub(crate) struct Runner {
     opts: ManagerOptions,
     /// Retry jitter: the OS's randomness, or the harness's seed.
     jitter: std::sync::Mutex<rand::rngs::StdRng>,
+    /// Every server's count of state and revision changes ([`crate::Manager::changes`]).
+    changes: Arc<AtomicU64>,
 }
 
 enum Ended {
@@ -174,8 +177,10 @@ impl Runner {
         slot: Arc<Slot>,
         status: watch::Sender<ServerStatus>,
         opts: ManagerOptions,
+        changes: Arc<AtomicU64>,
     ) -> Self {
         Self {
+            changes,
             endpoint: endpoint(&spec, &opts, &slot.confined),
             jitter: std::sync::Mutex::new(jitter_source(opts.harness.as_ref(), &spec.name)),
             spec,
@@ -187,13 +192,19 @@ impl Runner {
 
     fn publish(&self, f: impl FnOnce(&mut ServerStatus)) {
         let mut changed = None;
+        let mut revised = false;
         self.status.send_modify(|s| {
-            let before = s.state.clone();
+            let (before, revision) = (s.state.clone(), s.revision);
             f(s);
+            revised = s.revision != revision;
             if s.state != before {
                 changed = Some(s.state.clone());
             }
         });
+        // After the change, so a reader that sees the count moved also sees what moved it.
+        if changed.is_some() || revised {
+            self.changes.fetch_add(1, Ordering::Release);
+        }
         if let (Some(state), Some(h)) = (changed, &self.opts.harness) {
             let server = ServerId::new(&self.spec.name);
             // A simulation that stopped listening has nothing left to check.

@@ -24,6 +24,11 @@ pub trait Connections: Sync {
     fn state_and_revision(&self, id: &ServerId) -> Option<(&'static str, u64)> {
         self.status(id).map(|s| (s.state.label(), s.revision))
     }
+    /// A count that moves (after the change) whenever any server's state or revision
+    /// changes; `None` when not counted, and every server must be read instead.
+    fn changes(&self) -> Option<u64> {
+        None
+    }
     fn tools(&self, id: &ServerId) -> Option<Arc<ToolList>>;
     fn offers(&self, id: &ServerId) -> Option<Arc<Offers>>;
     /// The instructions a ready server sent at initialisation.
@@ -59,6 +64,10 @@ impl Connections for Servers {
 
     fn state_and_revision(&self, id: &ServerId) -> Option<(&'static str, u64)> {
         self.manager().state_and_revision(id)
+    }
+
+    fn changes(&self) -> Option<u64> {
+        Some(self.manager().changes())
     }
 
     fn tools(&self, id: &ServerId) -> Option<Arc<ToolList>> {

@@ -107,8 +107,16 @@ enum Source {
     Live {
         pins: PinStore,
         embedder: Arc<Embedder>,
-        last: Mutex<Option<(Seen, Arc<Catalogue>)>>,
+        last: Mutex<Option<Built>>,
     },
+}
+
+/// The last catalogue, the servers it was built at, and their count of changes then
+/// ([`Connections::changes`]): while that stands still, the servers are not read again.
+struct Built {
+    at: Seen,
+    catalogue: Arc<Catalogue>,
+    changes: Option<u64>,
 }
 
 /// The catalogue a turn reads, step by step.
@@ -135,6 +143,9 @@ impl ToolSource {
         pins: PinStore,
         servers: &dyn Connections,
     ) -> Result<(Self, Arc<Catalogue>, Vec<String>), PinError> {
+        // Counted before the states are read: a change while they are read moves the count
+        // past the one kept, and the next step reads them again.
+        let changes = servers.changes();
         let at = seen(servers);
         let embedder = Embedder::new();
         let (catalogue, warnings) = snapshot(servers, &pins, &embedder).await?;
@@ -142,7 +153,11 @@ impl ToolSource {
         let source = Self(Source::Live {
             pins,
             embedder,
-            last: Mutex::new(Some((at, catalogue.clone()))),
+            last: Mutex::new(Some(Built {
+                at,
+                catalogue: catalogue.clone(),
+                changes,
+            })),
         });
         Ok((source, catalogue, warnings))
     }
@@ -157,15 +172,28 @@ impl ToolSource {
                 last,
             } => {
                 let mut last = last.lock().await;
-                let now = seen(servers);
-                if let Some((at, catalogue)) = last.as_ref()
-                    && *at == now
+                // Counted before the states are read, as in `start`.
+                let changes = servers.changes();
+                if let Some(built) = last.as_ref()
+                    && changes.is_some()
+                    && built.changes == changes
                 {
-                    return Ok(catalogue.clone());
+                    return Ok(built.catalogue.clone());
+                }
+                let now = seen(servers);
+                if let Some(built) = last.as_mut()
+                    && built.at == now
+                {
+                    built.changes = changes;
+                    return Ok(built.catalogue.clone());
                 }
                 let (catalogue, _) = snapshot(servers, pins, embedder).await?;
                 let catalogue = Arc::new(catalogue);
-                *last = Some((now, catalogue.clone()));
+                *last = Some(Built {
+                    at: now,
+                    catalogue: catalogue.clone(),
+                    changes,
+                });
                 Ok(catalogue)
             }
         }

@@ -1020,11 +1020,18 @@ async fn each_users_engine_store_is_their_own(db: Db) {
         .note_schemas_checked(&checked, "rules")
         .await
         .unwrap();
-    let alice_checked = alice_pins.hashes_and_verdicts("rules").await.unwrap().1;
+    let alice_checked = (alice_pins
+        .hashes_and_verdicts("rules", &["f"])
+        .await
+        .unwrap())
+    .1;
     assert_eq!(alice_checked.into_iter().collect::<Vec<_>>(), ["h1"]);
+    // Only the servers asked for are read (in one statement of as many parameters).
+    let (others, checked) = (alice_pins.hashes_and_verdicts("rules", &["g", "h"]).await).unwrap();
+    assert!(others.is_empty() && checked.is_empty());
     assert!(
         bob_pins
-            .hashes_and_verdicts("rules")
+            .hashes_and_verdicts("rules", &["f"])
             .await
             .unwrap()
             .1

@@ -69,7 +69,11 @@ fn invalid_arguments_are_refused_locally_and_never_reach_the_server() {
     let pins = sb.path().join("data/mcp-host/pins.sqlite");
     let checked = tokio::runtime::Runtime::new().unwrap().block_on(async {
         let store = PinStore::open(&pins).await.unwrap();
-        store.hashes_and_verdicts(schema::CHECKER).await.unwrap().1
+        store
+            .hashes_and_verdicts(schema::CHECKER, &["f"])
+            .await
+            .unwrap()
+            .1
     });
     let rows = tools_json(&sb, &cfg);
     assert_eq!(checked.len(), rows.len(), "{checked:?}");
@@ -225,6 +229,9 @@ async fn a_mid_session_change_announced_by_list_changed_is_drift() {
         manager_options(Duration::from_millis(50), Duration::from_millis(200)),
     );
     let first = wait_status(&m, "f", |s| s.state == ServerState::Ready).await;
+    // Starting, then ready with its lists: the count of changes has moved since the start.
+    let changes_when_ready = m.changes();
+    assert!(changes_when_ready >= 2, "{changes_when_ready}");
     let store = PinStore::open(&dir.path().join("pins.sqlite"))
         .await
         .unwrap();
@@ -246,6 +253,8 @@ async fn a_mid_session_change_announced_by_list_changed_is_drift() {
         .await
         .unwrap();
     wait_status(&m, "f", |s| s.revision > first.revision).await;
+    // A new revision moves the count that tells a turn's step to look at the servers again.
+    assert!(m.changes() > changes_when_ready);
     let mut after = snapshot(&m);
     after.check_pins(&store).await.unwrap();
     let Some(PinCheck::Drift(d)) = &after.get("f__echo").unwrap().pin else {
