@@ -101,20 +101,30 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
             *w = (*w).max(c.chars().count());
         }
     }
-    let line = |cells: Vec<&str>| {
-        let mut s = String::new();
+    // Each line is written where it goes, cells padded to their column's width (in
+    // characters) and two spaces apart, the line's trailing blanks trimmed: a string made
+    // for each cell and each line was most of the cost of listing many tools.
+    let mut out = String::new();
+    let mut line = |cells: &[&str]| {
+        let start = out.len();
         for (i, c) in cells.iter().enumerate() {
-            if i + 1 == cells.len() {
-                s.push_str(c);
-            } else {
-                s.push_str(&format!("{c:<w$}  ", w = widths[i]));
+            out.push_str(c);
+            if i + 1 < cells.len() {
+                let width = widths.get(i).copied().unwrap_or(0);
+                let pad = width.saturating_sub(c.chars().count()) + 2;
+                out.extend(std::iter::repeat_n(' ', pad));
             }
         }
-        s.trim_end().to_string() + "\n"
+        let kept = out[start..].trim_end().len();
+        out.truncate(start + kept);
+        out.push('\n');
     };
-    let mut out = line(header.to_vec());
+    line(header);
+    let mut cells: Vec<&str> = Vec::new();
     for r in rows {
-        out.push_str(&line(r.iter().map(String::as_str).collect()));
+        cells.clear();
+        cells.extend(r.iter().map(String::as_str));
+        line(&cells);
     }
     out
 }
@@ -200,6 +210,50 @@ pub fn render_content(block: &Content) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    /// Lines as the table wrote them when each cell was formatted on its own: padded by
+    /// characters, the last cell not padded, trailing blanks trimmed (the last cell's own
+    /// too), rows shorter or longer than the header.
+    #[test]
+    fn table_writes_what_formatting_each_cell_wrote() {
+        let header = ["NAME", "STATE", "NOTE"];
+        let reference = |rows: &[Vec<String>]| {
+            let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+            for r in rows {
+                for (w, c) in widths.iter_mut().zip(r) {
+                    *w = (*w).max(c.chars().count());
+                }
+            }
+            let line = |cells: Vec<&str>| {
+                let mut s = String::new();
+                for (i, c) in cells.iter().enumerate() {
+                    if i + 1 == cells.len() {
+                        s.push_str(c);
+                    } else {
+                        s.push_str(&format!("{c:<w$}  ", w = widths[i]));
+                    }
+                }
+                s.trim_end().to_string() + "\n"
+            };
+            let mut out = line(header.to_vec());
+            for r in rows {
+                out.push_str(&line(r.iter().map(String::as_str).collect()));
+            }
+            out
+        };
+        let row = |cells: &[&str]| cells.iter().map(|c| c.to_string()).collect::<Vec<_>>();
+        let rows = vec![
+            row(&["a", "ready", "fine"]),
+            row(&["ünïcødé✓", "", ""]),
+            row(&["b", "failed", "ends in blanks \t "]),
+            row(&["only"]),
+            row(&["c", "x"]),
+            row(&[]),
+        ];
+        assert_eq!(super::table(&header, &rows), reference(&rows));
+        assert_eq!(super::table(&header, &[]), reference(&[]));
+    }
 
     #[test]
     fn table_aligns_columns() {
