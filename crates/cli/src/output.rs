@@ -211,10 +211,9 @@ pub fn render_content(block: &Content) -> String {
 mod tests {
     use super::*;
 
-    #[test]
     /// Lines as the table wrote them when each cell was formatted on its own: padded by
     /// characters, the last cell not padded, trailing blanks trimmed (the last cell's own
-    /// too), rows shorter or longer than the header.
+    /// too), rows shorter than the header.
     #[test]
     fn table_writes_what_formatting_each_cell_wrote() {
         let header = ["NAME", "STATE", "NOTE"];
