@@ -245,6 +245,7 @@ mod tests {
         let rows = vec![
             row(&["a", "ready", "fine"]),
             row(&["ünïcødé✓", "", ""]),
+            row(&["é", "✓", "padded by characters, not bytes"]),
             row(&["b", "failed", "ends in blanks \t "]),
             row(&["only"]),
             row(&["c", "x"]),
