@@ -185,7 +185,9 @@ impl Manager {
             }
         }
         let stop = CancellationToken::new();
-        let changes = Arc::new(AtomicU64::new(0));
+        // From a random start, so no other manager's count (a catalogue kept for another set
+        // of servers) can stand where this one does.
+        let changes = Arc::new(AtomicU64::new(rand::random()));
         let mut slots = BTreeMap::new();
         let mut tasks = Vec::new();
         for s in servers {
