@@ -211,7 +211,9 @@ impl Manager {
                     publish_confinement(slot.confined.clone(), tx.clone(), stop.child_token());
                 tasks.push(tokio::spawn(account));
                 let runner = Runner::new(spec, slot.clone(), tx, opts.clone(), changes.clone());
-                tasks.push(tokio::spawn(runner.run(stop.child_token())));
+                // Boxed here, where it is made: unboxed, tokio moves a future this size (15
+                // KB) by value through each layer of `spawn`, a copy at each.
+                tasks.push(tokio::spawn(Box::pin(runner.run(stop.child_token()))));
             }
             slots.insert(s.id, slot);
         }

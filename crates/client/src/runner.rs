@@ -329,12 +329,14 @@ impl Runner {
             ask_person: (self.opts.ask_person.clone())
                 .map(|tx| (ServerId::new(&self.spec.name), tx)),
         };
-        let connect = Session::connect(
+        // Pinned where it is made and raced by reference: `select!` would otherwise move
+        // the whole (13 KB) future into its own state, one more copy per start.
+        let connect = std::pin::pin!(Session::connect(
             &self.endpoint,
             attempts.era,
             self.spec.startup_timeout,
             features,
-        );
+        ));
         let result = tokio::select! {
             r = connect => r,
             () = stop.cancelled() => return None,

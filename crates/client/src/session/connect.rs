@@ -33,7 +33,7 @@ impl Session {
             Endpoint::Http {
                 wire: HttpWire::LegacySse,
                 ..
-            } => return Self::legacy_sse(endpoint, timeout, features).await,
+            } => return Box::pin(Self::legacy_sse(endpoint, timeout, features)).await,
             Endpoint::Http { .. } => true,
             Endpoint::Stdio { .. } | Endpoint::InProcess { .. } => false,
         };
@@ -53,7 +53,8 @@ impl Session {
                 detail,
                 transient: false,
                 stderr_tail,
-            }) if streamable => match Self::legacy_sse(endpoint, timeout, features).await {
+            }) if streamable => match Box::pin(Self::legacy_sse(endpoint, timeout, features)).await
+            {
                 Ok(mut session) => {
                     tracing::debug!(%detail, "Streamable HTTP refused; HTTP+SSE answered");
                     session.transport_note = Some(
@@ -430,17 +431,23 @@ impl Conn {
                     ..
                 },
             ) => {
-                let open = http::transport_for(client, auth.as_ref(), url, headers, *wire);
-                let inner = match tokio::time::timeout(timeout, open).await {
-                    Ok(opened) => opened.map_err(|e| open_error(e).redact_url(url))?,
-                    Err(_) => {
-                        return Err(ConnectError::Timeout {
-                            after: timeout,
-                            transient: true,
-                        });
-                    }
-                };
-                handshake(Correlated::new(inner), handler, mode, timeout, closed).await
+                // Boxed: the HTTP handshake's future is 22 KB against stdio's 9, and every
+                // future that awaits this one (up to the runner's task) is as big as its
+                // biggest arm and is moved whole, a copy of that size, at each start.
+                Box::pin(async {
+                    let open = http::transport_for(client, auth.as_ref(), url, headers, *wire);
+                    let inner = match tokio::time::timeout(timeout, open).await {
+                        Ok(opened) => opened.map_err(|e| open_error(e).redact_url(url))?,
+                        Err(_) => {
+                            return Err(ConnectError::Timeout {
+                                after: timeout,
+                                transient: true,
+                            });
+                        }
+                    };
+                    Ok(handshake(Correlated::new(inner), handler, mode, timeout, closed).await)
+                })
+                .await?
             }
             // `Conn::new` made the connection from this endpoint.
             (Self::Http(_), Endpoint::Stdio { .. } | Endpoint::InProcess { .. }) => Ok(Err(
@@ -669,5 +676,34 @@ fn transport_error(e: &ClientInitializeError) -> Option<&rmcp::transport::Dynami
             transport_error(fallback).or_else(|| transport_error(discover))
         }
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn size_of_connect<A, B, C, D, Fut>(_: impl FnOnce(A, B, C, D) -> Fut) -> usize {
+        std::mem::size_of::<Fut>()
+    }
+
+    fn size_of_handshake<A, B, C, D, E, Fut>(_: impl FnOnce(A, B, C, D, E) -> Fut) -> usize {
+        std::mem::size_of::<Fut>()
+    }
+
+    /// Every start moves the connect future (and each future awaiting it, up to the
+    /// runner's task) whole, a copy of its size. The HTTP handshake's future is more than
+    /// twice stdio's; inline, it set the size of them all, so a stdio start copied the
+    /// HTTP state too. It is boxed, so the connect future must stay smaller than it.
+    #[test]
+    fn the_http_handshake_does_not_set_the_size_of_a_stdio_connect() {
+        let http = size_of_handshake(handshake::<Correlated<crate::http::HttpTransport>>);
+        let stdio = size_of_handshake(handshake::<Wire<FromServer, ToServer>>);
+        let connect = size_of_connect(Session::connect);
+        assert!(stdio < http, "stdio {stdio} bytes, HTTP {http}");
+        assert!(
+            connect < http,
+            "the connect future is {connect} bytes, the HTTP handshake's {http}"
+        );
     }
 }
