@@ -14,6 +14,7 @@ use rmcp::model::{
 };
 use serde_json::Value;
 use std::collections::HashSet;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
@@ -37,7 +38,8 @@ impl<T> Default for Listing<T> {
     }
 }
 
-pub type ToolList = Listing<ToolDescriptor>;
+/// Each tool shared: a catalogue snapshot takes the definitions as listed, without a copy.
+pub type ToolList = Listing<Arc<ToolDescriptor>>;
 
 /// What a server offers besides tools, as last listed.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -80,8 +82,11 @@ impl Session {
     /// Every tool, following cursors (see [`Session::paginate`]).
     pub async fn list_tools(&self, page_timeout: Duration) -> Result<ToolList, RequestError> {
         let request = |p| ClientRequest::ListToolsRequest(ListToolsRequest::with_param(p));
-        self.paginate(request, lenient::parse_tool_page, page_timeout)
-            .await
+        let listed = (self.paginate(request, lenient::parse_tool_page, page_timeout)).await?;
+        Ok(Listing {
+            items: listed.items.into_iter().map(Arc::new).collect(),
+            issues: listed.issues,
+        })
     }
 
     pub async fn list_prompts(

@@ -413,7 +413,7 @@ impl ToolCaller {
                 let server = id.to_string();
                 match current.items.iter().find(|t| t.name == tool) {
                     None => return Err(CallError::NoLongerOffered { server, tool }),
-                    Some(t) if *t != *expect.definition => {
+                    Some(t) if **t != *expect.definition => {
                         return Err(CallError::DefinitionChanged { server, tool });
                     }
                     Some(_) => {}

@@ -112,7 +112,7 @@ fn corpus(tools: usize) -> Vec<ServerTools> {
                         annotations: None,
                     }
                 })
-                .collect();
+                .collect::<Vec<_>>();
             ServerTools::new(ServerId::new(&format!("server{s}")), tools)
         })
         .collect()
@@ -262,7 +262,7 @@ fn benches(c: &mut Criterion) {
 fn real_server_schemas(c: &mut Criterion) {
     let root = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../eval"));
     let data = Dataset::load(root).expect("the evaluation set loads");
-    let descriptors: Vec<ToolDescriptor> = (data.servers.iter())
+    let descriptors: Vec<std::sync::Arc<ToolDescriptor>> = (data.servers.iter())
         .flat_map(|s| s.server_tools(&s.server).tools)
         .collect();
     let cases: Vec<_> = (descriptors.iter())

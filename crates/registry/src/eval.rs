@@ -30,10 +30,7 @@ impl ServerRecord {
     pub fn server_tools(&self, name: &str) -> ServerTools {
         ServerTools {
             instructions: self.instructions.clone(),
-            ..ServerTools::new(
-                ServerId::new(name),
-                self.tools.iter().map(descriptor).collect(),
-            )
+            ..ServerTools::new(ServerId::new(name), self.tools.iter().map(descriptor))
         }
     }
 }

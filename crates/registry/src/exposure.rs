@@ -343,7 +343,7 @@ mod tests {
                 output_schema: None,
                 annotations: None,
             })
-            .collect();
+            .collect::<Vec<_>>();
         let weather = ToolDescriptor {
             name: "get_forecast".into(),
             title: None,

@@ -30,7 +30,7 @@ impl FakeServers {
     pub fn new() -> Self {
         Self {
             tools: Arc::new(ToolList {
-                items: vec![echo_tool()],
+                items: vec![Arc::new(echo_tool())],
                 issues: Vec::new(),
             }),
         }

@@ -10,4 +10,5 @@
 mod background;
 mod fakes;
 mod person;
+mod snapshot;
 mod turn;

@@ -27,7 +27,8 @@ use std::sync::{Arc, OnceLock};
 #[derive(Clone, Debug)]
 pub struct ServerTools {
     pub server: ServerId,
-    pub tools: Vec<ToolDescriptor>,
+    /// Shared with the connection's own list: a snapshot copies no definition.
+    pub tools: Vec<Arc<ToolDescriptor>>,
     pub prompts: Vec<PromptDescriptor>,
     pub resources: Vec<ResourceDescriptor>,
     pub templates: Vec<ResourceTemplateDescriptor>,
@@ -202,10 +203,13 @@ impl std::error::Error for Refusal {}
 
 impl ServerTools {
     /// A server with tools only and default options.
-    pub fn new(server: ServerId, tools: Vec<ToolDescriptor>) -> Self {
+    pub fn new(
+        server: ServerId,
+        tools: impl IntoIterator<Item = impl Into<Arc<ToolDescriptor>>>,
+    ) -> Self {
         Self {
             server,
-            tools,
+            tools: tools.into_iter().map(Into::into).collect(),
             prompts: Vec::new(),
             resources: Vec::new(),
             templates: Vec::new(),
@@ -295,7 +299,8 @@ impl Catalogue {
                 server_flags.insert(s.server.clone(), found);
             }
         }
-        let mut sorted: BTreeMap<ToolKey, (ToolDescriptor, Arc<ServerFacts>)> = BTreeMap::new();
+        let mut sorted: BTreeMap<ToolKey, (Arc<ToolDescriptor>, Arc<ServerFacts>)> =
+            BTreeMap::new();
         for s in servers {
             for t in s.tools {
                 if !s.facts.offers(&t.name) {
@@ -491,7 +496,7 @@ impl Catalogue {
 fn entry(
     name: String,
     key: ToolKey,
-    tool: ToolDescriptor,
+    tool: Arc<ToolDescriptor>,
     facts: Arc<ServerFacts>,
     checked: &HashSet<String>,
 ) -> Entry {
@@ -544,7 +549,7 @@ fn entry(
     Entry {
         name,
         key,
-        tool: Arc::new(tool),
+        tool,
         description,
         model_schema,
         instruction_phrases,
