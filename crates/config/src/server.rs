@@ -217,7 +217,7 @@ pub fn definition_hash(raw: &RawServer) -> String {
     // Debug form still tells definitions apart (an empty input would make them all alike).
     let bytes = bytes.unwrap_or_else(|_| format!("{raw:?}").into_bytes());
     let digest = Sha256::digest(&bytes);
-    digest.iter().map(|b| format!("{b:02x}")).collect()
+    mcp_host_core::hex::lower(&digest)
 }
 
 impl RawServer {

@@ -39,11 +39,9 @@ fn hash_hex(key: &ToolKey, len: usize) -> String {
     h.update(key.server.as_str().as_bytes());
     h.update([0]);
     h.update(key.tool.as_bytes());
-    h.finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect::<String>()[..len]
-        .to_string()
+    let mut text = mcp_host_core::hex::lower(&h.finalize());
+    text.truncate(len);
+    text
 }
 
 /// `base` cut to leave room for `_<hash>`; `base` is ASCII after sanitising.

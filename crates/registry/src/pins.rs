@@ -48,7 +48,7 @@ pub fn canonical(v: &Value) -> Value {
 pub fn definition_hash(definition: &Value) -> String {
     let mut bytes = Vec::with_capacity(256);
     write_canonical(definition, &mut bytes);
-    lower_hex(&Sha256::digest(&bytes))
+    mcp_host_core::hex::lower(&Sha256::digest(&bytes))
 }
 
 /// The hash of a tool's definition: exactly `definition_hash` of
@@ -84,7 +84,7 @@ pub fn tool_hash(tool: &ToolDescriptor) -> String {
         }
     }
     bytes.push(b'}');
-    lower_hex(&Sha256::digest(&bytes))
+    mcp_host_core::hex::lower(&Sha256::digest(&bytes))
 }
 
 /// Appends exactly what `serde_json::to_vec(&canonical(v))` makes, without building the
@@ -120,16 +120,6 @@ fn write_canonical(v: &Value, out: &mut Vec<u8>) {
             let _ = serde_json::to_writer(&mut *out, scalar);
         }
     }
-}
-
-fn lower_hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut text = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        text.push(char::from(DIGITS[usize::from(b >> 4)]));
-        text.push(char::from(DIGITS[usize::from(b & 15)]));
-    }
-    text
 }
 
 fn pretty(v: &Value) -> String {

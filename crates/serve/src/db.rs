@@ -195,9 +195,7 @@ pub fn secret_hash(secret: &str) -> String {
     hex(&Sha256::digest(secret.as_bytes()))
 }
 
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
+pub use mcp_host_core::hex::lower as hex;
 
 #[cfg(test)]
 mod tests {

@@ -30,6 +30,8 @@ pub use tool_calls::ToolCallRow;
 
 pub use db::open_sqlite;
 
+// Lowercase hex, for ids and handles.
+use mcp_host_core::hex::lower as hex;
 use mcp_host_core::time::rfc3339;
 use mcp_host_policy::{MemoryKey, Remembered, Verdict};
 use sqlx::AnyPool;
@@ -100,11 +102,6 @@ fn verdict_text(v: Verdict) -> Option<&'static str> {
         // "Ask" is the absence of an answer.
         Verdict::Ask => None,
     }
-}
-
-/// Lowercase hex, for ids and handles.
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Whether `text` is exactly `len` lowercase hex digits.
