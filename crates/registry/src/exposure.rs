@@ -199,7 +199,7 @@ fn excerpt(e: &Entry) -> String {
 }
 
 fn param_names(e: &Entry) -> Vec<&str> {
-    e.model_schema
+    e.model_schema()
         .get("properties")
         .and_then(Value::as_object)
         .map(|p| p.keys().take(HIT_PARAMS).map(String::as_str).collect())

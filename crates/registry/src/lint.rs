@@ -130,18 +130,21 @@ pub fn hidden_characters(field: &str, text: &str) -> Option<Flag> {
 /// it is not plain: JSON's own punctuation, numbers and escapes are plain, so plain keys
 /// and strings make plain text.
 pub fn hidden_in_json(field: &str, value: &Value) -> Option<Flag> {
-    fn plain(v: &Value) -> bool {
-        match v {
-            Value::String(s) => is_plain(s),
-            Value::Array(items) => items.iter().all(plain),
-            Value::Object(m) => m.iter().all(|(k, v)| is_plain(k) && plain(v)),
-            Value::Null | Value::Bool(_) | Value::Number(_) => true,
-        }
-    }
-    if plain(value) {
+    if json_is_plain(value) {
         return None;
     }
     hidden_characters(field, &value.to_string())
+}
+
+/// Whether every key and string of `value` is plain text (printable ASCII, newlines and
+/// tabs): such JSON has no hidden character, and cleaning leaves it as it is.
+fn json_is_plain(value: &Value) -> bool {
+    match value {
+        Value::String(s) => is_plain(s),
+        Value::Array(items) => items.iter().all(json_is_plain),
+        Value::Object(m) => m.iter().all(|(k, v)| is_plain(k) && json_is_plain(v)),
+        Value::Null | Value::Bool(_) | Value::Number(_) => true,
+    }
 }
 
 /// Phrases that address the model rather than describe a tool: hidden orders, secrecy
@@ -302,8 +305,9 @@ pub fn reads_as_instructions(field: &str, text: &str) -> Option<Flag> {
 pub struct ToolText {
     /// Hidden characters removed, capped at [`DESCRIPTION_LIMIT`].
     pub description: String,
-    /// See [`clean_schema`].
-    pub model_schema: Value,
+    /// See [`clean_schema`]; `None` when the listed schema is already what the model is
+    /// given (all of its text plain), which is nearly always: it is then not copied.
+    pub model_schema: Option<Value>,
     pub flags: Vec<Flag>,
     /// Instruction-like phrases of the title, description and parameter texts, deduplicated.
     pub instruction_phrases: Vec<String>,
@@ -330,7 +334,13 @@ pub fn tool_text(tool: &ToolDescriptor) -> ToolText {
             .iter()
             .filter_map(|(f, t)| t.and_then(|t| hidden_characters(f, t))),
     );
-    flags.extend(hidden_in_json("inputSchema", &tool.input_schema));
+    let schema_is_plain = json_is_plain(&tool.input_schema);
+    if !schema_is_plain {
+        flags.extend(hidden_characters(
+            "inputSchema",
+            &tool.input_schema.to_string(),
+        ));
+    }
     let prose = schema_prose(&tool.input_schema);
     let read_as_prose = [
         ("title", tool.title.as_deref().unwrap_or_default()),
@@ -355,7 +365,7 @@ pub fn tool_text(tool: &ToolDescriptor) -> ToolText {
     }
     ToolText {
         description,
-        model_schema: clean_schema(&tool.input_schema),
+        model_schema: (!schema_is_plain).then(|| clean_schema(&tool.input_schema)),
         flags,
         instruction_phrases,
     }
@@ -773,6 +783,37 @@ mod tests {
             ["~/.ssh", ".ssh/"]
         );
         assert_eq!(instruction_phrases_in("process.env, then .env"), [".env"]);
+    }
+
+    /// The model's schema is the listed one, uncopied, only when cleaning would leave it
+    /// as it is; any text with a hidden character, wherever it sits, gets the cleaned copy.
+    #[test]
+    fn a_schema_is_copied_for_the_model_only_when_cleaning_changes_it() {
+        let tool = |schema: Value| ToolDescriptor {
+            name: "t".into(),
+            title: None,
+            description: None,
+            input_schema: schema,
+            output_schema: None,
+            annotations: None,
+        };
+        let plain = serde_json::json!({"type": "object", "description": "Plain\ttext\n",
+            "properties": {"a": {"type": "string", "enum": ["x", 1, null, true]}}});
+        assert_eq!(tool_text(&tool(plain.clone())).model_schema, None);
+        assert_eq!(clean_schema(&plain), plain, "cleaning a plain schema changes nothing");
+        for hidden in [
+            serde_json::json!({"type": "object", "description": "Top\u{200B}"}),
+            serde_json::json!({"properties": {"a": {"title": "caf\u{E9}\u{E0041}"}}}),
+            serde_json::json!({"x-hint": {"deep": ["h\u{2060}i"]}}),
+            serde_json::json!({"properties": {"na\u{200B}me": {"type": "string"}}}),
+        ] {
+            let text = tool_text(&tool(hidden.clone()));
+            assert_eq!(text.model_schema, Some(clean_schema(&hidden)), "{hidden}");
+            assert!(
+                text.flags.iter().any(|f| matches!(f, Flag::HiddenCharacters { .. })),
+                "{hidden}"
+            );
+        }
     }
 
     #[test]

@@ -50,8 +50,9 @@ pub struct Entry {
     /// The description as always shown: hidden characters removed, capped at
     /// [`lint::DESCRIPTION_LIMIT`].
     pub description: String,
-    /// The input schema as the model is given it (see [`lint::clean_schema`]).
-    pub model_schema: Value,
+    /// The input schema as the model is given it, when cleaning changed it (see
+    /// [`Entry::model_schema`]).
+    model_schema: Option<Value>,
     /// Instruction-like phrases found in the title, description or parameter texts.
     pub instruction_phrases: Vec<String>,
     pub flags: Vec<Flag>,
@@ -76,6 +77,14 @@ impl fmt::Debug for Entry {
 }
 
 impl Entry {
+    /// The input schema as the model is given it: hidden characters removed from its prose
+    /// (see [`lint::clean_schema`]); the listed schema itself when it had none.
+    pub fn model_schema(&self) -> &Value {
+        self.model_schema
+            .as_ref()
+            .unwrap_or(&self.tool.input_schema)
+    }
+
     /// The definition pinned and hashed: every field the model or policy relies on.
     pub fn definition(tool: &ToolDescriptor) -> Value {
         json!({
@@ -135,7 +144,7 @@ impl Entry {
         ToolDefinition {
             name: self.name.clone(),
             description,
-            input_schema: self.model_schema.clone(),
+            input_schema: self.model_schema().clone(),
         }
     }
 }
@@ -509,7 +518,10 @@ fn entry(
     } = lint::tool_text(&tool);
     // What cleaning could not remove (argument names, `enum`/`const` values) would reach the
     // model hidden: the tool is withheld rather than offered with text nobody can see.
-    let hidden_in_names = match lint::hidden_in_json("inputSchema", &model_schema) {
+    // A schema left as listed is plain: nothing in it is hidden.
+    let hidden_in_names = match (model_schema.as_ref())
+        .and_then(|cleaned| lint::hidden_in_json("inputSchema", cleaned))
+    {
         Some(Flag::HiddenCharacters {
             count, examples, ..
         }) => Some(format!(
