@@ -800,7 +800,11 @@ mod tests {
         let plain = serde_json::json!({"type": "object", "description": "Plain\ttext\n",
             "properties": {"a": {"type": "string", "enum": ["x", 1, null, true]}}});
         assert_eq!(tool_text(&tool(plain.clone())).model_schema, None);
-        assert_eq!(clean_schema(&plain), plain, "cleaning a plain schema changes nothing");
+        assert_eq!(
+            clean_schema(&plain),
+            plain,
+            "cleaning a plain schema changes nothing"
+        );
         for hidden in [
             serde_json::json!({"type": "object", "description": "Top\u{200B}"}),
             serde_json::json!({"properties": {"a": {"title": "caf\u{E9}\u{E0041}"}}}),
@@ -810,7 +814,9 @@ mod tests {
             let text = tool_text(&tool(hidden.clone()));
             assert_eq!(text.model_schema, Some(clean_schema(&hidden)), "{hidden}");
             assert!(
-                text.flags.iter().any(|f| matches!(f, Flag::HiddenCharacters { .. })),
+                text.flags
+                    .iter()
+                    .any(|f| matches!(f, Flag::HiddenCharacters { .. })),
                 "{hidden}"
             );
         }

@@ -250,11 +250,19 @@ struct CallResultKeys {
 /// which then decides exactly as before.
 fn decode_awaited(
     line: &[u8],
+    expecting: Expecting,
     awaited: impl FnOnce(&RequestId) -> Awaited,
 ) -> Option<RxJsonRpcMessage<RoleClient>> {
+    // With no call or listing awaited (a handshake, a start's other requests), no line can
+    // be one's answer: tried as one anyway, an `initialize` answer was read three times.
+    if !expecting.calls && !expecting.listings {
+        return None;
+    }
     // The common answer in one pass, which reads every byte of the line as the general
     // path would (nothing is skipped): any other line fails at its first other member.
-    if let Ok(plain) = serde_json::from_slice::<PlainTextResponse>(line) {
+    if expecting.calls
+        && let Ok(plain) = serde_json::from_slice::<PlainTextResponse>(line)
+    {
         if awaited(&plain.id) != Awaited::Call {
             return None;
         }
@@ -326,13 +334,17 @@ fn decode_listing(line: &[u8]) -> Option<rmcp::model::CustomResult> {
 
 /// Decodes one line (without its newline). `awaited` says what a pending request is: the
 /// answer to a `tools/call` or a listing takes its own path ([`decode_awaited`]).
-pub(crate) fn decode(line: &[u8], awaited: impl FnOnce(&RequestId) -> Awaited) -> Decoded {
+pub(crate) fn decode(
+    line: &[u8],
+    expecting: Expecting,
+    awaited: impl FnOnce(&RequestId) -> Awaited,
+) -> Decoded {
     let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     if line.iter().all(u8::is_ascii_whitespace) {
         return Decoded::Ignored("empty line".into());
     }
-    if let Some(msg) = decode_awaited(line, awaited) {
+    if let Some(msg) = decode_awaited(line, expecting, awaited) {
         return Decoded::Message(Box::new(msg));
     }
     let failure = match serde_json::from_slice::<RxJsonRpcMessage<RoleClient>>(line) {
@@ -401,6 +413,22 @@ pub(crate) enum Awaited {
     Listing,
     /// Anything else, or nothing: rmcp's types decide.
     Other,
+}
+
+/// Which kinds of answer some request still awaits: a line is tried as one only then.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Expecting {
+    pub(crate) calls: bool,
+    pub(crate) listings: bool,
+}
+
+impl Expecting {
+    /// Every kind: each line is tried as each.
+    #[cfg(test)]
+    pub(crate) const ANY: Self = Self {
+        calls: true,
+        listings: true,
+    };
 }
 
 /// A request awaiting its answer.
@@ -555,6 +583,19 @@ impl Shared {
             }) => Admit::Direct(sender),
             Some(_) => Admit::Rmcp,
         }
+    }
+
+    /// Which kinds of answer are awaited at all (a few requests at most are outstanding).
+    fn expecting(&self) -> Expecting {
+        let kinds = |c: &mut Correlation| {
+            let mut kinds = Expecting::default();
+            for pending in c.outstanding.values() {
+                kinds.calls |= pending.awaited == Awaited::Call;
+                kinds.listings |= pending.awaited == Awaited::Listing;
+            }
+            kinds
+        };
+        self.with(kinds).unwrap_or_default()
     }
 
     /// What the request `id` still waiting for its answer is ([`Awaited::Other`] when none is).
@@ -801,7 +842,8 @@ where
                     continue;
                 }
             }
-            let decoded = decode(reader.lines.line(), |id| self.shared.awaited(id));
+            let expecting = self.shared.expecting();
+            let decoded = decode(reader.lines.line(), expecting, |id| self.shared.awaited(id));
             reader.lines.consume();
             match decoded {
                 Decoded::Message(mut msg) => match self.shared.admits(&mut msg) {

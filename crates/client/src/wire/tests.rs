@@ -9,7 +9,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 /// Decodes `line` as the answer to a pending `tools/call` (so through the direct path first,
 /// which must fall back to the general one for everything it does not take).
 fn dec(line: &[u8]) -> Decoded {
-    decode(line, |_| Awaited::Call)
+    decode(line, Expecting::ANY, |_| Awaited::Call)
 }
 
 fn reason_of(d: Decoded) -> (Option<RequestId>, String) {
@@ -128,11 +128,14 @@ fn a_call_result_decodes_the_same_by_the_direct_path() {
     let mut direct = 0;
     for line in &all {
         let shown = String::from_utf8_lossy(line);
-        let general = decode(line, |_| Awaited::Other);
-        let fast = decode(line, |_| Awaited::Call);
+        let general = decode(line, Expecting::ANY, |_| Awaited::Other);
+        let fast = decode(line, Expecting::ANY, |_| Awaited::Call);
         // Debug shows every field of the message (rmcp's request types have no `==`).
         assert_eq!(format!("{general:?}"), format!("{fast:?}"), "{shown}");
-        direct += usize::from(decode_awaited(line, |_| Awaited::Call).is_some());
+        // With no call or listing awaited, a line goes the general way untried.
+        let unexpected = decode(line, Expecting::default(), |_| Awaited::Call);
+        assert_eq!(format!("{general:?}"), format!("{unexpected:?}"), "{shown}");
+        direct += usize::from(decode_awaited(line, Expecting::ANY, |_| Awaited::Call).is_some());
     }
     // Twelve take the direct path (four of them in the plain-text pass); a block with its
     // text twice, or none, or not a string, the two tasks, a lone surrogate, a wrong
@@ -195,14 +198,14 @@ fn a_listing_page_lists_the_same_tools_by_the_direct_path() {
     let mut direct = 0;
     for line in &all {
         let shown = String::from_utf8_lossy(line);
-        let general = decode(line, |_| Awaited::Other);
-        let fast = decode(line, |_| Awaited::Listing);
+        let general = decode(line, Expecting::ANY, |_| Awaited::Other);
+        let fast = decode(line, Expecting::ANY, |_| Awaited::Listing);
         assert_eq!(listed(&general), listed(&fast), "{shown}");
         if !matches!(general, Decoded::Message(_)) {
             // Refused by the decoder either way, and for the same reason.
             assert_eq!(format!("{general:?}"), format!("{fast:?}"), "{shown}");
         }
-        direct += usize::from(decode_awaited(line, |_| Awaited::Listing).is_some());
+        direct += usize::from(decode_awaited(line, Expecting::ANY, |_| Awaited::Listing).is_some());
     }
     // The seven clean pages, and two objects with no tools in them; not: a result that is
     // not an object, an extra member, an input round, an error, a wrong version, and the
@@ -524,4 +527,32 @@ async fn a_call_sent_past_rmcp_is_written_as_rmcp_writes_it() {
     assert_eq!(direct, serde_json::to_value(&by_rmcp).unwrap());
     assert_eq!(direct["params"]["_meta"]["both"], "request");
     assert_eq!(direct["params"]["_meta"]["kept"], "from the params");
+}
+
+/// A line is tried as a call's or a listing's answer only while one is awaited: which kinds
+/// are follows what was sent and what was settled.
+#[test]
+fn the_kinds_awaited_follow_the_requests_outstanding() {
+    let shared = Shared::default();
+    let mut meta = rmcp::model::RequestMetaObject::default();
+    let id = |n| RequestId::Number(n);
+    assert_eq!(shared.expecting(), Expecting::default());
+    shared.register(id(1), &mut meta, Awaited::Other, None);
+    assert_eq!(shared.expecting(), Expecting::default());
+    shared.register(id(2), &mut meta, Awaited::Listing, None);
+    let listings = Expecting {
+        calls: false,
+        listings: true,
+    };
+    assert_eq!(shared.expecting(), listings);
+    shared.register(id(3), &mut meta, Awaited::Call, None);
+    assert_eq!(shared.expecting(), Expecting::ANY);
+    shared.take_outstanding(&id(2));
+    let calls = Expecting {
+        calls: true,
+        listings: false,
+    };
+    assert_eq!(shared.expecting(), calls);
+    shared.take_outstanding(&id(3));
+    assert_eq!(shared.expecting(), Expecting::default());
 }
