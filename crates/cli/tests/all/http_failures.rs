@@ -85,7 +85,7 @@ fn silent_stream() -> (String, Arc<AtomicUsize>, Arc<AtomicUsize>) {
     (url, opened, open)
 }
 
-fn http_setup(name: &str, url: &str) -> ServerSetup {
+pub(crate) fn http_setup(name: &str, url: &str) -> ServerSetup {
     let raw = RawServer {
         kind: Some("http".into()),
         url: Some(url.into()),

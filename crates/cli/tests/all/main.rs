@@ -15,6 +15,7 @@ mod config_fail_closed;
 mod confinement;
 mod day_one;
 mod engine;
+mod event_stream;
 mod faults;
 mod gate;
 mod http_failures;

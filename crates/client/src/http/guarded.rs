@@ -17,13 +17,22 @@
 //!   stream unless its request's POST was only accepted (202: some servers answer there,
 //!   and rmcp waits for it); a JSON body that answers another id fails its request at
 //!   once, with the reason.
+//! - **A session's event stream is open before its first request.** rmcp opens the
+//!   standalone GET stream in a task of its own once `notifications/initialized` is taken,
+//!   and sends the next request at once, so the server could see the request first: what
+//!   it sent on a stream not yet there (a notification right after the handshake) was lost,
+//!   and a server that answers a pending request on the next GET (the conformance suite's
+//!   `sse-retry` does) answered it on the standalone stream, where the answer is dropped.
+//!   Every later POST waits until that GET has been answered or refused, for at most
+//!   [`STREAM_GRACE`]: a server that holds the GET delays the session once, not forever.
 
 use crate::wire::answered_id;
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::model::{
-    ClientJsonRpcMessage, ErrorCode, ErrorData, JsonRpcError, JsonRpcMessage, RequestId,
+    ClientJsonRpcMessage, ClientNotification, ClientRequest, ErrorCode, ErrorData, JsonRpcError,
+    JsonRpcMessage, RequestId,
 };
 use rmcp::transport::streamable_http_client::{
     SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
@@ -32,6 +41,8 @@ use rmcp::transport::streamable_http_client::{
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::watch;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 type Events = BoxStream<'static, Result<sse_stream::Sse, SseError>>;
@@ -43,6 +54,19 @@ pub struct Guarded<C> {
     inner: C,
     cut: CancellationToken,
     accepted: Accepted,
+    listening: Arc<watch::Sender<Listening>>,
+}
+
+/// How long a request waits for the session's event stream to be answered.
+pub const STREAM_GRACE: Duration = Duration::from_secs(2);
+
+/// Where the session's standalone event stream is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Listening {
+    /// Answered, refused, given up on, or not to be opened (no session yet, or none at all).
+    Settled,
+    /// The session was just initialized: rmcp asks for its stream next.
+    Opening,
 }
 
 /// The requests whose POST the server only accepted: their answers may come on the
@@ -85,14 +109,30 @@ impl<C> Guarded<C> {
             _cut: cut.clone().drop_guard(),
         };
         let accepted = Accepted::default();
+        let listening = Arc::new(watch::Sender::new(Listening::Settled));
         (
             Self {
                 inner,
                 cut,
                 accepted,
+                listening,
             },
             sever,
         )
+    }
+
+    /// Waits, for at most [`STREAM_GRACE`], until the session's event stream is no longer
+    /// being opened.
+    async fn stream_settled(&self) {
+        if *self.listening.borrow() == Listening::Settled {
+            return;
+        }
+        let mut state = self.listening.subscribe();
+        let settled = state.wait_for(|l| *l == Listening::Settled);
+        if tokio::time::timeout(STREAM_GRACE, settled).await.is_err() {
+            tracing::debug!("the event stream's GET is unanswered; requests go on without it");
+            self.listening.send_replace(Listening::Settled);
+        }
     }
 
     /// The answers a POST of `message` may bring back.
@@ -125,6 +165,29 @@ impl<C> Guarded<C> {
         tokio::select! {
             r = call => r.and_then(|t| check(t, &self.cut)),
             () = self.cut.cancelled() => Err(StreamableHttpError::TransportChannelClosed),
+        }
+    }
+}
+
+/// The two messages of the `initialize` handshake, which come before any event stream.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Handshake {
+    Initialize,
+    Initialized,
+}
+
+impl Handshake {
+    fn of(message: &ClientJsonRpcMessage) -> Option<Self> {
+        match message {
+            JsonRpcMessage::Request(r) => {
+                matches!(r.request, ClientRequest::InitializeRequest(_)).then_some(Self::Initialize)
+            }
+            JsonRpcMessage::Notification(n) => matches!(
+                n.notification,
+                ClientNotification::InitializedNotification(_)
+            )
+            .then_some(Self::Initialized),
+            _ => None,
         }
     }
 }
@@ -198,6 +261,42 @@ fn guarded_answer<E: std::error::Error + Send + Sync + 'static>(
 }
 
 impl<C: StreamableHttpClient + Sync> Guarded<C> {
+    /// A POST of `message` made by `send`: after the session's event stream is settled
+    /// (the handshake's own two messages do not wait), held to the answers it may carry.
+    async fn post<F>(
+        &self,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        send: impl FnOnce(ClientJsonRpcMessage, Option<Arc<str>>) -> F,
+    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<C::Error>>
+    where
+        F: Future<Output = Result<StreamableHttpPostResponse, StreamableHttpError<C::Error>>>,
+    {
+        let answers = self.answers_to(&message);
+        let step = Handshake::of(&message);
+        // rmcp opens the stream only for a session (a server that gave no id has none).
+        let opens_stream = step == Some(Handshake::Initialized) && session_id.is_some();
+        let call = async {
+            if step.is_none() {
+                self.stream_settled().await;
+            }
+            send(message, session_id).await
+        };
+        let response = (self.guard(call, |r, cut| guarded_answer(r, cut, answers))).await;
+        if opens_stream && response.is_ok() {
+            self.listening.send_replace(Listening::Opening);
+        }
+        response
+    }
+
+    /// A GET without `Last-Event-ID` is the session's standalone stream: once it is
+    /// answered (or refused, or failed), requests no longer wait for it.
+    fn stream_answered(&self, standalone: bool) {
+        if standalone {
+            self.listening.send_replace(Listening::Settled);
+        }
+    }
+
     /// The legacy HTTP+SSE transport's one event stream, which carries every answer of its
     /// connection (the POSTs are only accepted, and the answer may come before the POST's
     /// own response does).
@@ -231,10 +330,10 @@ impl<C: StreamableHttpClient + Sync> StreamableHttpClient for Guarded<C> {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<C::Error>> {
-        let answers = self.answers_to(&message);
-        let call = (self.inner).post_message(uri, message, session_id, auth_header, custom_headers);
-        self.guard(call, |r, cut| guarded_answer(r, cut, answers))
-            .await
+        self.post(message, session_id, |message, session_id| {
+            (self.inner).post_message(uri, message, session_id, auth_header, custom_headers)
+        })
+        .await
     }
 
     async fn post_message_with_max_sse_event_size(
@@ -246,17 +345,17 @@ impl<C: StreamableHttpClient + Sync> StreamableHttpClient for Guarded<C> {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<C::Error>> {
-        let answers = self.answers_to(&message);
-        let call = self.inner.post_message_with_max_sse_event_size(
-            uri,
-            message,
-            session_id,
-            auth_header,
-            custom_headers,
-            max_sse_event_size,
-        );
-        self.guard(call, |r, cut| guarded_answer(r, cut, answers))
-            .await
+        self.post(message, session_id, |message, session_id| {
+            self.inner.post_message_with_max_sse_event_size(
+                uri,
+                message,
+                session_id,
+                auth_header,
+                custom_headers,
+                max_sse_event_size,
+            )
+        })
+        .await
     }
 
     async fn post_message_with_response_limits(
@@ -268,17 +367,17 @@ impl<C: StreamableHttpClient + Sync> StreamableHttpClient for Guarded<C> {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         limits: StreamableHttpResponseLimits,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<C::Error>> {
-        let answers = self.answers_to(&message);
-        let call = self.inner.post_message_with_response_limits(
-            uri,
-            message,
-            session_id,
-            auth_header,
-            custom_headers,
-            limits,
-        );
-        self.guard(call, |r, cut| guarded_answer(r, cut, answers))
-            .await
+        self.post(message, session_id, |message, session_id| {
+            self.inner.post_message_with_response_limits(
+                uri,
+                message,
+                session_id,
+                auth_header,
+                custom_headers,
+                limits,
+            )
+        })
+        .await
     }
 
     async fn delete_session(
@@ -301,10 +400,12 @@ impl<C: StreamableHttpClient + Sync> StreamableHttpClient for Guarded<C> {
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<Events, StreamableHttpError<C::Error>> {
         let answers = self.resumed(&last_event_id);
+        let standalone = last_event_id.is_none();
         let call =
             (self.inner).get_stream(uri, session_id, last_event_id, auth_header, custom_headers);
-        self.guard(call, |e, cut| Ok(guarded_events(e, cut, answers)))
-            .await
+        let events = (self.guard(call, |e, cut| Ok(guarded_events(e, cut, answers)))).await;
+        self.stream_answered(standalone);
+        events
     }
 
     async fn get_stream_with_max_sse_event_size(
@@ -317,6 +418,7 @@ impl<C: StreamableHttpClient + Sync> StreamableHttpClient for Guarded<C> {
         max_sse_event_size: usize,
     ) -> Result<Events, StreamableHttpError<C::Error>> {
         let answers = self.resumed(&last_event_id);
+        let standalone = last_event_id.is_none();
         let call = self.inner.get_stream_with_max_sse_event_size(
             uri,
             session_id,
@@ -325,8 +427,9 @@ impl<C: StreamableHttpClient + Sync> StreamableHttpClient for Guarded<C> {
             custom_headers,
             max_sse_event_size,
         );
-        self.guard(call, |e, cut| Ok(guarded_events(e, cut, answers)))
-            .await
+        let events = (self.guard(call, |e, cut| Ok(guarded_events(e, cut, answers)))).await;
+        self.stream_answered(standalone);
+        events
     }
 }
 
@@ -430,5 +533,150 @@ mod tests {
         let mut events = guarded_events(open, &guarded.cut, Answers::Any);
         drop(sever);
         assert!(events.next().await.is_none());
+    }
+
+    /// A server that takes every POST, telling the test its method, and holds the event
+    /// stream's GET until the test releases it (then refuses it, as a server without one).
+    #[derive(Clone)]
+    struct HeldStream {
+        posted: tokio::sync::mpsc::UnboundedSender<String>,
+        release: Arc<tokio::sync::Semaphore>,
+    }
+
+    type Failed = StreamableHttpError<std::io::Error>;
+
+    impl StreamableHttpClient for HeldStream {
+        type Error = std::io::Error;
+
+        async fn post_message(
+            &self,
+            _uri: Arc<str>,
+            message: ClientJsonRpcMessage,
+            _session_id: Option<Arc<str>>,
+            _auth_header: Option<String>,
+            _custom_headers: HashMap<HeaderName, HeaderValue>,
+        ) -> Result<StreamableHttpPostResponse, Failed> {
+            let body = serde_json::to_value(&message).unwrap();
+            self.posted
+                .send(body["method"].as_str().unwrap().into())
+                .unwrap();
+            Ok(StreamableHttpPostResponse::Accepted)
+        }
+
+        async fn delete_session(
+            &self,
+            _uri: Arc<str>,
+            _session_id: Arc<str>,
+            _auth_header: Option<String>,
+            _custom_headers: HashMap<HeaderName, HeaderValue>,
+        ) -> Result<(), Failed> {
+            Ok(())
+        }
+
+        async fn get_stream(
+            &self,
+            _uri: Arc<str>,
+            _session_id: Option<Arc<str>>,
+            _last_event_id: Option<String>,
+            _auth_header: Option<String>,
+            _custom_headers: HashMap<HeaderName, HeaderValue>,
+        ) -> Result<Events, Failed> {
+            let _released = self.release.acquire().await;
+            Err(StreamableHttpError::ServerDoesNotSupportSse)
+        }
+    }
+
+    const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    const LIST: &str = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
+
+    fn held() -> (
+        Guarded<HeldStream>,
+        Sever,
+        tokio::sync::mpsc::UnboundedReceiver<String>,
+        Arc<tokio::sync::Semaphore>,
+    ) {
+        let (posted, told) = tokio::sync::mpsc::unbounded_channel();
+        let release = Arc::new(tokio::sync::Semaphore::new(0));
+        let server = HeldStream {
+            posted,
+            release: release.clone(),
+        };
+        let (guarded, sever) = Guarded::new(server);
+        (guarded, sever, told, release)
+    }
+
+    async fn post(guarded: &Guarded<HeldStream>, message: &str) {
+        let message = serde_json::from_str(message).unwrap();
+        let session = Some(Arc::from("session-1"));
+        let uri = Arc::from("http://127.0.0.1:1/mcp");
+        let sent = guarded.post_message(uri, message, session, None, HashMap::new());
+        sent.await.unwrap();
+    }
+
+    /// Opens the standalone stream in a task, as rmcp does.
+    fn listen(guarded: &Guarded<HeldStream>) {
+        let guarded = guarded.clone();
+        tokio::spawn(async move {
+            let uri = Arc::from("http://127.0.0.1:1/mcp");
+            let session = Some(Arc::from("session-1"));
+            let _ = (guarded.get_stream(uri, session, None, None, HashMap::new())).await;
+        });
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_request_waits_until_the_sessions_event_stream_is_answered() {
+        let (guarded, _sever, mut told, release) = held();
+        post(&guarded, INITIALIZED).await;
+        assert_eq!(told.recv().await.unwrap(), "notifications/initialized");
+        let listing = tokio::spawn({
+            let guarded = guarded.clone();
+            async move { post(&guarded, LIST).await }
+        });
+        listen(&guarded);
+        // Virtual time: this returns only once every task is idle, and before the grace.
+        let early = tokio::time::timeout(STREAM_GRACE / 2, told.recv()).await;
+        assert!(
+            early.is_err(),
+            "sent before the stream was answered: {early:?}"
+        );
+        release.add_permits(1);
+        assert_eq!(told.recv().await.unwrap(), "tools/list");
+        listing.await.unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_held_event_stream_delays_the_session_once_by_the_grace() {
+        let (guarded, _sever, mut told, _release) = held();
+        let started = tokio::time::Instant::now();
+        post(&guarded, LIST).await;
+        assert_eq!(
+            started.elapsed(),
+            Duration::ZERO,
+            "no session initialized yet"
+        );
+        post(&guarded, INITIALIZED).await;
+        listen(&guarded);
+        post(&guarded, LIST).await;
+        let waited = started.elapsed();
+        assert!(
+            waited >= STREAM_GRACE && waited < 2 * STREAM_GRACE,
+            "{waited:?}"
+        );
+        post(&guarded, LIST).await;
+        assert_eq!(
+            started.elapsed(),
+            waited,
+            "given up on once, not waited for again"
+        );
+        let methods: Vec<_> = std::iter::from_fn(|| told.try_recv().ok()).collect();
+        assert_eq!(
+            methods,
+            [
+                "tools/list",
+                "notifications/initialized",
+                "tools/list",
+                "tools/list"
+            ]
+        );
     }
 }
