@@ -41,7 +41,11 @@ mkdir -p "$HOME"
 pass=0; fail=0
 check() { # name, command...
   local name="$1"; shift
-  if "$@"; then pass=$((pass+1)); echo "PASS $name"; else fail=$((fail+1)); echo "FAIL $name"; screen | sed 's/^/  | /'; fi
+  if "$@"; then pass=$((pass+1)); echo "PASS $name"; else
+    fail=$((fail+1)); echo "FAIL $name"; screen | sed 's/^/  | /'
+    # What the chat logged (its stderr goes to a file while it owns the terminal).
+    tail -n 40 "$XDG_DATA_HOME/mcp-host/chat-stderr.log" 2>/dev/null | sed 's/^/  log | /'
+  fi
 }
 screen() { "${T[@]}" capture-pane -p -t e2e 2>/dev/null; }
 # Waits (at most $2 seconds, default 20) until the screen contains $1.
@@ -253,7 +257,7 @@ BROWSER="$ROOT/scripts/headless-browser.py" "$HOST" auth login r --strict-mcp-co
 check "auth login signs in to the protected server" grep -q "signed in" "$WORK/login.log"
 "${T[@]}" kill-session -t e2e 2>/dev/null
 "${T[@]}" new-session -d -s e2e -x 100 -y 30 \
-  "env BROWSER=$ROOT/scripts/headless-browser.py $HOST chat --strict-mcp-config --mcp-config $WORK/oauth.json; echo HOST-EXITED \$?; sleep 30"
+  "env MCP_HOST_LOG=mcp_host=debug BROWSER=$ROOT/scripts/headless-browser.py $HOST chat --strict-mcp-config --mcp-config $WORK/oauth.json; echo HOST-EXITED \$?; sleep 30"
 wait_for "1/1" 30
 "${T[@]}" send-keys -t e2e '/call r whoami {}' Enter
 check "a step-up asks the person first, naming the scope" wait_for "files:write"
