@@ -10,6 +10,7 @@
 //! `mcp-host run` sends one turn and prints events; `mcp-host chat` turns keys into
 //! operations and events into the screen; a hosted mode is one more adapter.
 
+mod beside;
 mod ops;
 pub use ops::replay;
 pub mod views;
@@ -19,6 +20,7 @@ use crate::{
     Approval, Conversation, Engine, EngineConfig, EngineError, Observer, Reply, ToolSource,
     TurnReport,
 };
+use beside::beside;
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 use mcp_host_core::decision::Mode;
@@ -455,7 +457,7 @@ impl Session {
         self.emit(Event::TurnStarted { text: text.clone() });
         let shared = self.shared.clone();
         let observer = self.observer.clone();
-        Some(Box::pin(async move {
+        Some(beside(async move {
             let engine = shared.engine(&model, &*observer, config);
             let report = engine.run_turn(&mut conversation, &text, &cancel).await;
             (conversation, report)
@@ -468,7 +470,7 @@ impl Session {
         let (model, mut conversation, config) = self.take_for_turn()?;
         let shared = self.shared.clone();
         let observer = self.observer.clone();
-        Some(Box::pin(async move {
+        Some(beside(async move {
             let engine = shared.engine(&model, &*observer, config);
             let outcome = engine.compact_now(&mut conversation).await;
             let report = outcome.map_err(EngineError::from).map(|_| TurnReport {
@@ -521,7 +523,7 @@ impl Session {
             .collect();
         if revisions != seen.revisions && refresh.is_none() {
             let shared = self.shared.clone();
-            *refresh = Some(Box::pin(async move {
+            *refresh = Some(beside(async move {
                 let catalogue = shared.tools.current(&shared.connected.servers).await;
                 (revisions, catalogue.ok().map(|c| views::tool_views(&c)))
             }));

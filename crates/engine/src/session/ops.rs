@@ -182,7 +182,7 @@ impl Session {
         let observer = self.observer.clone();
         let cancel = self.ending.child_token();
         let (server, tool) = (ServerId::new(server), tool.to_string());
-        Some(Box::pin(async move {
+        Some(super::beside(async move {
             let Some(entry) = catalogue.find(&server, &tool) else {
                 return;
             };
