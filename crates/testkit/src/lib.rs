@@ -12,6 +12,7 @@ pub mod oidc_provider;
 pub mod otlp_receiver;
 pub mod postgres;
 pub mod probe;
+pub mod raw_http;
 
 use std::path::PathBuf;
 

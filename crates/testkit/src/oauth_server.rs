@@ -22,9 +22,9 @@
 #![allow(clippy::expect_used)] // Test helper: a panic is the failure report.
 
 use crate::dpop_check::{self, Proven};
+use crate::raw_http::{Request, read_request, respond};
 use serde_json::{Value, json};
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -144,56 +144,6 @@ impl LocalAuthServer {
     pub fn resources(&self) -> &[String] {
         &self.resources
     }
-}
-
-struct Request {
-    method: String,
-    path: String,
-    headers: HashMap<String, String>,
-    body: Vec<u8>,
-}
-
-fn read_request(stream: &TcpStream) -> Option<Request> {
-    let mut reader = BufReader::new(stream.try_clone().ok()?);
-    let mut request_line = String::new();
-    reader.read_line(&mut request_line).ok()?;
-    let mut headers = HashMap::new();
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-            break;
-        }
-        if let Some((name, value)) = line.split_once(':') {
-            headers.insert(name.trim().to_ascii_lowercase(), value.trim().to_string());
-        }
-    }
-    let length = headers
-        .get("content-length")
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body).ok()?;
-    let mut parts = request_line.split_whitespace();
-    Some(Request {
-        method: parts.next().unwrap_or_default().to_string(),
-        path: parts.next().unwrap_or_default().to_string(),
-        headers,
-        body,
-    })
-}
-
-fn respond(mut stream: TcpStream, status: &str, extra_headers: &str, body: &Value) {
-    let body = if body.is_null() {
-        String::new()
-    } else {
-        body.to_string()
-    };
-    // The client may have gone; the test's own assertions show that.
-    let _ = write!(
-        stream,
-        "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n{extra_headers}connection: close\r\n\r\n{body}",
-        body.len()
-    );
 }
 
 fn serve(

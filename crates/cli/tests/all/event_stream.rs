@@ -11,8 +11,9 @@ use crate::common::*;
 use crate::http_failures::http_setup;
 use mcp_host_client::Manager;
 use mcp_host_core::ServerState;
+use mcp_host_testkit::raw_http::{read_request, respond};
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
@@ -31,48 +32,14 @@ impl Seen {
     }
 }
 
-/// One request: its method line's verb and its body.
-fn read_request(stream: &TcpStream) -> Option<(String, String)> {
-    let mut reader = BufReader::new(stream);
-    let mut line = String::new();
-    reader.read_line(&mut line).ok()?;
-    let verb = line.split(' ').next()?.to_string();
-    let mut length = 0;
-    loop {
-        line.clear();
-        reader.read_line(&mut line).ok()?;
-        if line == "\r\n" || line.is_empty() {
-            break;
-        }
-        if let Some((name, value)) = line.split_once(':')
-            && name.eq_ignore_ascii_case("content-length")
-        {
-            length = value.trim().parse().ok()?;
-        }
-    }
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body).ok()?;
-    Some((verb, String::from_utf8(body).ok()?))
-}
-
-fn answer(mut stream: &TcpStream, status: &str, body: &Value) {
-    let body = if body.is_null() {
-        String::new()
-    } else {
-        body.to_string()
-    };
-    let _ = write!(
-        stream,
-        "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nMcp-Session-Id: s1\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-}
+/// Every answer names the session, so the host opens the session's event stream.
+const SESSION: &str = "mcp-session-id: s1\r\n";
 
 fn serve(stream: TcpStream, seen: &Seen) {
-    let Some((verb, body)) = read_request(&stream) else {
+    let Some(request) = read_request(&stream) else {
         return;
     };
-    if verb == "GET" {
+    if request.method == "GET" {
         seen.note("stream asked for");
         let order = seen.order.lock().unwrap();
         let unlisted = |o: &mut Vec<String>| !o.iter().any(|m| m == "tools/list");
@@ -89,15 +56,15 @@ fn serve(stream: TcpStream, seen: &Seen) {
         while s.read(&mut buf).unwrap_or(0) > 0 {}
         return;
     }
-    if verb != "POST" {
-        return answer(&stream, "200 OK", &Value::Null);
+    if request.method != "POST" {
+        return respond(stream, "200 OK", SESSION, &Value::Null);
     }
-    let message: Value = serde_json::from_str(&body).unwrap_or_default();
+    let message: Value = serde_json::from_slice(&request.body).unwrap_or_default();
     let method = message["method"].as_str().unwrap_or("").to_string();
     seen.note(&method);
     let id = &message["id"];
     let result = match method.as_str() {
-        _ if id.is_null() => return answer(&stream, "202 Accepted", &Value::Null),
+        _ if id.is_null() => return respond(stream, "202 Accepted", SESSION, &Value::Null),
         "initialize" => json!({
             "protocolVersion": "2025-11-25",
             "capabilities": {"tools": {}},
@@ -106,11 +73,8 @@ fn serve(stream: TcpStream, seen: &Seen) {
         "tools/list" => json!({"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}),
         _ => json!({}),
     };
-    answer(
-        &stream,
-        "200 OK",
-        &json!({"jsonrpc": "2.0", "id": id, "result": result}),
-    );
+    let answer = json!({"jsonrpc": "2.0", "id": id, "result": result});
+    respond(stream, "200 OK", SESSION, &answer);
 }
 
 #[tokio::test]
