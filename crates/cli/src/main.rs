@@ -1,6 +1,7 @@
 //! The `mcp-host` binary: a thin front end over the engine crates. It also doubles as the
-//! per-server supervisor (`mcp-host __supervise ...`), dispatched before any runtime starts,
-//! for when the small `mcp-host-supervise` beside it is missing (`host::supervisor_program`).
+//! per-server supervisor (`mcp-host __supervise ...`) and its zygote, dispatched before any
+//! runtime starts, for when the small `mcp-host-supervise` beside it is missing
+//! (`host::supervisor_program`).
 // Every line for a terminal goes through `output` (sanitised); a raw print is a lint error.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
@@ -15,16 +16,11 @@ mod login;
 mod output;
 
 use clap::Parser;
-use mcp_host_client::supervisor::SUPERVISE_ARG;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let mut argv = std::env::args_os();
-    let _program = argv.next();
-    let mut rest = argv.peekable();
-    if rest.peek().is_some_and(|a| a == SUPERVISE_ARG) {
-        rest.next();
-        return ExitCode::from(mcp_host_client::supervisor::main_with(rest));
+    if let Some(code) = mcp_host_client::supervisor::dispatch(std::env::args_os().skip(1)) {
+        return ExitCode::from(code);
     }
     let cli = cli::Cli::parse_from(argv::normalise(std::env::args_os().collect()));
     let traces = logging::init(cli.verbose);

@@ -29,6 +29,7 @@ pub mod stdio;
 pub mod supervisor;
 pub mod trace;
 pub mod wire;
+pub mod zygote;
 
 pub use handler::{
     ClientFeatures, ElicitationAsk, ElicitationKind, ElicitationReply, Progress, defaults_answer,

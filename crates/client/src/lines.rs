@@ -7,19 +7,19 @@ use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, DuplexStream, ReadBuf};
-use tokio::process::{ChildStdin, ChildStdout};
+use tokio::net::unix::pipe;
 
 /// What the server writes.
 #[derive(Debug)]
 pub enum FromServer {
-    Process(ChildStdout),
+    Process(pipe::Receiver),
     Pipe(DuplexStream),
 }
 
 /// What the server reads.
 #[derive(Debug)]
 pub enum ToServer {
-    Process(ChildStdin),
+    Process(pipe::Sender),
     Pipe(DuplexStream),
 }
 

@@ -7,6 +7,7 @@ use crate::sandbox::launch::{self, Inputs, SandboxError, SandboxOptions};
 use crate::sandbox::netns::NETNS_FD;
 use crate::sandbox::{Confined, denial_in_stderr};
 use crate::supervisor::{LIFELINE_FD, SUPERVISE_ARG, SupervisorArgs};
+use crate::zygote::{ForkError, ForkRequest, Forked, SupervisorFds, Zygote};
 use mcp_host_config::SandboxSpec;
 use mcp_host_core::confinement::SandboxLevel;
 use mcp_host_core::sanitize::strip_terminal_escapes;
@@ -14,13 +15,14 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use std::collections::{BTreeMap, VecDeque};
 use std::ffi::OsString;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::AsyncReadExt;
-use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::net::unix::pipe;
+use tokio::process::{Child, Command};
 use tokio_util::sync::CancellationToken;
 
 /// The variables a server inherits from the host; everything else must be declared in the
@@ -56,6 +58,9 @@ pub struct SupervisorCommand {
     /// What every confined server shares (its proxy's resolver and reports, the host's
     /// folders no argument grants, the kernel's abilities).
     pub sandbox: SandboxOptions,
+    /// The one process the supervisors are forked from (started at the first server);
+    /// [`Zygote::off`] exec's each one instead.
+    pub zygote: Zygote,
 }
 
 /// Everything needed to start one stdio server.
@@ -232,7 +237,7 @@ impl StderrRing {
 /// supervisor end the server's tree even if nobody calls [`StdioProcess::shutdown`].
 #[derive(Debug)]
 pub struct StdioProcess {
-    child: Child,
+    supervisor: Supervisor,
     _lifeline: OwnedFd,
     pub stderr: Arc<Mutex<StderrRing>>,
     stderr_done: CancellationToken,
@@ -252,6 +257,17 @@ pub enum ProcessExit {
     Killed,
     /// Waiting failed (should not happen).
     Unknown,
+}
+
+impl ProcessExit {
+    /// A supervisor's exit code: the server's, or that it could not start it.
+    pub fn of_code(code: i32) -> Self {
+        if code == crate::supervisor::EXIT_SPAWN_FAILED {
+            Self::SpawnFailed
+        } else {
+            Self::Code(code)
+        }
+    }
 }
 
 impl std::fmt::Display for ProcessExit {
@@ -308,7 +324,7 @@ impl StdioProcess {
         launch: &StdioLaunch,
         supervisor: &SupervisorCommand,
         host_env: &BTreeMap<String, String>,
-    ) -> Result<(Self, ChildStdin, ChildStdout), SpawnError> {
+    ) -> Result<(Self, pipe::Sender, pipe::Receiver), SpawnError> {
         let mut env: BTreeMap<String, String> = host_env
             .iter()
             .filter(|(k, _)| env_allowed(k))
@@ -342,38 +358,58 @@ impl StdioProcess {
             program: program.into_os_string(),
             args: launch.args.iter().map(OsString::from).collect(),
         };
-        let (lifeline_read, lifeline_write) =
-            nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(std::io::Error::from)?;
-
-        let mut cmd = Command::new(&supervisor.program);
-        cmd.arg(SUPERVISE_ARG)
-            .args(sup_args.to_argv())
-            .env_clear()
-            .envs(&env)
-            .current_dir(&cwd)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            // Its own group: a Ctrl-C in the terminal is the host's to handle.
-            .process_group(0)
-            .kill_on_drop(true);
-        install_fixed_fds(
-            &mut cmd,
-            lifeline_read.as_raw_fd(),
-            netns.as_ref().map(AsRawFd::as_raw_fd),
-        );
-        let mut child = cmd.spawn()?;
-        drop(lifeline_read);
-        drop(netns);
-        let (Some(stdin), Some(stdout), Some(stderr)) =
-            (child.stdin.take(), child.stdout.take(), child.stderr.take())
-        else {
-            return Err(SpawnError::Io(std::io::Error::other("child pipes missing")));
+        let argv = sup_args.to_argv();
+        let (lifeline_read, lifeline_write) = cloexec_pipe()?;
+        let (stdin_read, stdin_write) = cloexec_pipe()?;
+        let (stdout_read, stdout_write) = cloexec_pipe()?;
+        let (stderr_read, stderr_write) = cloexec_pipe()?;
+        let (status_read, status_write) = cloexec_pipe()?;
+        let request = ForkRequest {
+            cwd: &cwd,
+            env: &env,
+            argv: &argv,
         };
+        let fds = SupervisorFds {
+            stdin: stdin_read.as_fd(),
+            stdout: stdout_write.as_fd(),
+            stderr: stderr_write.as_fd(),
+            lifeline: lifeline_read.as_fd(),
+            status: status_write.as_fd(),
+            netns: netns.as_ref().map(AsFd::as_fd),
+        };
+        let handle = match supervisor.zygote.fork(&supervisor.program, &request, &fds) {
+            Ok(pid) => Supervisor::Forked(Forked::new(pid, status_read)?),
+            Err(ForkError::NotSent(_)) => {
+                let mut cmd = Command::new(&supervisor.program);
+                cmd.arg(SUPERVISE_ARG)
+                    .args(&argv)
+                    .env_clear()
+                    .envs(&env)
+                    .current_dir(&cwd)
+                    .stdin(Stdio::from(stdin_read))
+                    .stdout(Stdio::from(stdout_write))
+                    .stderr(Stdio::from(stderr_write))
+                    // Its own group: a Ctrl-C in the terminal is the host's to handle.
+                    .process_group(0)
+                    .kill_on_drop(true);
+                install_fixed_fds(
+                    &mut cmd,
+                    lifeline_read.as_raw_fd(),
+                    netns.as_ref().map(AsRawFd::as_raw_fd),
+                );
+                Supervisor::Exec(cmd.spawn()?)
+            }
+            Err(e @ ForkError::Failed(_)) => return Err(SpawnError::Io(std::io::Error::other(e))),
+        };
+        // Only the supervisor may hold these ends now (see `Command`'s copies, dropped with it).
+        drop((lifeline_read, netns));
+        let stdin = pipe::Sender::from_owned_fd(stdin_write)?;
+        let stdout = pipe::Receiver::from_owned_fd(stdout_read)?;
+        let stderr = pipe::Receiver::from_owned_fd(stderr_read)?;
         let ring = Arc::new(Mutex::new(StderrRing::new(64)));
         let stderr_done = CancellationToken::new();
         let denials = strict.then(|| launch.confined.clone());
-        let log = (launch.log.clone()).map(|path| ServerLog::open(path, child.id()));
+        let log = (launch.log.clone()).map(|path| ServerLog::open(path, handle.pid()));
         tokio::spawn(drain_stderr(
             stderr,
             ring.clone(),
@@ -382,7 +418,7 @@ impl StdioProcess {
             stderr_done.clone(),
         ));
         let process = Self {
-            child,
+            supervisor: handle,
             _lifeline: lifeline_write,
             stderr: ring,
             stderr_done,
@@ -397,15 +433,12 @@ impl StdioProcess {
     }
 
     pub fn pid(&self) -> Option<u32> {
-        self.child.id()
+        self.supervisor.pid()
     }
 
     /// Waits for the server (its supervisor) to exit.
     pub async fn wait_exit(&mut self) -> ProcessExit {
-        match self.child.wait().await {
-            Ok(status) => describe_exit(status),
-            Err(_) => ProcessExit::Unknown,
-        }
+        self.supervisor.wait().await
     }
 
     /// Waits (briefly) until everything the server wrote to stderr has been read.
@@ -415,20 +448,65 @@ impl StdioProcess {
 
     /// Stops the server. The caller has already closed stdin (by closing the transport).
     pub async fn shutdown(&mut self) -> ProcessExit {
-        if let Ok(Ok(status)) = tokio::time::timeout(self.grace, self.child.wait()).await {
-            return describe_exit(status);
+        if let Ok(exit) = tokio::time::timeout(self.grace, self.supervisor.wait()).await {
+            return exit;
         }
-        if let Some(pid) = self.child.id() {
-            let _ = kill(Pid::from_raw(pid as i32), Signal::SIGTERM);
-        }
+        self.supervisor.signal(Signal::SIGTERM);
         // The supervisor needs its own grace period to TERM and then KILL the tree.
         let budget = self.grace * 2 + Duration::from_secs(1);
-        if let Ok(Ok(status)) = tokio::time::timeout(budget, self.child.wait()).await {
-            return describe_exit(status);
+        if let Ok(exit) = tokio::time::timeout(budget, self.supervisor.wait()).await {
+            return exit;
         }
-        let _ = self.child.kill().await;
+        self.supervisor.kill().await;
         ProcessExit::Killed
     }
+}
+
+/// A supervisor as the host holds it.
+#[derive(Debug)]
+enum Supervisor {
+    /// Exec'd by the host, which is its parent.
+    Exec(Child),
+    /// Forked by the zygote; it tells the host how it ended.
+    Forked(Forked),
+}
+
+impl Supervisor {
+    fn pid(&self) -> Option<u32> {
+        match self {
+            Self::Exec(child) => child.id(),
+            Self::Forked(f) => f.pid(),
+        }
+    }
+
+    async fn wait(&mut self) -> ProcessExit {
+        match self {
+            Self::Exec(child) => match child.wait().await {
+                Ok(status) => describe_exit(status),
+                Err(_) => ProcessExit::Unknown,
+            },
+            Self::Forked(f) => f.wait().await,
+        }
+    }
+
+    fn signal(&self, signal: Signal) {
+        if let Some(pid) = self.pid() {
+            let _ = kill(Pid::from_raw(pid as i32), signal);
+        }
+    }
+
+    async fn kill(&mut self) {
+        match self {
+            Self::Exec(child) => {
+                let _ = child.kill().await;
+            }
+            Self::Forked(_) => self.signal(Signal::SIGKILL),
+        }
+    }
+}
+
+fn cloexec_pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    Ok(nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?)
 }
 
 /// Puts the lifeline's read end (and the network namespace socket) at their fixed fds in
@@ -491,8 +569,7 @@ fn confine(
 fn describe_exit(status: std::process::ExitStatus) -> ProcessExit {
     use std::os::unix::process::ExitStatusExt;
     match (status.code(), status.signal()) {
-        (Some(crate::supervisor::EXIT_SPAWN_FAILED), _) => ProcessExit::SpawnFailed,
-        (Some(c), _) => ProcessExit::Code(c),
+        (Some(c), _) => ProcessExit::of_code(c),
         (None, Some(s)) => ProcessExit::Signal(s),
         _ => ProcessExit::Unknown,
     }
@@ -502,7 +579,7 @@ fn describe_exit(status: std::process::ExitStatus) -> ProcessExit {
 /// each capped, and drops the rest of an over-long line. A confined server's permission
 /// errors are counted in its account (`denials`).
 async fn drain_stderr(
-    mut stderr: tokio::process::ChildStderr,
+    mut stderr: pipe::Receiver,
     ring: Arc<Mutex<StderrRing>>,
     denials: Option<Confined>,
     mut log: Option<ServerLog>,

@@ -116,6 +116,20 @@ enum Stop {
     Terminate,
 }
 
+/// The `main` of whichever program holds the supervisor (`mcp-host` or the small
+/// `mcp-host-supervise`): `Some(exit code)` when the arguments after the program's name ask
+/// for a supervisor (`__supervise ARGS`) or for the zygote that forks them (`__zygote`).
+pub fn dispatch(mut argv: impl Iterator<Item = OsString>) -> Option<u8> {
+    let first = argv.next()?;
+    if first == SUPERVISE_ARG {
+        Some(main_with(argv))
+    } else if first == crate::zygote::ZYGOTE_ARG {
+        Some(crate::zygote::serve())
+    } else {
+        None
+    }
+}
+
 /// The supervisor's `main`, whichever program it is in (`mcp-host __supervise ARGS`, or the
 /// small `mcp-host-supervise __supervise ARGS`): `argv` is what follows `__supervise`.
 pub fn main_with(argv: impl IntoIterator<Item = OsString>) -> u8 {

@@ -143,6 +143,7 @@ pub fn connect(setup: HostSetup<'_>, guards: Guards) -> Result<Connected, HostEr
                 kernel,
                 netns: true,
             },
+            zygote: Default::default(),
         },
         host_env: setup.env,
         retry: RetryPolicy::default(),

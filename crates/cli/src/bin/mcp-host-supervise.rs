@@ -1,7 +1,9 @@
 //! The per-server supervisor as a program of its own, installed beside `mcp-host`: one runs
 //! for every stdio server, so it is kept small (no async runtime, no TLS, no command line
-//! parser, nothing of the host but `mcp_host_client::supervisor`). It takes the same
-//! arguments as `mcp-host __supervise`, which remains the fallback when it is missing.
+//! parser, nothing of the host but `mcp_host_client::supervisor`). The host starts it once
+//! as the zygote (`__zygote`, see `mcp_host_client::zygote`) and forks each server's
+//! supervisor from it; it also takes the same arguments as `mcp-host __supervise`, which
+//! remains the fallback when it is missing.
 //!
 //! It skips std's start-up (`lang_start`): all that did here was ignore SIGPIPE, done
 //! below, and install a stack-overflow handler, which finds the main thread's stack by
@@ -15,7 +17,7 @@
 
 #[cfg(not(test))]
 mod entry {
-    use mcp_host_client::supervisor::{SUPERVISE_ARG, main_with};
+    use mcp_host_client::supervisor::dispatch;
     use nix::sys::signal::{SigHandler, Signal, signal};
     use std::ffi::{c_char, c_int};
 
@@ -26,10 +28,8 @@ mod entry {
         // again: std's spawn resets SIGPIPE in the child.
         // SAFETY: no handler code is installed (SIG_IGN), and no other thread exists yet.
         let _ = unsafe { signal(Signal::SIGPIPE, SigHandler::SigIgn) };
-        let mut argv = std::env::args_os().skip(1).peekable();
-        if argv.peek().is_some_and(|a| a == SUPERVISE_ARG) {
-            argv.next();
-            return c_int::from(main_with(argv));
+        if let Some(code) = dispatch(std::env::args_os().skip(1)) {
+            return c_int::from(code);
         }
         #[allow(clippy::print_stderr)] // No logger: its only words are this one line.
         {

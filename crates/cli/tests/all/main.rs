@@ -37,3 +37,4 @@ mod tasks;
 mod terminal_safety;
 mod traces;
 mod wire_faults;
+mod zygote;

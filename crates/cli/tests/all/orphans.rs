@@ -155,11 +155,19 @@ fn sigkill_of_the_host_leaves_no_survivors_within_two_seconds() {
         "{}",
         exe.display()
     );
+    // Forked from the host's one zygote, which must not outlive the host either.
+    let zygote = mcp_host_client::procs::read_proc(supervisor).unwrap().ppid;
+    let zygote_args = std::fs::read(format!("/proc/{zygote}/cmdline")).unwrap();
+    assert!(
+        String::from_utf8_lossy(&zygote_args).contains("__zygote"),
+        "{}",
+        String::from_utf8_lossy(&zygote_args)
+    );
     signal(f.host.id(), Signal::SIGKILL);
     f.host.wait().unwrap();
     let killed_at = Instant::now();
     wait_for("every descendant to die", Duration::from_secs(2), || {
-        f.all_gone()
+        f.all_gone() && !alive(supervisor) && !alive(zygote)
     });
     eprintln!("all gone {:?} after SIGKILL", killed_at.elapsed());
 }

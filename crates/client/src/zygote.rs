@@ -1,0 +1,564 @@
+//! One pre-started supervisor that forks the others. A supervisor exec'd for every stdio
+//! server paid the dynamic loader and a process start each time (some 260 k instructions
+//! and a fresh set of page tables, a quarter of a server's whole start). The host starts
+//! the zygote once, at its first stdio server, and each server's supervisor is a fork of
+//! it: from its first instruction on it is the supervisor of `supervisor.rs`, with the same
+//! fds, folder, environment, process group and arguments an exec'd one gets, so every
+//! guarantee (the subreaper, the lifeline, the confinement) is the same code.
+//!
+//! The protocol runs on a `SOCK_SEQPACKET` pair, one message each way per server:
+//! - host → zygote: the supervisor's folder, environment and arguments as length-prefixed
+//!   byte strings, and by `SCM_RIGHTS` its stdin, stdout, stderr, lifeline, exit-status pipe
+//!   and, when a network namespace is asked for, the namespace socket;
+//! - zygote → host: the supervisor's pid, or why there is none.
+//!
+//! The zygote holds no server's fds between requests (it closes its copies right after the
+//! fork), so a lifeline still closes exactly when the host lets go of it, and a `kill -9`
+//! of the host leaves no orphan: every forked supervisor sees its own lifeline close, and
+//! the zygote sees its socket close and exits. A forked supervisor tells the host how the
+//! server ended through its exit-status pipe, since the host is not its parent.
+
+use crate::sandbox::netns::NETNS_FD;
+use crate::supervisor::{self, EXIT_SPAWN_FAILED, LIFELINE_FD, SupervisorArgs};
+use nix::sys::socket::{
+    ControlMessage, ControlMessageOwned, MsgFlags, recvmsg, sendmsg, setsockopt, sockopt,
+};
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::io::{IoSlice, IoSliceMut};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// The hidden first argument that turns the supervisor program into the zygote.
+pub const ZYGOTE_ARG: &str = "__zygote";
+/// Where a forked supervisor finds the write end of its exit-status pipe.
+pub const STATUS_FD: RawFd = 5;
+/// The most a request may carry: a supervisor's environment and arguments.
+const MAX_REQUEST: usize = 256 * 1024;
+/// The most fds a request carries: stdin, stdout, stderr, lifeline, status, namespace.
+const MAX_FDS: usize = 6;
+/// How long the host waits for the zygote to take a request or answer it. A fork answers
+/// in well under a millisecond; a zygote that does not is stopped or broken.
+const ANSWER_WITHIN: Duration = Duration::from_secs(5);
+
+/// The fds a forked supervisor starts with.
+pub struct SupervisorFds<'a> {
+    pub stdin: BorrowedFd<'a>,
+    pub stdout: BorrowedFd<'a>,
+    pub stderr: BorrowedFd<'a>,
+    pub lifeline: BorrowedFd<'a>,
+    pub status: BorrowedFd<'a>,
+    pub netns: Option<BorrowedFd<'a>>,
+}
+
+/// What a fork request asks for, besides its fds.
+pub struct ForkRequest<'a> {
+    pub cwd: &'a Path,
+    pub env: &'a BTreeMap<String, String>,
+    /// The arguments after `__supervise`.
+    pub argv: &'a [OsString],
+}
+
+/// Why the zygote did not give a supervisor.
+#[derive(Debug, thiserror::Error)]
+pub enum ForkError {
+    /// The request never reached a zygote (none could be started, or it is gone): nothing
+    /// was forked, and the caller may start the supervisor another way.
+    #[error("no zygote: {0}")]
+    NotSent(String),
+    /// The request was sent and no supervisor came of it, or none that the host can know of.
+    #[error("the supervisor zygote {0}")]
+    Failed(String),
+}
+
+/// The host's handle on its zygote, shared by every clone of the supervisor settings; the
+/// zygote is started at the first fork and ends when the last handle is dropped.
+#[derive(Clone, Default)]
+pub struct Zygote(Arc<Mutex<State>>);
+
+impl std::fmt::Debug for Zygote {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = match self.0.lock().as_deref() {
+            Ok(State::Idle) => "idle",
+            Ok(State::Running { .. }) => "running",
+            Ok(State::Off) => "off",
+            Err(_) => "poisoned",
+        };
+        write!(f, "Zygote({state})")
+    }
+}
+
+#[derive(Default)]
+enum State {
+    /// Not started yet.
+    #[default]
+    Idle,
+    Running {
+        control: OwnedFd,
+        process: std::process::Child,
+    },
+    /// Never used: turned off, or it failed once (later supervisors are exec'd).
+    Off,
+}
+
+impl Drop for State {
+    fn drop(&mut self) {
+        if let State::Running { process, .. } = self {
+            // It exits by itself when the socket closes; the kill only makes sure, and the
+            // wait leaves no zombie. Its forked supervisors are not affected.
+            let _ = process.kill();
+            let _ = process.wait();
+        }
+    }
+}
+
+impl Zygote {
+    /// A handle that never forks: every supervisor is exec'd.
+    pub fn off() -> Self {
+        Self(Arc::new(Mutex::new(State::Off)))
+    }
+
+    /// Forks a supervisor from the zygote (starting it with `program` if need be); returns
+    /// its pid.
+    pub fn fork(
+        &self,
+        program: &Path,
+        request: &ForkRequest<'_>,
+        fds: &SupervisorFds<'_>,
+    ) -> Result<u32, ForkError> {
+        let mut state = self
+            .0
+            .lock()
+            .map_err(|_| ForkError::NotSent("its lock was poisoned".into()))?;
+        if matches!(*state, State::Idle) {
+            *state = match start(program) {
+                Ok(running) => running,
+                Err(e) => {
+                    tracing::warn!(
+                        "cannot start the supervisor zygote ({e}); exec'ing supervisors"
+                    );
+                    State::Off
+                }
+            };
+        }
+        let State::Running { control, .. } = &*state else {
+            return Err(ForkError::NotSent("not running".into()));
+        };
+        let result = ask(control.as_fd(), request, fds);
+        if let Err(e) = &result {
+            tracing::warn!("{e}; later supervisors are exec'd");
+            *state = State::Off;
+        }
+        result
+    }
+}
+
+/// A forked supervisor, as the host holds it: its pid, and the pipe on which it writes its
+/// exit code as it ends (the zygote is its parent, so the host cannot wait for it).
+#[derive(Debug)]
+pub struct Forked {
+    pid: u32,
+    status: tokio::net::unix::pipe::Receiver,
+    code: [u8; 4],
+    got: usize,
+    exit: Option<crate::stdio::ProcessExit>,
+}
+
+impl Forked {
+    pub fn new(pid: u32, status: OwnedFd) -> std::io::Result<Self> {
+        Ok(Self {
+            pid,
+            status: tokio::net::unix::pipe::Receiver::from_owned_fd(status)?,
+            code: [0; 4],
+            got: 0,
+            exit: None,
+        })
+    }
+
+    /// Its pid while it may still run; none once it has ended (the number may be reused).
+    pub fn pid(&self) -> Option<u32> {
+        self.exit.is_none().then_some(self.pid)
+    }
+
+    /// Waits until it has ended: its code, then the pipe's end, which comes as the process
+    /// exits. Cancel-safe: what was read is kept.
+    pub async fn wait(&mut self) -> crate::stdio::ProcessExit {
+        use tokio::io::AsyncReadExt;
+        if let Some(exit) = self.exit {
+            return exit;
+        }
+        let mut rest = [0u8; 64];
+        loop {
+            let into = if self.got < 4 {
+                &mut self.code[self.got..]
+            } else {
+                &mut rest[..]
+            };
+            match self.status.read(into).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => self.got += n,
+            }
+        }
+        // No code: it was killed (by a signal it could not outlive) before it could say.
+        let exit = if self.got >= 4 {
+            crate::stdio::ProcessExit::of_code(i32::from_le_bytes(self.code))
+        } else {
+            crate::stdio::ProcessExit::Unknown
+        };
+        self.exit = Some(exit);
+        exit
+    }
+}
+
+fn start(program: &Path) -> std::io::Result<State> {
+    use nix::sys::socket::{AddressFamily, SockFlag, SockType, socketpair};
+    let (ours, theirs) = socketpair(
+        AddressFamily::Unix,
+        SockType::SeqPacket,
+        None,
+        SockFlag::SOCK_CLOEXEC,
+    )?;
+    setsockopt(&ours, sockopt::ReceiveTimeout, &timeval(ANSWER_WITHIN))?;
+    setsockopt(&ours, sockopt::SendTimeout, &timeval(ANSWER_WITHIN))?;
+    let process = std::process::Command::new(program)
+        .arg(ZYGOTE_ARG)
+        .stdin(std::process::Stdio::from(theirs))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .env_clear()
+        // Holds no folder busy, and a Ctrl-C in the terminal is the host's to handle.
+        .current_dir("/")
+        .process_group(0)
+        .spawn()?;
+    Ok(State::Running {
+        control: ours,
+        process,
+    })
+}
+
+use std::os::unix::process::CommandExt;
+
+fn timeval(d: Duration) -> nix::sys::time::TimeVal {
+    nix::sys::time::TimeVal::new(d.as_secs() as _, d.subsec_micros() as _)
+}
+
+fn ask(
+    control: BorrowedFd<'_>,
+    request: &ForkRequest<'_>,
+    fds: &SupervisorFds<'_>,
+) -> Result<u32, ForkError> {
+    let body = encode(request);
+    let mut raw = vec![
+        fds.stdin.as_raw_fd(),
+        fds.stdout.as_raw_fd(),
+        fds.stderr.as_raw_fd(),
+        fds.lifeline.as_raw_fd(),
+        fds.status.as_raw_fd(),
+    ];
+    raw.extend(fds.netns.map(|f| f.as_raw_fd()));
+    let cmsgs = [ControlMessage::ScmRights(&raw)];
+    // A SOCK_SEQPACKET message arrives whole or not at all: a failed send forked nothing.
+    sendmsg::<()>(
+        control.as_raw_fd(),
+        &[IoSlice::new(&body)],
+        &cmsgs,
+        MsgFlags::MSG_NOSIGNAL,
+        None,
+    )
+    .map_err(|e| ForkError::NotSent(format!("cannot be asked: {e}")))?;
+    let mut answer = [0u8; 512];
+    let n = loop {
+        match nix::sys::socket::recv(control.as_raw_fd(), &mut answer, MsgFlags::empty()) {
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(e) => return Err(ForkError::Failed(format!("did not answer: {e}"))),
+            Ok(n) => break n,
+        }
+    };
+    match answer[..n].split_first() {
+        Some((b'+', pid)) => std::str::from_utf8(pid)
+            .ok()
+            .and_then(|p| p.parse().ok())
+            .ok_or_else(|| ForkError::Failed("answered with no pid".into())),
+        Some((b'-', why)) => Err(ForkError::Failed(String::from_utf8_lossy(why).into_owned())),
+        _ => Err(ForkError::Failed("is gone".into())),
+    }
+}
+
+/// `[env count][argv count]` then the folder, each `KEY=VALUE` and each argument, every one
+/// a little-endian `u32` length and its bytes.
+fn encode(request: &ForkRequest<'_>) -> Vec<u8> {
+    let mut out = Vec::with_capacity(4096);
+    let field = |out: &mut Vec<u8>, bytes: &[&[u8]]| {
+        let len: usize = bytes.iter().map(|b| b.len()).sum();
+        out.extend_from_slice(&(len as u32).to_le_bytes());
+        for b in bytes {
+            out.extend_from_slice(b);
+        }
+    };
+    out.extend_from_slice(&(request.env.len() as u32).to_le_bytes());
+    out.extend_from_slice(&(request.argv.len() as u32).to_le_bytes());
+    field(&mut out, &[request.cwd.as_os_str().as_bytes()]);
+    for (k, v) in request.env {
+        field(&mut out, &[k.as_bytes(), b"=", v.as_bytes()]);
+    }
+    for a in request.argv {
+        field(&mut out, &[a.as_bytes()]);
+    }
+    out
+}
+
+/// A request as the zygote reads it.
+#[derive(Debug, PartialEq, Eq)]
+struct Decoded {
+    cwd: OsString,
+    env: Vec<(OsString, OsString)>,
+    argv: Vec<OsString>,
+}
+
+fn decode(mut body: &[u8]) -> Option<Decoded> {
+    let u32_at = |body: &mut &[u8]| -> Option<usize> {
+        let (n, rest) = body.split_first_chunk::<4>()?;
+        *body = rest;
+        Some(u32::from_le_bytes(*n) as usize)
+    };
+    let env_count = u32_at(&mut body)?;
+    let argv_count = u32_at(&mut body)?;
+    let mut fields = Vec::new();
+    // Each field takes at least its 4-byte length, which bounds the count by the body.
+    if env_count.checked_add(argv_count)?.checked_add(1)? > body.len() / 4 {
+        return None;
+    }
+    for _ in 0..1 + env_count + argv_count {
+        let len = u32_at(&mut body)?;
+        let (bytes, rest) = body.split_at_checked(len)?;
+        body = rest;
+        fields.push(OsString::from_vec(bytes.to_vec()));
+    }
+    if !body.is_empty() {
+        return None;
+    }
+    let mut fields = fields.into_iter();
+    let cwd = fields.next()?;
+    let env = (fields.by_ref().take(env_count))
+        .map(|kv| {
+            let bytes = kv.into_vec();
+            let eq = bytes.iter().position(|b| *b == b'=')?;
+            Some((
+                OsString::from_vec(bytes[..eq].to_vec()),
+                OsString::from_vec(bytes[eq + 1..].to_vec()),
+            ))
+        })
+        .collect::<Option<Vec<_>>>()?;
+    Some(Decoded {
+        cwd,
+        env,
+        argv: fields.collect(),
+    })
+}
+
+/// The zygote's `main`: its stdin is the socket to the host. Serves fork requests until the
+/// host's end closes.
+#[allow(
+    unsafe_code,
+    reason = "fork, and taking ownership of fd 0 (the socket the host installed)"
+)]
+pub fn serve() -> u8 {
+    use nix::sys::signal::{SigHandler, Signal, signal};
+    // Its children are the supervisors, which report to the host, not here: the kernel
+    // reaps them.
+    // SAFETY: no handler code is installed (SIG_IGN), and this process has one thread.
+    if unsafe { signal(Signal::SIGCHLD, SigHandler::SigIgn) }.is_err() {
+        return 1;
+    }
+    // SAFETY: fd 0 is the socket the host gave this process as its stdin, owned from here.
+    let control = unsafe { OwnedFd::from_raw_fd(0) };
+    let mut buf = vec![0u8; MAX_REQUEST];
+    loop {
+        let mut space = nix::cmsg_space!([RawFd; MAX_FDS]);
+        let got = {
+            let mut iov = [IoSliceMut::new(&mut buf)];
+            recvmsg::<()>(
+                control.as_raw_fd(),
+                &mut iov,
+                Some(&mut space),
+                MsgFlags::MSG_CMSG_CLOEXEC,
+            )
+            .map(|msg| {
+                let mut fds = Vec::new();
+                for c in msg.cmsgs().into_iter().flatten() {
+                    if let ControlMessageOwned::ScmRights(raw) = c {
+                        // SAFETY: the kernel just installed these fds for this process.
+                        fds.extend(raw.into_iter().map(|f| unsafe { OwnedFd::from_raw_fd(f) }));
+                    }
+                }
+                let cut = msg
+                    .flags
+                    .intersects(MsgFlags::MSG_TRUNC | MsgFlags::MSG_CTRUNC);
+                (msg.bytes, fds, cut)
+            })
+        };
+        let (n, fds, cut) = match got {
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(_) => return 1,
+            Ok(got) => got,
+        };
+        if n == 0 && fds.is_empty() {
+            return 0; // The host is gone.
+        }
+        let answer = match decode(&buf[..n]).filter(|_| !cut) {
+            None => "-a request it could not read".to_string(),
+            Some(_) if !(5..=MAX_FDS).contains(&fds.len()) => {
+                "-a request with the wrong fds".to_string()
+            }
+            // SAFETY: this process has one thread, so the child may do anything.
+            Some(request) => match unsafe { nix::unistd::fork() } {
+                Ok(nix::unistd::ForkResult::Child) => become_supervisor(&request, fds),
+                Ok(nix::unistd::ForkResult::Parent { child }) => format!("+{child}"),
+                Err(e) => format!("-cannot fork: {e}"),
+            },
+        };
+        // The request's fds were dropped (closed here) when the match ended.
+        if nix::sys::socket::send(
+            control.as_raw_fd(),
+            answer.as_bytes(),
+            MsgFlags::MSG_NOSIGNAL,
+        )
+        .is_err()
+        {
+            return 0;
+        }
+    }
+}
+
+/// In the forked child: puts the fds in place and the environment, folder and group an
+/// exec'd supervisor would have, then runs the supervisor and reports its exit code.
+#[allow(unsafe_code, reason = "borrowing the status fd this process installed")]
+fn become_supervisor(request: &Decoded, fds: Vec<OwnedFd>) -> ! {
+    let code = match prepare(request, fds) {
+        Ok(args) => supervisor::supervise(&args),
+        Err(e) => {
+            // The host reads this as the server's stderr, as it would from an exec'd one.
+            #[allow(clippy::print_stderr)]
+            {
+                eprintln!("mcp-host supervisor: {e}");
+            }
+            EXIT_SPAWN_FAILED
+        }
+    };
+    // SAFETY: STATUS_FD was installed by `prepare` (or the write fails harmlessly).
+    let status = unsafe { BorrowedFd::borrow_raw(STATUS_FD) };
+    let _ = nix::unistd::write(status, &code.to_le_bytes());
+    std::process::exit(code)
+}
+
+#[allow(
+    unsafe_code,
+    reason = "dup2 onto fixed fds, and the environment of a single-threaded process"
+)]
+fn prepare(request: &Decoded, fds: Vec<OwnedFd>) -> Result<SupervisorArgs, String> {
+    use nix::sys::signal::{SigHandler, Signal, signal};
+    // The supervisor waits for its server with SIGCHLD; the zygote ignored it.
+    // SAFETY: the default disposition, in a process with one thread.
+    unsafe { signal(Signal::SIGCHLD, SigHandler::SigDfl) }.map_err(|e| format!("SIGCHLD: {e}"))?;
+    let mut targets = vec![0, 1, 2, LIFELINE_FD, STATUS_FD];
+    if fds.len() > 5 {
+        targets.push(NETNS_FD);
+    }
+    // First every fd above the fixed ones, so installing one never overwrites another. The
+    // socket to the host is fd 0, which stdin replaces: the supervisor cannot reach it.
+    let moved: Vec<OwnedFd> = fds
+        .iter()
+        .map(|fd| {
+            nix::fcntl::fcntl(fd, nix::fcntl::FcntlArg::F_DUPFD_CLOEXEC(10))
+                // SAFETY: F_DUPFD_CLOEXEC returned a new fd that nothing else owns.
+                .map(|raw| unsafe { OwnedFd::from_raw_fd(raw) })
+        })
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("dup: {e}"))?;
+    drop(fds);
+    for (fd, at) in moved.iter().zip(targets) {
+        // SAFETY: dup2 onto a fixed number this process reserves for it; the old fd there
+        // (the socket, /dev/null, or nothing) is closed by the kernel.
+        if unsafe { libc::dup2(fd.as_raw_fd(), at) } < 0 {
+            return Err(format!("dup2: {}", std::io::Error::last_os_error()));
+        }
+    }
+    drop(moved);
+    // The server must not hold the status pipe: its end means the supervisor's.
+    // SAFETY: STATUS_FD was just installed.
+    let status = unsafe { BorrowedFd::borrow_raw(STATUS_FD) };
+    nix::fcntl::fcntl(
+        status,
+        nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
+    )
+    .map_err(|e| format!("status pipe: {e}"))?;
+    nix::unistd::setpgid(nix::unistd::Pid::from_raw(0), nix::unistd::Pid::from_raw(0))
+        .map_err(|e| format!("setpgid: {e}"))?;
+    std::env::set_current_dir(&request.cwd)
+        .map_err(|e| format!("cannot enter {}: {e}", Path::new(&request.cwd).display()))?;
+    for (key, _) in std::env::vars_os() {
+        // SAFETY: this process has one thread.
+        unsafe { std::env::remove_var(key) };
+    }
+    for (key, value) in &request.env {
+        // SAFETY: this process has one thread.
+        unsafe { std::env::set_var(key, value) };
+    }
+    SupervisorArgs::parse(request.argv.iter().cloned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_round_trips() {
+        let env = BTreeMap::from([
+            ("PATH".to_string(), "/bin:/usr/bin".to_string()),
+            ("EQ".to_string(), "a=b".to_string()),
+            ("EMPTY".to_string(), String::new()),
+        ]);
+        let argv = vec![
+            OsString::from("--grace-ms"),
+            "1000".into(),
+            "--".into(),
+            "node".into(),
+        ];
+        let request = ForkRequest {
+            cwd: Path::new("/tmp/a dir"),
+            env: &env,
+            argv: &argv,
+        };
+        let decoded = decode(&encode(&request)).unwrap();
+        assert_eq!(decoded.cwd, "/tmp/a dir");
+        assert_eq!(decoded.argv, argv);
+        let env_back: BTreeMap<String, String> = (decoded.env.into_iter())
+            .map(|(k, v)| (k.into_string().unwrap(), v.into_string().unwrap()))
+            .collect();
+        assert_eq!(env_back, env);
+    }
+
+    #[test]
+    fn a_cut_or_padded_request_is_refused() {
+        let env = BTreeMap::from([("A".to_string(), "1".to_string())]);
+        let argv = vec![OsString::from("--"), "x".into()];
+        let body = encode(&ForkRequest {
+            cwd: Path::new("/"),
+            env: &env,
+            argv: &argv,
+        });
+        for cut in 0..body.len() {
+            assert_eq!(decode(&body[..cut]), None, "cut at {cut}");
+        }
+        let mut padded = body.clone();
+        padded.push(0);
+        assert_eq!(decode(&padded), None);
+        // Counts far beyond what the body holds are refused before anything is read.
+        let mut huge = body;
+        huge[..4].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert_eq!(decode(&huge), None);
+    }
+}
