@@ -116,13 +116,28 @@ def children(pid):
     return kids
 
 
+def supervisors(pid):
+    """The process's direct children, and the children of a zygote among them (the host's
+    supervisors are forked from one); for the raw client, its servers."""
+    kids = children(pid)
+    for kid in list(kids):
+        try:
+            with open(f"/proc/{kid}/cmdline", "rb") as f:
+                if b"__zygote" in f.read():
+                    kids += children(kid)
+        except OSError:
+            pass
+    return kids
+
+
 def memory(argv):
-    """Peak RSS of the process (MiB) and the largest PSS any direct child reached (MiB)."""
+    """Peak RSS of the process (MiB) and the largest PSS any of its supervisors (or, for the
+    raw client, its direct children) reached (MiB)."""
     p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env_of(argv))
     peak, child_pss = 0, {}
     while p.poll() is None:
         peak = max(peak, status_kib(p.pid, "VmHWM") or 0)
-        for kid in children(p.pid):
+        for kid in supervisors(p.pid):
             pss = status_kib(kid, "Pss", "smaps_rollup")
             if pss is not None:
                 child_pss[kid] = max(child_pss.get(kid, 0), pss)

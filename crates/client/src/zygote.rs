@@ -437,7 +437,12 @@ pub fn serve() -> u8 {
 /// exec'd supervisor would have, then runs the supervisor and reports its exit code.
 #[allow(unsafe_code, reason = "borrowing the status fd this process installed")]
 fn become_supervisor(request: &Decoded, fds: Vec<OwnedFd>) -> ! {
-    let code = match prepare(request, fds) {
+    // Until its fds are in place nothing may be written: fd 2 or 5 may still be another of
+    // the server's pipes. The host sees the status pipe end without a code.
+    if install(fds).is_err() {
+        std::process::exit(EXIT_SPAWN_FAILED);
+    }
+    let code = match prepare(request) {
         Ok(args) => supervisor::supervise(&args),
         Err(e) => {
             // The host reads this as the server's stderr, as it would from an exec'd one.
@@ -448,21 +453,19 @@ fn become_supervisor(request: &Decoded, fds: Vec<OwnedFd>) -> ! {
             EXIT_SPAWN_FAILED
         }
     };
-    // SAFETY: STATUS_FD was installed by `prepare` (or the write fails harmlessly).
+    // SAFETY: `install` put the status pipe at STATUS_FD, and nothing closes it.
     let status = unsafe { BorrowedFd::borrow_raw(STATUS_FD) };
     let _ = nix::unistd::write(status, &code.to_le_bytes());
     std::process::exit(code)
 }
 
-#[allow(
-    unsafe_code,
-    reason = "dup2 onto fixed fds, and the environment of a single-threaded process"
-)]
-fn prepare(request: &Decoded, fds: Vec<OwnedFd>) -> Result<SupervisorArgs, String> {
+/// Puts the received fds at the numbers an exec'd supervisor finds them at.
+#[allow(unsafe_code, reason = "dup2 onto fixed fds")]
+fn install(fds: Vec<OwnedFd>) -> nix::Result<()> {
     use nix::sys::signal::{SigHandler, Signal, signal};
     // The supervisor waits for its server with SIGCHLD; the zygote ignored it.
     // SAFETY: the default disposition, in a process with one thread.
-    unsafe { signal(Signal::SIGCHLD, SigHandler::SigDfl) }.map_err(|e| format!("SIGCHLD: {e}"))?;
+    unsafe { signal(Signal::SIGCHLD, SigHandler::SigDfl) }?;
     let mut targets = vec![0, 1, 2, LIFELINE_FD, STATUS_FD];
     if fds.len() > 5 {
         targets.push(NETNS_FD);
@@ -476,14 +479,13 @@ fn prepare(request: &Decoded, fds: Vec<OwnedFd>) -> Result<SupervisorArgs, Strin
                 // SAFETY: F_DUPFD_CLOEXEC returned a new fd that nothing else owns.
                 .map(|raw| unsafe { OwnedFd::from_raw_fd(raw) })
         })
-        .collect::<Result<_, _>>()
-        .map_err(|e| format!("dup: {e}"))?;
+        .collect::<Result<_, _>>()?;
     drop(fds);
     for (fd, at) in moved.iter().zip(targets) {
         // SAFETY: dup2 onto a fixed number this process reserves for it; the old fd there
         // (the socket, /dev/null, or nothing) is closed by the kernel.
         if unsafe { libc::dup2(fd.as_raw_fd(), at) } < 0 {
-            return Err(format!("dup2: {}", std::io::Error::last_os_error()));
+            return Err(nix::errno::Errno::last());
         }
     }
     drop(moved);
@@ -493,8 +495,13 @@ fn prepare(request: &Decoded, fds: Vec<OwnedFd>) -> Result<SupervisorArgs, Strin
     nix::fcntl::fcntl(
         status,
         nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
-    )
-    .map_err(|e| format!("status pipe: {e}"))?;
+    )?;
+    Ok(())
+}
+
+/// The folder, group and environment an exec'd supervisor starts with; its arguments.
+#[allow(unsafe_code, reason = "the environment of a single-threaded process")]
+fn prepare(request: &Decoded) -> Result<SupervisorArgs, String> {
     nix::unistd::setpgid(nix::unistd::Pid::from_raw(0), nix::unistd::Pid::from_raw(0))
         .map_err(|e| format!("setpgid: {e}"))?;
     std::env::set_current_dir(&request.cwd)
