@@ -83,7 +83,9 @@ def header():
 def instructions(argv):
     logs = os.path.join(work, f"cg-{time.monotonic_ns()}")
     os.makedirs(logs)
-    run(["valgrind", "--tool=callgrind", "--trace-children=yes",
+    # A supervisor forked from the zygote starts with the zygote's count so far (callgrind
+    # copies it at the fork); zeroing where the fork becomes a supervisor counts its own.
+    run(["valgrind", "--tool=callgrind", "--zero-before=*become_supervisor*", "--trace-children=yes",
          "--trace-children-skip=*python*,*node*,*mcp-fake-server*", "--callgrind-out-file=/dev/null",
          f"--log-file={logs}/%p.log"] + argv)
     total, procs = 0, 0

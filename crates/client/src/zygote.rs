@@ -98,21 +98,11 @@ enum State {
     Idle,
     Running {
         control: OwnedFd,
-        process: std::process::Child,
+        /// Not killed on drop: it exits by itself when `control` closes, and tokio reaps it.
+        _process: tokio::process::Child,
     },
     /// Never used: turned off, or it failed once (later supervisors are exec'd).
     Off,
-}
-
-impl Drop for State {
-    fn drop(&mut self) {
-        if let State::Running { process, .. } = self {
-            // It exits by itself when the socket closes; the kill only makes sure, and the
-            // wait leaves no zombie. Its forked supervisors are not affected.
-            let _ = process.kill();
-            let _ = process.wait();
-        }
-    }
 }
 
 impl Zygote {
@@ -213,6 +203,7 @@ impl Forked {
     }
 }
 
+/// Starts the zygote; needs a tokio runtime (its process is reaped by tokio's driver).
 fn start(program: &Path) -> std::io::Result<State> {
     use nix::sys::socket::{AddressFamily, SockFlag, SockType, socketpair};
     let (ours, theirs) = socketpair(
@@ -223,7 +214,7 @@ fn start(program: &Path) -> std::io::Result<State> {
     )?;
     setsockopt(&ours, sockopt::ReceiveTimeout, &timeval(ANSWER_WITHIN))?;
     setsockopt(&ours, sockopt::SendTimeout, &timeval(ANSWER_WITHIN))?;
-    let process = std::process::Command::new(program)
+    let process = tokio::process::Command::new(program)
         .arg(ZYGOTE_ARG)
         .stdin(std::process::Stdio::from(theirs))
         .stdout(std::process::Stdio::null())
@@ -235,11 +226,9 @@ fn start(program: &Path) -> std::io::Result<State> {
         .spawn()?;
     Ok(State::Running {
         control: ours,
-        process,
+        _process: process,
     })
 }
-
-use std::os::unix::process::CommandExt;
 
 fn timeval(d: Duration) -> nix::sys::time::TimeVal {
     nix::sys::time::TimeVal::new(d.as_secs() as _, d.subsec_micros() as _)
