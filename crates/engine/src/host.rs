@@ -11,11 +11,12 @@ use crate::gate::Gate;
 use crate::hooks::Hooks;
 use mcp_host_auth::{CredentialVault, OAuth};
 use mcp_host_client::sandbox::{DenialReport, Kernel, LANDLOCK_NET_ABI, launch::SandboxOptions};
+use mcp_host_client::zygote::Zygote;
 use mcp_host_client::{ClientFeatures, ConnectError, Endpoint, EraChoice, Session};
 use mcp_host_client::{ManagerOptions, ServerSetup, SupervisorCommand, backoff::RetryPolicy};
-use mcp_host_config::{LoadedConfig, ServerReadiness, ServerSpec, Transport};
+use mcp_host_config::{LoadedConfig, ServerEntry, ServerReadiness, ServerSpec, Transport};
 use mcp_host_core::confinement::EgressRecord;
-use mcp_host_core::{ServerFacts, ServerId, ServerState};
+use mcp_host_core::{ServerFacts, ServerId, ServerState, TransportKind};
 use mcp_host_egress::{Report, Resolver};
 use mcp_host_policy::Policy;
 use std::collections::BTreeMap;
@@ -130,6 +131,17 @@ pub fn connect(setup: HostSetup<'_>, guards: Guards) -> Result<Connected, HostEr
     let denials = guards.audit.clone().map(|audit| -> DenialReport {
         Arc::new(move |server: &str, what: &str| audit.denial(server, what))
     });
+    let chosen = |e: &&ServerEntry| setup.only.is_none_or(|names| names.contains(&e.name));
+    // One stdio server has nothing to share a zygote with: its supervisor is exec'd, as a
+    // zygote would be (a command about one tool starts only the server that owns it).
+    let stdio_servers = (setup.config.entries.iter().filter(chosen))
+        .filter(|e| e.transport == TransportKind::Stdio)
+        .count();
+    let zygote = if stdio_servers > 1 {
+        Zygote::default()
+    } else {
+        Zygote::off()
+    };
     let opts = ManagerOptions {
         supervisor: SupervisorCommand {
             program: setup.supervisor,
@@ -143,7 +155,7 @@ pub fn connect(setup: HostSetup<'_>, guards: Guards) -> Result<Connected, HostEr
                 kernel,
                 netns: true,
             },
-            zygote: Default::default(),
+            zygote,
         },
         host_env: setup.env,
         retry: RetryPolicy::default(),
@@ -156,8 +168,7 @@ pub fn connect(setup: HostSetup<'_>, guards: Guards) -> Result<Connected, HostEr
         log_dir: setup.log_dir,
     };
     let mut facts = BTreeMap::new();
-    let setups = (setup.config.entries.iter())
-        .filter(|e| setup.only.is_none_or(|names| names.contains(&e.name)))
+    let setups = (setup.config.entries.iter().filter(chosen))
         .map(|e| {
             // A project server waiting for a person is held with its spec (the manager
             // starts nothing until it is enabled), so approving it starts it at once.

@@ -155,7 +155,52 @@ fn sigkill_of_the_host_leaves_no_survivors_within_two_seconds() {
         "{}",
         exe.display()
     );
-    // Forked from the host's one zygote, which must not outlive the host either.
+    signal(f.host.id(), Signal::SIGKILL);
+    f.host.wait().unwrap();
+    let killed_at = Instant::now();
+    wait_for("every descendant to die", Duration::from_secs(2), || {
+        f.all_gone() && !alive(supervisor)
+    });
+    eprintln!("all gone {:?} after SIGKILL", killed_at.elapsed());
+}
+
+/// With more than one stdio server the supervisors are forks of one zygote: a SIGKILL of the
+/// host ends the zygote, every supervisor and every server's tree all the same.
+#[test]
+fn sigkill_of_a_host_with_a_zygote_leaves_no_survivors() {
+    let sb = Sandbox::new();
+    let (m1, m2) = marks();
+    let (m3, _) = marks();
+    let log = sb.work_file("spawn.log");
+    let script = format!(
+        "sleep {m1} & setsid sleep {m2} & exec {} --spawn-log {}",
+        fake(),
+        log.display()
+    );
+    // `fam` starts; `mute` never answers, so `tools` waits for it until it is killed.
+    let cfg = sb.config(
+        "two.json",
+        json!({
+            "fam": {"command": "sh", "args": ["-c", script], "sandbox": "off"},
+            "mute": {"command": "sh", "args": ["-c", format!("exec sleep {m3}")], "sandbox": "off"},
+        }),
+    );
+    let mut host = sb
+        .command(sb.path())
+        .args(["tools", "--strict-mcp-config", "--mcp-config"])
+        .arg(&cfg)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for("both servers to start", Duration::from_secs(15), || {
+        sleepers(m1).len() == 1
+            && sleepers(m2).len() == 1
+            && sleepers(m3).len() == 1
+            && server_pid(&log).is_some()
+    });
+    let server = server_pid(&log).unwrap();
+    let supervisor = mcp_host_client::procs::read_proc(server).unwrap().ppid;
     let zygote = mcp_host_client::procs::read_proc(supervisor).unwrap().ppid;
     let zygote_args = std::fs::read(format!("/proc/{zygote}/cmdline")).unwrap();
     assert!(
@@ -163,13 +208,14 @@ fn sigkill_of_the_host_leaves_no_survivors_within_two_seconds() {
         "{}",
         String::from_utf8_lossy(&zygote_args)
     );
-    signal(f.host.id(), Signal::SIGKILL);
-    f.host.wait().unwrap();
-    let killed_at = Instant::now();
+    signal(host.id(), Signal::SIGKILL);
+    host.wait().unwrap();
     wait_for("every descendant to die", Duration::from_secs(2), || {
-        f.all_gone() && !alive(supervisor) && !alive(zygote)
+        [m1, m2, m3].iter().all(|m| sleepers(*m).is_empty())
+            && !alive(server)
+            && !alive(supervisor)
+            && !alive(zygote)
     });
-    eprintln!("all gone {:?} after SIGKILL", killed_at.elapsed());
 }
 
 #[test]
