@@ -15,7 +15,7 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use std::collections::{BTreeMap, VecDeque};
 use std::ffi::OsString;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
@@ -379,29 +379,16 @@ impl StdioProcess {
         };
         let handle = match supervisor.zygote.fork(&supervisor.program, &request, &fds) {
             Ok(pid) => Supervisor::Forked(Forked::new(pid, status_read)?),
-            Err(ForkError::NotSent(_)) => {
-                let mut cmd = Command::new(&supervisor.program);
-                cmd.arg(SUPERVISE_ARG)
-                    .args(&argv)
-                    .env_clear()
-                    .envs(&env)
-                    .current_dir(&cwd)
-                    .stdin(Stdio::from(stdin_read))
-                    .stdout(Stdio::from(stdout_write))
-                    .stderr(Stdio::from(stderr_write))
-                    // Its own group: a Ctrl-C in the terminal is the host's to handle.
-                    .process_group(0)
-                    .kill_on_drop(true);
-                install_fixed_fds(
-                    &mut cmd,
-                    lifeline_read.as_raw_fd(),
-                    netns.as_ref().map(AsRawFd::as_raw_fd),
-                );
-                Supervisor::Exec(cmd.spawn()?)
-            }
+            Err(ForkError::NotSent(_)) => Supervisor::Exec(exec_supervisor(
+                &supervisor.program,
+                &request,
+                [stdin_read, stdout_write, stderr_write],
+                lifeline_read.as_raw_fd(),
+                netns.as_ref().map(AsRawFd::as_raw_fd),
+            )?),
             Err(e @ ForkError::Failed(_)) => return Err(SpawnError::Io(std::io::Error::other(e))),
         };
-        // Only the supervisor may hold these ends now (see `Command`'s copies, dropped with it).
+        // Only the supervisor may hold these ends now.
         drop((lifeline_read, netns));
         let stdin = pipe::Sender::from_owned_fd(stdin_write)?;
         let stdout = pipe::Receiver::from_owned_fd(stdout_read)?;
@@ -507,6 +494,32 @@ impl Supervisor {
 
 fn cloexec_pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
     Ok(nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?)
+}
+
+/// Exec's a supervisor (when no zygote forks one) with `ends` as its stdin, stdout and stderr.
+fn exec_supervisor(
+    program: &Path,
+    request: &ForkRequest<'_>,
+    ends: [OwnedFd; 3],
+    lifeline: RawFd,
+    netns: Option<RawFd>,
+) -> std::io::Result<Child> {
+    let [stdin, stdout, stderr] = ends;
+    let mut cmd = Command::new(program);
+    cmd.arg(SUPERVISE_ARG)
+        .args(request.argv)
+        .env_clear()
+        .envs(request.env)
+        .current_dir(request.cwd)
+        .stdin(Stdio::from(stdin))
+        .stdout(Stdio::from(stdout))
+        .stderr(Stdio::from(stderr))
+        // Its own group: a Ctrl-C in the terminal is the host's to handle.
+        .process_group(0)
+        .kill_on_drop(true);
+    install_fixed_fds(&mut cmd, lifeline, netns);
+    // The command, and its copies of the supervisor's ends, are dropped on return.
+    cmd.spawn()
 }
 
 /// Puts the lifeline's read end (and the network namespace socket) at their fixed fds in
