@@ -6,7 +6,7 @@
 use crate::sandbox::launch::{self, Inputs, SandboxError, SandboxOptions};
 use crate::sandbox::netns::NETNS_FD;
 use crate::sandbox::{Confined, denial_in_stderr};
-use crate::supervisor::{LIFELINE_FD, SUPERVISE_ARG, SupervisorArgs};
+use crate::supervisor::{LIFELINE_FD, SUPERVISE_ARG, SupervisorArgs, place_fds};
 use crate::zygote::{ForkError, ForkRequest, Forked, SupervisorFds, Zygote};
 use mcp_host_config::SandboxSpec;
 use mcp_host_core::confinement::SandboxLevel;
@@ -529,23 +529,11 @@ fn exec_supervisor(
     reason = "pre_exec: moves the lifeline pipe and the namespace socket to their fixed fds"
 )]
 fn install_fixed_fds(cmd: &mut Command, read_fd: i32, netns_fd: Option<i32>) {
-    // SAFETY: fcntl and dup2 are async-signal-safe; no allocation happens here.
+    // SAFETY: `place_fds` allocates nothing and is async-signal-safe.
     unsafe {
-        cmd.pre_exec(move || {
-            // Each fd is first moved above the fixed ones, so that installing one can never
-            // overwrite the other; dup2 clears close-on-exec on the fixed fd.
-            let install = |fd: i32, at: i32| -> std::io::Result<()> {
-                let moved = nix::libc::fcntl(fd, nix::libc::F_DUPFD_CLOEXEC, 10);
-                if moved < 0 || nix::libc::dup2(moved, at) < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            };
-            install(read_fd, LIFELINE_FD)?;
-            if let Some(fd) = netns_fd {
-                install(fd, NETNS_FD)?;
-            }
-            Ok(())
+        cmd.pre_exec(move || match netns_fd {
+            Some(netns) => place_fds(&[read_fd, netns], &[LIFELINE_FD, NETNS_FD]),
+            None => place_fds(&[read_fd], &[LIFELINE_FD]),
         });
     }
 }

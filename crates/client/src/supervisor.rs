@@ -116,6 +116,42 @@ enum Stop {
     Terminate,
 }
 
+/// The most fds a supervisor is given at fixed numbers.
+pub(crate) const MAX_FIXED_FDS: usize = 6;
+
+/// Puts each of `fds` at the number `at` gives for it, and closes the originals: all are
+/// first copied above the fixed numbers, so placing one never overwrites another not yet
+/// placed (an original may sit on any fixed number). `dup2` clears close-on-exec on the
+/// placed fd. Allocates nothing and calls only async-signal-safe functions, so it runs
+/// between fork and exec as well as in a forked supervisor.
+#[allow(
+    unsafe_code,
+    reason = "fcntl, dup2 and close on raw fds this process owns"
+)]
+pub(crate) fn place_fds(fds: &[RawFd], at: &[RawFd]) -> std::io::Result<()> {
+    let mut moved = [-1; MAX_FIXED_FDS];
+    if fds.len() != at.len() || fds.len() > MAX_FIXED_FDS {
+        return Err(std::io::Error::other("fds and places do not match"));
+    }
+    // SAFETY: fcntl, dup2 and close on fds this process holds; nothing else uses them here.
+    unsafe {
+        for (slot, &fd) in moved.iter_mut().zip(fds) {
+            *slot = libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 10);
+            if *slot < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            libc::close(fd);
+        }
+        for (&fd, &to) in moved.iter().zip(at) {
+            if libc::dup2(fd, to) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            libc::close(fd);
+        }
+    }
+    Ok(())
+}
+
 /// The `main` of whichever program holds the supervisor (`mcp-host` or the small
 /// `mcp-host-supervise`): `Some(exit code)` when the arguments after the program's name ask
 /// for a supervisor (`__supervise ARGS`) or for the zygote that forks them (`__zygote`).

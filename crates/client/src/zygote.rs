@@ -19,13 +19,13 @@
 //! server ended through its exit-status pipe, since the host is not its parent.
 
 use crate::sandbox::netns::NETNS_FD;
-use crate::supervisor::{self, EXIT_SPAWN_FAILED, LIFELINE_FD, SupervisorArgs};
-use nix::sys::socket::{
-    ControlMessage, ControlMessageOwned, MsgFlags, recvmsg, sendmsg, setsockopt, sockopt,
+use crate::supervisor::{
+    self, EXIT_SPAWN_FAILED, LIFELINE_FD, MAX_FIXED_FDS, SupervisorArgs, place_fds,
 };
+use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg, setsockopt, sockopt};
 use std::collections::BTreeMap;
 use std::ffi::OsString;
-use std::io::{IoSlice, IoSliceMut};
+use std::io::IoSliceMut;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::Path;
@@ -39,7 +39,7 @@ pub const STATUS_FD: RawFd = 5;
 /// The most a request may carry: a supervisor's environment and arguments.
 const MAX_REQUEST: usize = 256 * 1024;
 /// The most fds a request carries: stdin, stdout, stderr, lifeline, status, namespace.
-const MAX_FDS: usize = 6;
+const MAX_FDS: usize = MAX_FIXED_FDS;
 /// How long the host waits for the zygote to take a request or answer it. A fork answers
 /// in well under a millisecond; a zygote that does not is stopped or broken.
 const ANSWER_WITHIN: Duration = Duration::from_secs(5);
@@ -248,20 +248,22 @@ fn ask(
         fds.status.as_raw_fd(),
     ];
     raw.extend(fds.netns.map(|f| f.as_raw_fd()));
-    let cmsgs = [ControlMessage::ScmRights(&raw)];
     // A SOCK_SEQPACKET message arrives whole or not at all: a failed send forked nothing.
-    sendmsg::<()>(
-        control.as_raw_fd(),
-        &[IoSlice::new(&body)],
-        &cmsgs,
-        MsgFlags::MSG_NOSIGNAL,
-        None,
-    )
-    .map_err(|e| ForkError::NotSent(format!("cannot be asked: {e}")))?;
+    crate::sandbox::netns::send_with_fds(control, &body, &raw)
+        .map_err(|e| ForkError::NotSent(format!("cannot be asked: {e}")))?;
     let mut answer = [0u8; 512];
     let n = loop {
         match nix::sys::socket::recv(control.as_raw_fd(), &mut answer, MsgFlags::empty()) {
             Err(nix::errno::Errno::EINTR) => continue,
+            // The kernel says this only when the last holder of the zygote's end closed it
+            // with the request still unread: nothing was forked. (A zygote that is gone can
+            // still take a send while a process forked elsewhere in the host has not yet
+            // exec'd and closed its copy of that end.)
+            Err(nix::errno::Errno::ECONNRESET) => {
+                return Err(ForkError::NotSent(
+                    "was gone before it read the request".into(),
+                ));
+            }
             Err(e) => return Err(ForkError::Failed(format!("did not answer: {e}"))),
             Ok(n) => break n,
         }
@@ -449,37 +451,23 @@ fn become_supervisor(request: &Decoded, fds: Vec<OwnedFd>) -> ! {
 }
 
 /// Puts the received fds at the numbers an exec'd supervisor finds them at.
-#[allow(unsafe_code, reason = "dup2 onto fixed fds")]
-fn install(fds: Vec<OwnedFd>) -> nix::Result<()> {
+#[allow(
+    unsafe_code,
+    reason = "the SIGCHLD disposition, and the status fd just placed"
+)]
+fn install(fds: Vec<OwnedFd>) -> std::io::Result<()> {
     use nix::sys::signal::{SigHandler, Signal, signal};
+    use std::os::fd::IntoRawFd;
     // The supervisor waits for its server with SIGCHLD; the zygote ignored it.
     // SAFETY: the default disposition, in a process with one thread.
     unsafe { signal(Signal::SIGCHLD, SigHandler::SigDfl) }?;
-    let mut targets = vec![0, 1, 2, LIFELINE_FD, STATUS_FD];
-    if fds.len() > 5 {
-        targets.push(NETNS_FD);
-    }
-    // First every fd above the fixed ones, so installing one never overwrites another. The
-    // socket to the host is fd 0, which stdin replaces: the supervisor cannot reach it.
-    let moved: Vec<OwnedFd> = fds
-        .iter()
-        .map(|fd| {
-            nix::fcntl::fcntl(fd, nix::fcntl::FcntlArg::F_DUPFD_CLOEXEC(10))
-                // SAFETY: F_DUPFD_CLOEXEC returned a new fd that nothing else owns.
-                .map(|raw| unsafe { OwnedFd::from_raw_fd(raw) })
-        })
-        .collect::<Result<_, _>>()?;
-    drop(fds);
-    for (fd, at) in moved.iter().zip(targets) {
-        // SAFETY: dup2 onto a fixed number this process reserves for it; the old fd there
-        // (the socket, /dev/null, or nothing) is closed by the kernel.
-        if unsafe { libc::dup2(fd.as_raw_fd(), at) } < 0 {
-            return Err(nix::errno::Errno::last());
-        }
-    }
-    drop(moved);
+    let at: &[RawFd] = &[0, 1, 2, LIFELINE_FD, STATUS_FD, NETNS_FD][..fds.len()];
+    // `place_fds` closes the originals. The socket to the host is fd 0, which stdin
+    // replaces: the supervisor cannot reach it.
+    let raw: Vec<RawFd> = fds.into_iter().map(IntoRawFd::into_raw_fd).collect();
+    place_fds(&raw, at)?;
     // The server must not hold the status pipe: its end means the supervisor's.
-    // SAFETY: STATUS_FD was just installed.
+    // SAFETY: STATUS_FD was just placed.
     let status = unsafe { BorrowedFd::borrow_raw(STATUS_FD) };
     nix::fcntl::fcntl(
         status,

@@ -8,7 +8,7 @@
 //! supervisor says why and the server runs in the host's network under Landlock's TCP rules.
 
 use std::io::IoSlice;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 
 /// The fd on which the supervisor finds its end of the socket to the host.
 pub const NETNS_FD: RawFd = 4;
@@ -24,8 +24,12 @@ pub fn enter_and_report(port: u16) -> Result<(), String> {
     #[allow(unsafe_code, reason = "the fd the host installed before exec")]
     let channel = unsafe { OwnedFd::from_raw_fd(NETNS_FD) };
     let sent = match enter(port) {
-        Ok(listener) => send(&channel, &[MADE], Some(listener.as_raw_fd())),
-        Err(why) => send(&channel, &[&[NOT_MADE][..], why.as_bytes()].concat(), None),
+        Ok(listener) => send_with_fds(channel.as_fd(), &[MADE], &[listener.as_raw_fd()]),
+        Err(why) => send_with_fds(
+            channel.as_fd(),
+            &[&[NOT_MADE][..], why.as_bytes()].concat(),
+            &[],
+        ),
     };
     sent.map_err(|e| format!("cannot tell the host about the network namespace: {e}"))
 }
@@ -70,15 +74,21 @@ fn loopback_up() -> Result<(), String> {
     Ok(())
 }
 
-fn send(channel: &OwnedFd, data: &[u8], fd: Option<RawFd>) -> nix::Result<()> {
+/// Sends `data` with `fds` (`SCM_RIGHTS`) as one message; no SIGPIPE if the peer is gone.
+/// Also how the host hands a forked supervisor its fds (`zygote.rs`).
+pub(crate) fn send_with_fds(
+    channel: BorrowedFd<'_>,
+    data: &[u8],
+    fds: &[RawFd],
+) -> nix::Result<()> {
     use nix::sys::socket::{ControlMessage, MsgFlags, sendmsg};
-    let fds = fd.map(|f| [f]);
-    let cmsgs: Vec<ControlMessage<'_>> = fds.iter().map(|f| ControlMessage::ScmRights(f)).collect();
+    let rights = [ControlMessage::ScmRights(fds)];
+    let cmsgs = if fds.is_empty() { &[][..] } else { &rights[..] };
     sendmsg::<()>(
         channel.as_raw_fd(),
         &[IoSlice::new(data)],
-        &cmsgs,
-        MsgFlags::empty(),
+        cmsgs,
+        MsgFlags::MSG_NOSIGNAL,
         None,
     )
     .map(drop)
