@@ -363,30 +363,28 @@ impl StdioProcess {
         let (stdin_read, stdin_write) = cloexec_pipe()?;
         let (stdout_read, stdout_write) = cloexec_pipe()?;
         let (stderr_read, stderr_write) = cloexec_pipe()?;
-        let (status_read, status_write) = cloexec_pipe()?;
         let request = ForkRequest {
             cwd: &cwd,
             env: &env,
             argv: &argv,
         };
-        let fds = SupervisorFds {
-            stdin: stdin_read.as_fd(),
-            stdout: stdout_write.as_fd(),
-            stderr: stderr_write.as_fd(),
-            lifeline: lifeline_read.as_fd(),
-            status: status_write.as_fd(),
-            netns: netns.as_ref().map(AsFd::as_fd),
+        let netns_fd = netns.as_ref().map(AsFd::as_fd);
+        // Without a zygote, no exit-status pipe is made.
+        let forked = if supervisor.zygote.may_fork() {
+            let ends = [&stdin_read, &stdout_write, &stderr_write, &lifeline_read];
+            fork_supervisor(supervisor, &request, ends, netns_fd)?
+        } else {
+            None
         };
-        let handle = match supervisor.zygote.fork(&supervisor.program, &request, &fds) {
-            Ok(pid) => Supervisor::Forked(Forked::new(pid, status_read)?),
-            Err(ForkError::NotSent(_)) => Supervisor::Exec(exec_supervisor(
+        let handle = match forked {
+            Some(forked) => Supervisor::Forked(forked),
+            None => Supervisor::Exec(exec_supervisor(
                 &supervisor.program,
                 &request,
                 [stdin_read, stdout_write, stderr_write],
                 lifeline_read.as_raw_fd(),
-                netns.as_ref().map(AsRawFd::as_raw_fd),
+                netns_fd.map(|f| f.as_raw_fd()),
             )?),
-            Err(e @ ForkError::Failed(_)) => return Err(SpawnError::Io(std::io::Error::other(e))),
         };
         // Only the supervisor may hold these ends now.
         drop((lifeline_read, netns));
@@ -477,8 +475,14 @@ impl Supervisor {
     }
 
     fn signal(&self, signal: Signal) {
-        if let Some(pid) = self.pid() {
-            let _ = kill(Pid::from_raw(pid as i32), signal);
+        match self {
+            Self::Exec(child) => {
+                // The host is its parent: until it is reaped, its pid is its own.
+                if let Some(pid) = child.id() {
+                    let _ = kill(Pid::from_raw(pid as i32), signal);
+                }
+            }
+            Self::Forked(f) => f.signal(signal),
         }
     }
 
@@ -494,6 +498,30 @@ impl Supervisor {
 
 fn cloexec_pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
     Ok(nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?)
+}
+
+/// Asks the zygote for a supervisor with these ends (stdin, stdout, stderr, lifeline); `None`
+/// when the request never reached one, and the caller exec's the supervisor instead.
+fn fork_supervisor(
+    supervisor: &SupervisorCommand,
+    request: &ForkRequest<'_>,
+    [stdin, stdout, stderr, lifeline]: [&OwnedFd; 4],
+    netns: Option<std::os::fd::BorrowedFd<'_>>,
+) -> Result<Option<Forked>, SpawnError> {
+    let (status_read, status_write) = cloexec_pipe()?;
+    let fds = SupervisorFds {
+        stdin: stdin.as_fd(),
+        stdout: stdout.as_fd(),
+        stderr: stderr.as_fd(),
+        lifeline: lifeline.as_fd(),
+        status: status_write.as_fd(),
+        netns,
+    };
+    match supervisor.zygote.fork(&supervisor.program, request, &fds) {
+        Ok((pid, pidfd)) => Ok(Some(Forked::new(pid, pidfd, status_read)?)),
+        Err(ForkError::NotSent(_)) => Ok(None),
+        Err(e @ ForkError::Failed(_)) => Err(SpawnError::Io(std::io::Error::other(e))),
+    }
 }
 
 /// Exec's a supervisor (when no zygote forks one) with `ends` as its stdin, stdout and stderr.

@@ -10,7 +10,8 @@
 //! - host → zygote: the supervisor's folder, environment and arguments as length-prefixed
 //!   byte strings, and by `SCM_RIGHTS` its stdin, stdout, stderr, lifeline, exit-status pipe
 //!   and, when a network namespace is asked for, the namespace socket;
-//! - zygote → host: the supervisor's pid, or why there is none.
+//! - zygote → host: the supervisor's pid and, by `SCM_RIGHTS`, a pidfd for it (the host
+//!   signals it through that, never a pid that may have been reused), or why there is none.
 //!
 //! The zygote holds no server's fds between requests (it closes its copies right after the
 //! fork), so a lifeline still closes exactly when the host lets go of it, and a `kill -9`
@@ -111,14 +112,19 @@ impl Zygote {
         Self(Arc::new(Mutex::new(State::Off)))
     }
 
+    /// Whether [`Zygote::fork`] may be tried: not once it is off.
+    pub fn may_fork(&self) -> bool {
+        !matches!(self.0.lock().as_deref(), Ok(State::Off) | Err(_))
+    }
+
     /// Forks a supervisor from the zygote (starting it with `program` if need be); returns
-    /// its pid.
+    /// its pid, and a pidfd for it where the kernel has them (5.3 and later).
     pub fn fork(
         &self,
         program: &Path,
         request: &ForkRequest<'_>,
         fds: &SupervisorFds<'_>,
-    ) -> Result<u32, ForkError> {
+    ) -> Result<(u32, Option<OwnedFd>), ForkError> {
         let mut state = self
             .0
             .lock()
@@ -151,6 +157,8 @@ impl Zygote {
 #[derive(Debug)]
 pub struct Forked {
     pid: u32,
+    /// Names this process and no other, even after it ended; `None` before Linux 5.3.
+    pidfd: Option<OwnedFd>,
     status: tokio::net::unix::pipe::Receiver,
     code: [u8; 4],
     got: usize,
@@ -158,9 +166,10 @@ pub struct Forked {
 }
 
 impl Forked {
-    pub fn new(pid: u32, status: OwnedFd) -> std::io::Result<Self> {
+    pub fn new(pid: u32, pidfd: Option<OwnedFd>, status: OwnedFd) -> std::io::Result<Self> {
         Ok(Self {
             pid,
+            pidfd,
             status: tokio::net::unix::pipe::Receiver::from_owned_fd(status)?,
             code: [0; 4],
             got: 0,
@@ -171,6 +180,29 @@ impl Forked {
     /// Its pid while it may still run; none once it has ended (the number may be reused).
     pub fn pid(&self) -> Option<u32> {
         self.exit.is_none().then_some(self.pid)
+    }
+
+    /// Sends it `signal`: through its pidfd, which can reach no other process; else by pid,
+    /// and only until its end was read.
+    #[allow(unsafe_code, reason = "the pidfd_send_signal system call")]
+    pub fn signal(&self, signal: nix::sys::signal::Signal) {
+        match &self.pidfd {
+            // SAFETY: a plain system call on an fd this value owns; no siginfo is passed.
+            Some(fd) => unsafe {
+                libc::syscall(
+                    libc::SYS_pidfd_send_signal,
+                    fd.as_raw_fd(),
+                    signal as libc::c_int,
+                    std::ptr::null::<libc::siginfo_t>(),
+                    0,
+                );
+            },
+            None => {
+                if let Some(pid) = self.pid() {
+                    let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), signal);
+                }
+            }
+        }
     }
 
     /// Waits until it has ended: its code, then the pipe's end, which comes as the process
@@ -238,7 +270,7 @@ fn ask(
     control: BorrowedFd<'_>,
     request: &ForkRequest<'_>,
     fds: &SupervisorFds<'_>,
-) -> Result<u32, ForkError> {
+) -> Result<(u32, Option<OwnedFd>), ForkError> {
     let body = encode(request);
     let mut raw = vec![
         fds.stdin.as_raw_fd(),
@@ -252,8 +284,8 @@ fn ask(
     crate::sandbox::netns::send_with_fds(control, &body, &raw)
         .map_err(|e| ForkError::NotSent(format!("cannot be asked: {e}")))?;
     let mut answer = [0u8; 512];
-    let n = loop {
-        match nix::sys::socket::recv(control.as_raw_fd(), &mut answer, MsgFlags::empty()) {
+    let (n, mut pidfds) = loop {
+        match receive_with_fds(control, &mut answer, 1) {
             Err(nix::errno::Errno::EINTR) => continue,
             // The kernel says this only when the last holder of the zygote's end closed it
             // with the request still unread: nothing was forked. (A zygote that is gone can
@@ -265,17 +297,60 @@ fn ask(
                 ));
             }
             Err(e) => return Err(ForkError::Failed(format!("did not answer: {e}"))),
-            Ok(n) => break n,
+            Ok(Received { bytes, fds, .. }) => break (bytes, fds),
         }
     };
     match answer[..n].split_first() {
-        Some((b'+', pid)) => std::str::from_utf8(pid)
-            .ok()
-            .and_then(|p| p.parse().ok())
-            .ok_or_else(|| ForkError::Failed("answered with no pid".into())),
+        Some((b'+', pid)) => {
+            let pid = std::str::from_utf8(pid)
+                .ok()
+                .and_then(|p| p.parse().ok())
+                .ok_or_else(|| ForkError::Failed("answered with no pid".into()))?;
+            Ok((pid, pidfds.pop()))
+        }
         Some((b'-', why)) => Err(ForkError::Failed(String::from_utf8_lossy(why).into_owned())),
         _ => Err(ForkError::Failed("is gone".into())),
     }
+}
+
+/// One message read from a `SOCK_SEQPACKET` socket, with the fds it carried (close-on-exec).
+struct Received {
+    bytes: usize,
+    fds: Vec<OwnedFd>,
+    /// The message or its fds did not fit: it must not be acted on.
+    cut: bool,
+}
+
+#[allow(unsafe_code, reason = "owning the fds the kernel just installed")]
+fn receive_with_fds(
+    socket: BorrowedFd<'_>,
+    buf: &mut [u8],
+    max_fds: usize,
+) -> nix::Result<Received> {
+    let mut space = nix::cmsg_space!([RawFd; MAX_FDS]);
+    let mut iov = [IoSliceMut::new(buf)];
+    let msg = recvmsg::<()>(
+        socket.as_raw_fd(),
+        &mut iov,
+        Some(&mut space),
+        MsgFlags::MSG_CMSG_CLOEXEC,
+    )?;
+    let mut fds = Vec::new();
+    for c in msg.cmsgs().into_iter().flatten() {
+        if let ControlMessageOwned::ScmRights(raw) = c {
+            // SAFETY: the kernel just installed these fds for this process.
+            fds.extend(raw.into_iter().map(|f| unsafe { OwnedFd::from_raw_fd(f) }));
+        }
+    }
+    let cut = msg
+        .flags
+        .intersects(MsgFlags::MSG_TRUNC | MsgFlags::MSG_CTRUNC)
+        || fds.len() > max_fds;
+    Ok(Received {
+        bytes: msg.bytes,
+        fds,
+        cut,
+    })
 }
 
 /// `[env count][argv count]` then the folder, each `KEY=VALUE` and each argument, every one
@@ -354,74 +429,83 @@ fn decode(mut body: &[u8]) -> Option<Decoded> {
 /// host's end closes.
 #[allow(
     unsafe_code,
-    reason = "fork, and taking ownership of fd 0 (the socket the host installed)"
+    reason = "the SIGCHLD handler, and taking ownership of fd 0 (the socket the host installed)"
 )]
 pub fn serve() -> u8 {
-    use nix::sys::signal::{SigHandler, Signal, signal};
-    // Its children are the supervisors, which report to the host, not here: the kernel
-    // reaps them.
-    // SAFETY: no handler code is installed (SIG_IGN), and this process has one thread.
-    if unsafe { signal(Signal::SIGCHLD, SigHandler::SigIgn) }.is_err() {
+    use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction};
+    // Its children are the supervisors, which report to the host, not here: they are reaped
+    // as they end. Not by ignoring SIGCHLD, which would reap one the moment it ends, maybe
+    // before its pidfd is taken (its pid then free for another process).
+    let reap = SigAction::new(
+        SigHandler::Handler(reap_supervisors),
+        SaFlags::SA_RESTART | SaFlags::SA_NOCLDSTOP,
+        SigSet::empty(),
+    );
+    // SAFETY: the handler only calls waitpid and saves errno, both async-signal-safe.
+    if unsafe { sigaction(Signal::SIGCHLD, &reap) }.is_err() {
         return 1;
     }
     // SAFETY: fd 0 is the socket the host gave this process as its stdin, owned from here.
     let control = unsafe { OwnedFd::from_raw_fd(0) };
     let mut buf = vec![0u8; MAX_REQUEST];
     loop {
-        let mut space = nix::cmsg_space!([RawFd; MAX_FDS]);
-        let got = {
-            let mut iov = [IoSliceMut::new(&mut buf)];
-            recvmsg::<()>(
-                control.as_raw_fd(),
-                &mut iov,
-                Some(&mut space),
-                MsgFlags::MSG_CMSG_CLOEXEC,
-            )
-            .map(|msg| {
-                let mut fds = Vec::new();
-                for c in msg.cmsgs().into_iter().flatten() {
-                    if let ControlMessageOwned::ScmRights(raw) = c {
-                        // SAFETY: the kernel just installed these fds for this process.
-                        fds.extend(raw.into_iter().map(|f| unsafe { OwnedFd::from_raw_fd(f) }));
-                    }
-                }
-                let cut = msg
-                    .flags
-                    .intersects(MsgFlags::MSG_TRUNC | MsgFlags::MSG_CTRUNC);
-                (msg.bytes, fds, cut)
-            })
-        };
-        let (n, fds, cut) = match got {
+        let (n, fds, cut) = match receive_with_fds(control.as_fd(), &mut buf, MAX_FDS) {
             Err(nix::errno::Errno::EINTR) => continue,
             Err(_) => return 1,
-            Ok(got) => got,
+            Ok(got) => (got.bytes, got.fds, got.cut),
         };
         if n == 0 && fds.is_empty() {
             return 0; // The host is gone.
         }
-        let answer = match decode(&buf[..n]).filter(|_| !cut) {
-            None => "-a request it could not read".to_string(),
-            Some(_) if !(5..=MAX_FDS).contains(&fds.len()) => {
-                "-a request with the wrong fds".to_string()
-            }
-            // SAFETY: this process has one thread, so the child may do anything.
-            Some(request) => match unsafe { nix::unistd::fork() } {
-                Ok(nix::unistd::ForkResult::Child) => become_supervisor(&request, fds),
-                Ok(nix::unistd::ForkResult::Parent { child }) => format!("+{child}"),
-                Err(e) => format!("-cannot fork: {e}"),
-            },
+        let (answer, pidfd) = match decode(&buf[..n]).filter(|_| !cut) {
+            None => ("-a request it could not read".to_string(), None),
+            Some(_) if fds.len() < 5 => ("-a request with the wrong fds".to_string(), None),
+            Some(request) => fork_supervisor(&request, fds),
         };
         // The request's fds were dropped (closed here) when the match ended.
-        if nix::sys::socket::send(
-            control.as_raw_fd(),
-            answer.as_bytes(),
-            MsgFlags::MSG_NOSIGNAL,
-        )
-        .is_err()
+        let pidfd: Vec<RawFd> = pidfd.iter().map(AsRawFd::as_raw_fd).collect();
+        if crate::sandbox::netns::send_with_fds(control.as_fd(), answer.as_bytes(), &pidfd).is_err()
         {
             return 0;
         }
     }
+}
+
+/// Forks one supervisor; the answer for the host, and the child's pidfd. SIGCHLD is held
+/// back from the fork until the pidfd is taken, so the child cannot be reaped before.
+#[allow(unsafe_code, reason = "fork, and the pidfd_open system call")]
+fn fork_supervisor(request: &Decoded, fds: Vec<OwnedFd>) -> (String, Option<OwnedFd>) {
+    use nix::sys::signal::{SigSet, Signal};
+    let chld = SigSet::from(Signal::SIGCHLD);
+    if let Err(e) = chld.thread_block() {
+        return (format!("-cannot hold SIGCHLD: {e}"), None);
+    }
+    // SAFETY: this process has one thread, so the child may do anything.
+    let answer = match unsafe { nix::unistd::fork() } {
+        Ok(nix::unistd::ForkResult::Child) => become_supervisor(request, fds),
+        Ok(nix::unistd::ForkResult::Parent { child }) => {
+            // SAFETY: a plain system call; on success it returns a new fd this code owns.
+            let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, child.as_raw(), 0) };
+            // Before 5.3 there are no pidfds: the host signals by pid.
+            let pidfd = (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as RawFd) });
+            (format!("+{child}"), pidfd)
+        }
+        Err(e) => (format!("-cannot fork: {e}"), None),
+    };
+    let _ = chld.thread_unblock();
+    answer
+}
+
+/// The zygote's SIGCHLD handler: reaps every supervisor that has ended.
+extern "C" fn reap_supervisors(_: libc::c_int) {
+    use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+    let errno = nix::errno::Errno::last_raw();
+    while let Ok(status) = waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+        if status == WaitStatus::StillAlive {
+            break;
+        }
+    }
+    nix::errno::Errno::set_raw(errno);
 }
 
 /// In the forked child: puts the fds in place and the environment, folder and group an
@@ -456,11 +540,12 @@ fn become_supervisor(request: &Decoded, fds: Vec<OwnedFd>) -> ! {
     reason = "the SIGCHLD disposition, and the status fd just placed"
 )]
 fn install(fds: Vec<OwnedFd>) -> std::io::Result<()> {
-    use nix::sys::signal::{SigHandler, Signal, signal};
+    use nix::sys::signal::{SigHandler, SigSet, Signal, signal};
     use std::os::fd::IntoRawFd;
-    // The supervisor waits for its server with SIGCHLD; the zygote ignored it.
+    // As an exec'd supervisor starts: SIGCHLD neither handled as the zygote does nor held.
     // SAFETY: the default disposition, in a process with one thread.
     unsafe { signal(Signal::SIGCHLD, SigHandler::SigDfl) }?;
+    SigSet::empty().thread_set_mask()?;
     let at: &[RawFd] = &[0, 1, 2, LIFELINE_FD, STATUS_FD, NETNS_FD][..fds.len()];
     // `place_fds` closes the originals. The socket to the host is fd 0, which stdin
     // replaces: the supervisor cannot reach it.

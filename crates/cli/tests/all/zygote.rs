@@ -222,3 +222,45 @@ async fn a_dead_zygote_gives_way_to_execd_supervisors() {
     // The one forked before is untouched by its zygote's death.
     assert_eq!(before.echo("before").await, "before");
 }
+
+/// The pids this process holds a pidfd for (`/proc/self/fdinfo` names each one's process).
+fn pidfd_targets() -> Vec<i32> {
+    let mut pids = Vec::new();
+    for fd in std::fs::read_dir("/proc/self/fd").unwrap().flatten() {
+        let link = std::fs::read_link(fd.path()).unwrap_or_default();
+        if link.to_string_lossy() != "anon_inode:[pidfd]" {
+            continue;
+        }
+        let info = std::fs::read_to_string(format!(
+            "/proc/self/fdinfo/{}",
+            fd.file_name().to_string_lossy()
+        ))
+        .unwrap_or_default();
+        pids.extend(
+            info.lines()
+                .filter_map(|l| l.strip_prefix("Pid:"))
+                .filter_map(|p| p.trim().parse::<i32>().ok()),
+        );
+    }
+    pids
+}
+
+/// The host signals a forked supervisor through a pidfd, which no reused pid can redirect,
+/// and the zygote reaps the supervisors that end: none is left a zombie.
+#[tokio::test]
+async fn a_forked_supervisor_is_held_by_pidfd_and_reaped_by_its_zygote() {
+    let sup = supervisor(Zygote::default());
+    let mut server = start(&sup, "exec cat");
+    let pid = server.process.pid().unwrap() as i32;
+    assert_ne!(server.parent_of_supervisor(), std::process::id() as i32);
+    assert!(pidfd_targets().contains(&pid), "{:?}", pidfd_targets());
+    // Stopped by the host: SIGTERM through the pidfd, then the exit on the status pipe.
+    let exit = tokio::time::timeout(Duration::from_secs(10), server.process.shutdown())
+        .await
+        .expect("stopped within 10 s");
+    assert!(matches!(exit, ProcessExit::Code(_)), "{exit:?}");
+    wait_until("the zygote to reap the supervisor", || {
+        read_proc(pid).is_none()
+    })
+    .await;
+}
