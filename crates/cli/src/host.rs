@@ -131,6 +131,7 @@ impl Host {
                 .map(Path::to_path_buf)
                 .chain([self.paths.data_dir.clone()])
                 .collect(),
+            zygote: None,
         })
     }
 

@@ -11,7 +11,7 @@ use crate::gate::Gate;
 use crate::hooks::Hooks;
 use mcp_host_auth::{CredentialVault, OAuth};
 use mcp_host_client::sandbox::{DenialReport, Kernel, LANDLOCK_NET_ABI, launch::SandboxOptions};
-use mcp_host_client::zygote::Zygote;
+pub use mcp_host_client::zygote::Zygote;
 use mcp_host_client::{ClientFeatures, ConnectError, Endpoint, EraChoice, Session};
 use mcp_host_client::{ManagerOptions, ServerSetup, SupervisorCommand, backoff::RetryPolicy};
 use mcp_host_config::{LoadedConfig, ServerEntry, ServerReadiness, ServerSpec, Transport};
@@ -51,6 +51,9 @@ pub struct HostSetup<'a> {
     pub sign_in_here: bool,
     /// The host's own data and configuration folders, which no server's argument grants.
     pub protected: Vec<PathBuf>,
+    /// A zygote shared beyond this connection (the hosted service's, for every user's
+    /// supervisors). `None`: one of its own when two or more stdio servers are started here.
+    pub zygote: Option<Zygote>,
 }
 
 /// The rules every call passes, compiled by the front end from the configuration.
@@ -137,10 +140,10 @@ pub fn connect(setup: HostSetup<'_>, guards: Guards) -> Result<Connected, HostEr
     let stdio_servers = (setup.config.entries.iter().filter(chosen))
         .filter(|e| e.transport == TransportKind::Stdio)
         .count();
-    let zygote = if stdio_servers > 1 {
-        Zygote::default()
-    } else {
-        Zygote::off()
+    let zygote = match setup.zygote {
+        Some(shared) => shared,
+        None if stdio_servers > 1 => Zygote::default(),
+        None => Zygote::off(),
     };
     let opts = ManagerOptions {
         supervisor: SupervisorCommand {

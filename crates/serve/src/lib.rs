@@ -55,6 +55,8 @@ pub struct Service {
     pub env: Arc<BTreeMap<String, String>>,
     /// The program that supervises stdio servers (the host's own executable).
     pub supervisor: PathBuf,
+    /// Every user's supervisors are forked from this one zygote, started with the first.
+    pub zygote: mcp_host_engine::host::Zygote,
     pub model: Option<ModelChoice>,
     pub mode: Mode,
     pub max_steps: usize,

@@ -89,6 +89,7 @@ async fn build(
         config: &config,
         env: service.env.clone(),
         supervisor: service.supervisor.clone(),
+        zygote: Some(service.zygote.clone()),
         record_dir: dir.join("run"),
         credentials: service.vault(&start.user, &start.data),
         // Each user's own, built only when one of their servers is remote.

@@ -92,6 +92,7 @@ pub async fn run(config: &ConfigArgs, args: ServeArgs) -> anyhow::Result<ExitCod
         data_dir,
         env: Arc::new(env),
         supervisor: crate::host::supervisor_program()?,
+        zygote: mcp_host_engine::host::Zygote::default(),
         model,
         mode: args.mode.into(),
         max_steps: args.max_steps.max(1),

@@ -72,3 +72,65 @@ fn a_session_starts_once_at_first_use_and_stops_when_idle() {
     );
     assert_eq!(servers_with(marker), 1);
 }
+
+/// The parent of `pid`, from `/proc/PID/stat` (the field after the state).
+fn parent_of(pid: i32) -> i32 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let after_name = &stat[stat.rfind(')').unwrap() + 2..];
+    after_name.split(' ').nth(1).unwrap().parse().unwrap()
+}
+
+/// The pids of the fake servers running with `marker` in their command line.
+fn server_pids(marker: &str) -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            let pid: i32 = e.file_name().to_str()?.parse().ok()?;
+            let cmd = std::fs::read(e.path().join("cmdline")).ok()?;
+            let cmd = String::from_utf8_lossy(&cmd);
+            (cmd.split('\0').next()?.ends_with("mcp-fake-server") && cmd.contains(marker))
+                .then_some(pid)
+        })
+        .collect()
+}
+
+/// One user's session starts one stdio server, which alone would get an exec'd supervisor;
+/// the service forks every user's supervisors from one zygote of its own instead.
+#[test]
+fn every_users_supervisor_is_forked_from_the_services_one_zygote() {
+    let marker = "one-zygote-marker";
+    let sb = Sandbox::new();
+    let model = Model::start(0);
+    let cat = catalogue(
+        &sb,
+        json!({"f": fake_entry(&["--instructions", marker], false)}),
+    );
+    let setup = Setup::new(&sb, &cat, &model);
+    let users = ["alice", "bob"].map(|name| setup.add_user(name, false));
+    setup.grant("f", "*");
+    let service = setup.start();
+    for token in &users {
+        let api = Api::new(&service, token);
+        api.enable("f");
+        let conv = api.conversation();
+        let mut events = api.events(&conv, None);
+        assert_eq!(
+            api.turn(&conv, "call f__echo {\"message\": \"hi\"}").status,
+            202
+        );
+        events.until("turn_ended");
+    }
+    let servers = server_pids(marker);
+    assert_eq!(servers.len(), 2, "{servers:?}");
+    let zygotes: Vec<i32> = servers.iter().map(|s| parent_of(parent_of(*s))).collect();
+    assert_eq!(zygotes[0], zygotes[1], "one zygote for both users");
+    let zygote = zygotes[0];
+    let cmdline = std::fs::read(format!("/proc/{zygote}/cmdline")).unwrap();
+    assert!(
+        String::from_utf8_lossy(&cmdline).contains("__zygote"),
+        "{}",
+        String::from_utf8_lossy(&cmdline)
+    );
+    assert_eq!(parent_of(zygote), service.child.id() as i32);
+}
