@@ -297,6 +297,11 @@ fn ask(
                 ));
             }
             Err(e) => return Err(ForkError::Failed(format!("did not answer: {e}"))),
+            Ok(Received { cut: true, .. }) => {
+                return Err(ForkError::Failed(
+                    "answered with more than an answer holds".into(),
+                ));
+            }
             Ok(Received { bytes, fds, .. }) => break (bytes, fds),
         }
     };
