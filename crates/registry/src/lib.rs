@@ -13,3 +13,4 @@ pub mod names;
 pub mod pins;
 pub mod schema;
 pub mod search;
+mod udiff;

@@ -128,11 +128,7 @@ fn pretty(v: &Value) -> String {
 
 pub fn diff(old: &Value, new: &Value) -> String {
     let (old, new) = (pretty(old), pretty(new));
-    similar::TextDiff::from_lines(&old, &new)
-        .unified_diff()
-        .context_radius(2)
-        .header("pinned", "current")
-        .to_string()
+    crate::udiff::unified(&old, &new, 2, "pinned", "current")
 }
 
 /// What is kept of `definition`: its hash and its canonical text.
