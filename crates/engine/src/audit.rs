@@ -50,7 +50,7 @@ impl Audit {
     /// Appends one call's record. Best effort: a log that cannot be written is told to the
     /// observer, never fatal to the call.
     pub fn write(&self, record: &CallRecord, observer: &dyn Observer) {
-        if let Err(e) = self.event("call", record) {
+        if let Err(e) = self.line("call", |line| record.append_json(line)) {
             observer.event(notice(format!(
                 "cannot write the audit log {}: {e}",
                 self.path.display()
@@ -78,6 +78,18 @@ impl Audit {
     /// One line: the time, the kind of event, then the record's own fields (none of which
     /// is called `ts` or `event`), written straight from the record into the line.
     fn event(&self, event: &'static str, fields: &impl serde::Serialize) -> std::io::Result<()> {
+        // Read with `cat` and `tail -f`: the same terminal-safe JSON as every other output.
+        self.line(event, |line| {
+            mcp_host_core::sanitize::append_json(fields, line)
+        })
+    }
+
+    /// One line of `event` whose fields `object` appends as one JSON object.
+    fn line(
+        &self,
+        event: &'static str,
+        object: impl FnOnce(&mut Vec<u8>) -> serde_json::Result<()>,
+    ) -> std::io::Result<()> {
         let mut line = Vec::with_capacity(512);
         // `ts` (digits and punctuation) and `event` (this file's constants) need no escaping.
         let mut head = String::with_capacity(64);
@@ -88,8 +100,7 @@ impl Audit {
         head.push('"');
         line.extend_from_slice(head.as_bytes());
         let at = line.len();
-        // Read with `cat` and `tail -f`: the same terminal-safe JSON as every other output.
-        mcp_host_core::sanitize::append_json(fields, &mut line).map_err(std::io::Error::other)?;
+        object(&mut line).map_err(std::io::Error::other)?;
         // The record's own braces close the line; its `{` becomes the separator.
         match &line[at..] {
             b"{}" => {

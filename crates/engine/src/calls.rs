@@ -55,9 +55,16 @@ impl<P: Provider> Engine<'_, P> {
         call: &ToolCall,
         cancel: &CancellationToken,
     ) -> Prepared<'c> {
-        let shown = shown_arguments(&call.arguments);
-        let mut record =
-            CallRecord::new(&call.id, CallSource::Model, &call.name, args_hash(&shown));
+        // Parsed once: the record's hash is of what the card of a refused call shows.
+        let parsed = match call.arguments.trim() {
+            "" => Ok(Value::Object(Default::default())),
+            text => serde_json::from_str::<Value>(text).map_err(|e| (e, text)),
+        };
+        let hash = match &parsed {
+            Ok(args) => args_hash(args),
+            Err((_, text)) => args_hash(&Value::String((*text).into())),
+        };
+        let mut record = CallRecord::new(&call.id, CallSource::Model, &call.name, hash);
         let answered = |content: String, mut record: CallRecord, is_error: bool| {
             record.is_error = is_error;
             record.status = if is_error {
@@ -73,15 +80,12 @@ impl<P: Provider> Engine<'_, P> {
             record.server = Some(known.key.server.to_string());
             record.tool = Some(known.key.tool.clone());
         }
-        let args: Value = match call.arguments.trim() {
-            "" => Value::Object(Default::default()),
-            text => match serde_json::from_str(text) {
-                Ok(v) => v,
-                Err(e) => {
-                    let why = format!("the arguments are not valid JSON ({e}); nothing was sent");
-                    return self.refuse(call, why, record);
-                }
-            },
+        let args = match parsed {
+            Ok(args) => args,
+            Err((e, _)) => {
+                let why = format!("the arguments are not valid JSON ({e}); nothing was sent");
+                return self.refuse(call, why, record);
+            }
         };
         if let Some(tool) = HostTool::from_name(&call.name)
             && let Some((content, is_error)) = self.host_tool(tool, catalogue, conv, &args).await
