@@ -19,8 +19,18 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 DEPS="${MCP_HOST_DEPS:-$HOME/.cache/mcp-host-deps}"
 TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
-(cd "$ROOT" && cargo build --release --locked -q -p mcp-host -p mcp-host-testkit)
+# Linked with a map (a fixed path, so this does not relink at every run), to check the
+# function order lists against this build before anything is measured.
+MAP="$TARGET/release/mcp-host.map"
+(cd "$ROOT" && MCP_HOST_LINK_MAP="$MAP" cargo build --release --locked -q -p mcp-host -p mcp-host-testkit)
 AFTER="${AFTER:-$TARGET/release/mcp-host}"
+read -r share found listed < <(python3 "$ROOT/scripts/order_functions.py" coverage "$MAP" \
+  "$ROOT/crates/cli/link/hot-functions.txt")
+echo "Link order: $found of the $listed functions in crates/cli/link/hot-functions.txt are in this build."
+if python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) < 0.9 else 1)" "$share"; then
+  echo "WARNING: the list is stale, so the binary's code is scattered and its memory and start" \
+    "numbers are not the shipped ones: run scripts/order-functions.sh first."
+fi
 [ -x "$DEPS/venv/bin/mcp-server-time" ] || { echo "run scripts/install-test-deps.sh first" >&2; exit 1; }
 
 WORK="$(mktemp -d)"

@@ -6,9 +6,10 @@
 # 64 KiB around each page fault, so the few MiB a run uses, scattered over 22 MB, kept
 # 15 MiB resident; laid out together they keep about their own size (docs/benchmarks.md).
 #
-# Run it again after a dependency, the toolchain or the release profile changes: those
-# change the symbols' hashes, and names the list no longer matches are simply not ordered
-# (nothing breaks; memory grows back). Needs scripts/install-test-deps.sh first, valgrind,
+# Run it again after a dependency, the toolchain, the release profile or any crate's list of
+# dependencies changes: those change the symbols' hashes (a crate's metadata hashes its
+# dependencies'), and names the list no longer matches are simply not ordered (nothing
+# breaks; memory grows back). scripts/bench-floor.sh says how much of the list still matches. Needs scripts/install-test-deps.sh first, valgrind,
 # and perf (Debian's linux-perf) for the confined runs, which valgrind cannot follow.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -4,6 +4,13 @@ scripts/order-functions.sh; this file reads what it records.
 
   sections MAP CALLGRIND_OUT...   sections holding an instruction callgrind saw executed
   faults MAP PERF_DATA            sections where the host took a page fault (perf)
+  coverage MAP LIST               how much of an ordering file names this build's functions
+
+An ordering file goes stale without a sound: a dependency bumped, or any change to the
+release profile or to what a crate depends on, changes the hash in every symbol below it (a
+crate's metadata hashes its dependencies'), the linker skips the names it does not find, and
+the functions fall back to being scattered (peak RSS of a seven-server start 11 -> 21 MiB).
+scripts/bench-floor.sh prints the coverage before its numbers.
 
 ORDER_BINARY names the program the map and profiles are of (default `mcp-host`; the
 supervisor's list is made from `mcp-host-supervise`'s).
@@ -84,9 +91,23 @@ def faulted(sections, data):
     return names
 
 
+def coverage(sections, list_path):
+    """The share of the list's names that are functions of this build."""
+    present = {row[2] for row in sections.rows}
+    with open(list_path) as f:
+        listed = [line.strip() for line in f if line.strip()]
+    found = sum(name in present for name in listed)
+    return found, len(listed)
+
+
 def main():
     mode, map_path, *inputs = sys.argv[1:]
     sections = Sections(map_path)
+    if mode == "coverage":
+        found, listed = coverage(sections, inputs[0])
+        share = found / listed if listed else 0.0
+        print(f"{share:.3f} {found} {listed}")
+        return
     names = executed(sections, inputs) if mode == "sections" else faulted(sections, inputs[0])
     for name in sorted(names):
         print(name)
