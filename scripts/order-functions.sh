@@ -117,4 +117,5 @@ find "$WORK" -maxdepth 1 -name 'scg.*' ! -name '*.log' -print0 |
     sections "$WORK/smap" >"$SUPERVISE_LIST"
 echo "$SUPERVISE_LIST: $(wc -l <"$SUPERVISE_LIST") functions" >&2
 build
+"$ROOT/scripts/link-order-fingerprint.sh" >"$ROOT/crates/cli/link/fingerprint.txt"
 echo "$LIST: $(wc -l <"$LIST") functions" >&2
