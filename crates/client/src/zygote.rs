@@ -13,6 +13,10 @@
 //! - zygote → host: the supervisor's pid and, by `SCM_RIGHTS`, a pidfd for it (the host
 //!   signals it through that, never a pid that may have been reused), or why there is none.
 //!
+//! A zygote gone between requests (killed) is replaced, and the request sent to the new
+//! one; one that keeps dying within a minute of its start is replaced at most three times,
+//! then supervisors are exec'd.
+//!
 //! The zygote holds no server's fds between requests (it closes its copies right after the
 //! fork), so a lifeline still closes exactly when the host lets go of it, and a `kill -9`
 //! of the host leaves no orphan: every forked supervisor sees its own lifeline close, and
@@ -31,7 +35,7 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The hidden first argument that turns the supervisor program into the zygote.
 pub const ZYGOTE_ARG: &str = "__zygote";
@@ -44,6 +48,11 @@ const MAX_FDS: usize = MAX_FIXED_FDS;
 /// How long the host waits for the zygote to take a request or answer it. A fork answers
 /// in well under a millisecond; a zygote that does not is stopped or broken.
 const ANSWER_WITHIN: Duration = Duration::from_secs(5);
+/// A zygote that is gone when a request comes (the OOM killer, a stray `kill`) is replaced
+/// and the request sent to the new one. One that had run this long is always replaced; one
+/// that dies sooner uses up one of [`QUICK_RESTARTS`], after which supervisors are exec'd.
+const STEADY: Duration = Duration::from_secs(60);
+const QUICK_RESTARTS: u8 = 3;
 
 /// The fds a forked supervisor starts with.
 pub struct SupervisorFds<'a> {
@@ -100,7 +109,11 @@ enum State {
     Running {
         control: OwnedFd,
         /// Not killed on drop: it exits by itself when `control` closes, and tokio reaps it.
-        _process: tokio::process::Child,
+        /// Boxed: only held, and `Off` and `Idle` need none of its size.
+        _process: Box<tokio::process::Child>,
+        started: Instant,
+        /// How many more times a zygote that dies within [`STEADY`] is replaced.
+        quick_restarts: u8,
     },
     /// Never used: turned off, or it failed once (later supervisors are exec'd).
     Off,
@@ -130,25 +143,36 @@ impl Zygote {
             .lock()
             .map_err(|_| ForkError::NotSent("its lock was poisoned".into()))?;
         if matches!(*state, State::Idle) {
-            *state = match start(program) {
-                Ok(running) => running,
+            *state = start_or_off(program, QUICK_RESTARTS);
+        }
+        loop {
+            let State::Running {
+                control,
+                started,
+                quick_restarts,
+                ..
+            } = &*state
+            else {
+                return Err(ForkError::NotSent("not running".into()));
+            };
+            let result = ask(control.as_fd(), request, fds);
+            let left = match &result {
+                Ok(_) => return result,
+                // Nothing was forked, so the request can go to a new zygote. Dropping the old
+                // state closes its socket, which ends a zygote that is only stuck.
+                Err(ForkError::NotSent(_)) if started.elapsed() >= STEADY => QUICK_RESTARTS,
+                Err(ForkError::NotSent(_)) if *quick_restarts > 0 => quick_restarts - 1,
                 Err(e) => {
-                    tracing::warn!(
-                        "cannot start the supervisor zygote ({e}); exec'ing supervisors"
-                    );
-                    State::Off
+                    tracing::warn!("{e}; later supervisors are exec'd");
+                    *state = State::Off;
+                    return result;
                 }
             };
+            if let Err(e) = &result {
+                tracing::warn!("{e}; starting another");
+            }
+            *state = start_or_off(program, left);
         }
-        let State::Running { control, .. } = &*state else {
-            return Err(ForkError::NotSent("not running".into()));
-        };
-        let result = ask(control.as_fd(), request, fds);
-        if let Err(e) = &result {
-            tracing::warn!("{e}; later supervisors are exec'd");
-            *state = State::Off;
-        }
-        result
     }
 }
 
@@ -236,7 +260,15 @@ impl Forked {
 }
 
 /// Starts the zygote; needs a tokio runtime (its process is reaped by tokio's driver).
-fn start(program: &Path) -> std::io::Result<State> {
+/// A running zygote, or `Off` (supervisors exec'd from then on) when none can be started.
+fn start_or_off(program: &Path, quick_restarts: u8) -> State {
+    start(program, quick_restarts).unwrap_or_else(|e| {
+        tracing::warn!("cannot start the supervisor zygote ({e}); exec'ing supervisors");
+        State::Off
+    })
+}
+
+fn start(program: &Path, quick_restarts: u8) -> std::io::Result<State> {
     use nix::sys::socket::{AddressFamily, SockFlag, SockType, socketpair};
     let (ours, theirs) = socketpair(
         AddressFamily::Unix,
@@ -258,7 +290,9 @@ fn start(program: &Path) -> std::io::Result<State> {
         .spawn()?;
     Ok(State::Running {
         control: ours,
-        _process: process,
+        _process: Box::new(process),
+        started: Instant::now(),
+        quick_restarts,
     })
 }
 

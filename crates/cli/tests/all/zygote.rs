@@ -1,6 +1,7 @@
 //! Supervisors forked from one zygote: each holds only its own server's fds, reports how
-//! its server ended as an exec'd one does, and a zygote that dies gives way to exec'd
-//! supervisors without touching the servers it already forked for.
+//! its server ended as an exec'd one does, and a zygote that dies is replaced (at most three
+//! times within a minute, then supervisors are exec'd) without touching the servers it
+//! already forked for.
 
 use mcp_host_client::procs::read_proc;
 use mcp_host_client::stdio::{ProcessExit, StdioLaunch, StdioProcess, SupervisorCommand};
@@ -210,17 +211,34 @@ async fn exits_read_the_same_forked_or_execd() {
 }
 
 #[tokio::test]
-async fn a_dead_zygote_gives_way_to_execd_supervisors() {
+async fn a_killed_zygote_is_replaced_until_it_keeps_dying_then_supervisors_are_execd() {
     let sup = supervisor(Zygote::default());
-    let mut before = start(&sup, "exec cat");
-    let zygote = before.parent_of_supervisor();
+    let mut first = start(&sup, "exec cat");
+    let mut zygote = first.parent_of_supervisor();
+    let mut kept = Vec::new();
+    // Three quick deaths: each time the next server's supervisor is forked by a new zygote.
+    for round in 0..3 {
+        kill(Pid::from_raw(zygote), Signal::SIGKILL).unwrap();
+        wait_until("the zygote to die", || gone(zygote)).await;
+        let mut next = start(&sup, "exec cat");
+        let parent = next.parent_of_supervisor();
+        assert_ne!(parent, zygote, "round {round}");
+        assert!(cmdline(parent).contains("__zygote"), "{}", cmdline(parent));
+        assert_eq!(next.echo("next").await, "next");
+        zygote = parent;
+        kept.push(next);
+    }
+    // A fourth within the minute: supervisors are exec'd from then on.
     kill(Pid::from_raw(zygote), Signal::SIGKILL).unwrap();
     wait_until("the zygote to die", || gone(zygote)).await;
     let mut after = start(&sup, "exec cat");
     assert_eq!(after.parent_of_supervisor(), std::process::id() as i32);
     assert_eq!(after.echo("after").await, "after");
-    // The one forked before is untouched by its zygote's death.
-    assert_eq!(before.echo("before").await, "before");
+    // Those forked before are untouched by their zygotes' deaths.
+    assert_eq!(first.echo("first").await, "first");
+    for server in &mut kept {
+        assert_eq!(server.echo("kept").await, "kept");
+    }
 }
 
 /// The pids this process holds a pidfd for (`/proc/self/fdinfo` names each one's process).
