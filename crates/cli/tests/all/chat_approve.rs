@@ -46,6 +46,19 @@ impl Tmux {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
+
+    /// Waits, up to the same deadline, until the screen no longer contains `text`.
+    fn wait_gone(&self, text: &str) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let s = self.screen();
+            if !s.contains(text) {
+                return;
+            }
+            assert!(Instant::now() < deadline, "`{text}` still on screen:\n{s}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
 }
 
 impl Drop for Tmux {
@@ -122,6 +135,7 @@ fn the_mcp_panel_shows_the_definition_and_asks_before_approving() {
     tmux.keys(&["y"]);
     tmux.keys(&["Escape"]);
     tmux.wait_for("approved project server `p`");
+    tmux.wait_gone("MCP servers");
     assert!(approved(&trust_file(&sb)));
     // Held since the start with this definition, it starts now: no restart needed.
     tmux.keys(&["/mcp", "Enter"]);
@@ -131,6 +145,10 @@ fn the_mcp_panel_shows_the_definition_and_asks_before_approving() {
         "{s}"
     );
     tmux.keys(&["Escape"]);
+    // Typed at once after Escape, `/quit` can reach the host as one sequence (Escape then
+    // `/` reads as Alt-/, and the rest as a message, as CI once saw): wait for the panel
+    // to close first, as after the Escape above.
+    tmux.wait_gone("MCP servers");
     tmux.keys(&["/quit", "Enter"]);
     tmux.wait_for("HOST-EXITED 0");
 }
