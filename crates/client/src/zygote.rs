@@ -156,21 +156,21 @@ impl Zygote {
                 return Err(ForkError::NotSent("not running".into()));
             };
             let result = ask(control.as_fd(), request, fds);
-            let left = match &result {
-                Ok(_) => return result,
+            let Err(e) = &result else {
+                return result;
+            };
+            let left = match e {
                 // Nothing was forked, so the request can go to a new zygote. Dropping the old
                 // state closes its socket, which ends a zygote that is only stuck.
-                Err(ForkError::NotSent(_)) if started.elapsed() >= STEADY => QUICK_RESTARTS,
-                Err(ForkError::NotSent(_)) if *quick_restarts > 0 => quick_restarts - 1,
-                Err(e) => {
+                ForkError::NotSent(_) if started.elapsed() >= STEADY => QUICK_RESTARTS,
+                ForkError::NotSent(_) if *quick_restarts > 0 => quick_restarts - 1,
+                _ => {
                     tracing::warn!("{e}; later supervisors are exec'd");
                     *state = State::Off;
                     return result;
                 }
             };
-            if let Err(e) = &result {
-                tracing::warn!("{e}; starting another");
-            }
+            tracing::warn!("{e}; starting another");
             *state = start_or_off(program, left);
         }
     }
@@ -259,7 +259,6 @@ impl Forked {
     }
 }
 
-/// Starts the zygote; needs a tokio runtime (its process is reaped by tokio's driver).
 /// A running zygote, or `Off` (supervisors exec'd from then on) when none can be started.
 fn start_or_off(program: &Path, quick_restarts: u8) -> State {
     start(program, quick_restarts).unwrap_or_else(|e| {
@@ -268,6 +267,7 @@ fn start_or_off(program: &Path, quick_restarts: u8) -> State {
     })
 }
 
+/// Starts the zygote; needs a tokio runtime (its process is reaped by tokio's driver).
 fn start(program: &Path, quick_restarts: u8) -> std::io::Result<State> {
     use nix::sys::socket::{AddressFamily, SockFlag, SockType, socketpair};
     let (ours, theirs) = socketpair(

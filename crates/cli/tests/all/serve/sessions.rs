@@ -6,21 +6,14 @@ use super::*;
 use crate::common::Sandbox;
 use serde_json::json;
 
-/// The fake servers running with `marker` in their command line.
+/// The parent of `pid`.
+fn parent_of(pid: i32) -> i32 {
+    mcp_host_client::procs::read_proc(pid).unwrap().ppid
+}
+
+/// How many fake servers run with `marker` in their command line.
 fn servers_with(marker: &str) -> usize {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter(|e| {
-            let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
-            let cmd = String::from_utf8_lossy(&cmd);
-            cmd.split('\0')
-                .next()
-                .unwrap_or_default()
-                .ends_with("mcp-fake-server")
-                && cmd.contains(marker)
-        })
-        .count()
+    server_pids(marker).len()
 }
 
 #[test]
@@ -71,13 +64,6 @@ fn a_session_starts_once_at_first_use_and_stops_when_idle() {
         202
     );
     assert_eq!(servers_with(marker), 1);
-}
-
-/// The parent of `pid`, from `/proc/PID/stat` (the field after the state).
-fn parent_of(pid: i32) -> i32 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    let after_name = &stat[stat.rfind(')').unwrap() + 2..];
-    after_name.split(' ').nth(1).unwrap().parse().unwrap()
 }
 
 /// The pids of the fake servers running with `marker` in their command line.
