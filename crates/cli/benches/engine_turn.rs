@@ -258,7 +258,7 @@ fn main() {
         // Reading a provider stream: 20,000 SSE chunks of 500 bytes (10 MB of text).
         let url = stream_server(20_000, 500);
         let provider = OpenAiCompatible::new(
-            mcp_host_client::http_client(Duration::from_secs(5)).unwrap(),
+            mcp_host_models::ModelClient::new(Duration::from_secs(5)),
             &url,
             None,
         );

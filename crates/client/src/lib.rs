@@ -35,8 +35,7 @@ pub use handler::{
     ClientFeatures, ElicitationAsk, ElicitationKind, ElicitationReply, Progress, defaults_answer,
 };
 pub use http::{
-    HttpClient, HttpWire, InProcessHttp, NetworkClient, http_client, http_client_for,
-    install_crypto_provider, plain_http_client,
+    HttpClient, HttpWire, InProcessHttp, NetworkClient, http_client, install_crypto_provider,
 };
 pub use listing::{Listing, ToolList};
 pub use manager::{CallError, Expect, Manager, ManagerOptions, ServerSetup, ToolCaller};

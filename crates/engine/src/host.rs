@@ -240,9 +240,9 @@ pub fn http_client() -> Result<reqwest::Client, reqwest::Error> {
     mcp_host_client::http_client(CONNECT_TIMEOUT)
 }
 
-/// The HTTP client for a model at `url`: one that loads no CA roots for `http://`.
-pub fn http_client_for(url: &str) -> Result<reqwest::Client, reqwest::Error> {
-    mcp_host_client::http_client_for(url, CONNECT_TIMEOUT)
+/// The HTTP client for model providers (it loads CA roots only when it first speaks TLS).
+pub fn model_client() -> mcp_host_models::ModelClient {
+    mcp_host_models::ModelClient::new(CONNECT_TIMEOUT)
 }
 
 /// A run whose configured servers all failed is an error, not a model turn without tools:

@@ -20,7 +20,7 @@ const MAX_TOKENS: u32 = 8192;
 
 #[derive(Clone, Debug)]
 pub struct Anthropic {
-    client: reqwest::Client,
+    client: crate::http::ModelClient,
     endpoint: wire::Endpoint,
     api_key: Option<String>,
     pub retry: Retry,
@@ -29,7 +29,7 @@ pub struct Anthropic {
 }
 
 impl Anthropic {
-    pub fn new(client: reqwest::Client, base_url: &str, api_key: Option<String>) -> Self {
+    pub fn new(client: crate::http::ModelClient, base_url: &str, api_key: Option<String>) -> Self {
         Self {
             client,
             endpoint: wire::Endpoint::new(base_url.trim_end_matches('/'), "/v1/messages"),

@@ -2,7 +2,9 @@
 //! which base URL (a flag, then the provider's environment variable, then its public
 //! default), which key, and the context window assumed for it.
 
-use crate::{Anthropic, AnyProvider, Gemini, Ollama, OpenAiCompatible, OpenAiResponses};
+use crate::{
+    Anthropic, AnyProvider, Gemini, ModelClient, Ollama, OpenAiCompatible, OpenAiResponses,
+};
 use std::collections::BTreeMap;
 
 pub const NO_MODEL: &str = "no model configured: pass -m provider:model (for example \
@@ -31,13 +33,13 @@ pub struct Chosen {
     pub context_window: usize,
 }
 
-/// Resolves `spec` (`provider:model`). `env` reads the host's environment; `http` gives the
-/// client for the chosen base URL (one that loads no CA roots will do for `http://`).
+/// Resolves `spec` (`provider:model`). `env` reads the host's environment; `http` is the
+/// client the provider posts through.
 pub fn choose(
     spec: Option<&str>,
     base_url: Option<&str>,
     env: &BTreeMap<String, String>,
-    http: impl FnOnce(&str) -> Result<reqwest::Client, reqwest::Error>,
+    http: ModelClient,
 ) -> Result<Chosen, ChoiceError> {
     let var = |k: &str| env.get(k).cloned().filter(|v| !v.is_empty());
     let Some(spec) = spec.map(str::to_string).or_else(|| var("MCP_HOST_MODEL")) else {
@@ -99,7 +101,6 @@ pub fn choose(
         }
         other => bail!("unknown provider `{other}` (supported: {PROVIDERS})"),
     };
-    let http = http(&url).map_err(|e| ChoiceError(format!("cannot make an HTTP client: {e}")))?;
     let provider = match provider {
         "anthropic" => AnyProvider::Anthropic(Anthropic::new(http, &url, key)),
         "openai" => AnyProvider::OpenAiResponses(OpenAiResponses::new(http, &url, key)),

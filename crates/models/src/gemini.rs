@@ -29,7 +29,7 @@ const MAX_SIGNATURES: usize = 4096;
 
 #[derive(Clone, Debug)]
 pub struct Gemini {
-    client: reqwest::Client,
+    client: crate::http::ModelClient,
     base_url: String,
     api_key: Option<String>,
     pub retry: Retry,
@@ -42,7 +42,7 @@ pub struct Gemini {
 impl Gemini {
     /// `base_url` is the API host (`https://generativelanguage.googleapis.com`); one that
     /// already ends in an API version (`/v1beta`, `/v1`, `/v1alpha`) is used as it is.
-    pub fn new(client: reqwest::Client, base_url: &str, api_key: Option<String>) -> Self {
+    pub fn new(client: crate::http::ModelClient, base_url: &str, api_key: Option<String>) -> Self {
         let base = base_url.trim_end_matches('/');
         let versioned = ["/v1beta", "/v1", "/v1alpha"]
             .iter()

@@ -7,6 +7,7 @@
 mod anthropic;
 mod body;
 mod gemini;
+mod http;
 mod lowering;
 mod ndjson;
 mod ollama;
@@ -21,6 +22,7 @@ mod choice;
 pub use anthropic::Anthropic;
 pub use choice::{ChoiceError, Chosen, NO_MODEL, PROVIDERS, choose};
 pub use gemini::Gemini;
+pub use http::ModelClient;
 pub use lowering::{Dialect, MAX_DEPTH as MAX_SCHEMA_DEPTH, lower};
 /// The stream framers, for the fuzz targets in `fuzz/`.
 #[doc(hidden)]

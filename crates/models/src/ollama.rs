@@ -18,7 +18,7 @@ use std::future::Future;
 
 #[derive(Clone, Debug)]
 pub struct Ollama {
-    client: reqwest::Client,
+    client: crate::http::ModelClient,
     endpoint: wire::Endpoint,
     api_key: Option<String>,
     pub retry: Retry,
@@ -36,7 +36,7 @@ struct State {
 }
 
 impl Ollama {
-    pub fn new(client: reqwest::Client, base_url: &str, api_key: Option<String>) -> Self {
+    pub fn new(client: crate::http::ModelClient, base_url: &str, api_key: Option<String>) -> Self {
         Self {
             client,
             endpoint: wire::Endpoint::new(base_url.trim_end_matches('/'), "/api/chat"),

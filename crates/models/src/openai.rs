@@ -24,7 +24,7 @@ use std::future::Future;
 
 #[derive(Clone, Debug)]
 pub struct OpenAiCompatible {
-    client: reqwest::Client,
+    client: crate::http::ModelClient,
     endpoint: wire::Endpoint,
     api_key: Option<String>,
     pub retry: Retry,
@@ -32,7 +32,7 @@ pub struct OpenAiCompatible {
 }
 
 impl OpenAiCompatible {
-    pub fn new(client: reqwest::Client, base_url: &str, api_key: Option<String>) -> Self {
+    pub fn new(client: crate::http::ModelClient, base_url: &str, api_key: Option<String>) -> Self {
         Self {
             client,
             endpoint: wire::Endpoint::new(base_url.trim_end_matches('/'), "/chat/completions"),

@@ -20,7 +20,7 @@ use std::future::Future;
 
 #[derive(Clone, Debug)]
 pub struct OpenAiResponses {
-    client: reqwest::Client,
+    client: crate::http::ModelClient,
     endpoint: wire::Endpoint,
     api_key: Option<String>,
     pub retry: Retry,
@@ -38,7 +38,7 @@ struct Call {
 }
 
 impl OpenAiResponses {
-    pub fn new(client: reqwest::Client, base_url: &str, api_key: Option<String>) -> Self {
+    pub fn new(client: crate::http::ModelClient, base_url: &str, api_key: Option<String>) -> Self {
         Self {
             client,
             endpoint: wire::Endpoint::new(base_url.trim_end_matches('/'), "/responses"),

@@ -2,8 +2,12 @@
 //! connect, are retried with jittered exponential backoff, honouring `retry-after` (seconds)
 //! when the server sends it; other 4xx are not retried (they will not get better).
 
+use crate::http::{HttpError, Response};
 use crate::types::ProviderError;
 use std::time::Duration;
+
+/// How much of an error answer is read: its first 2,000 characters are shown.
+const ERROR_BODY_MAX: usize = 8 * 1024;
 
 #[derive(Clone, Copy, Debug)]
 pub struct Retry {
@@ -23,63 +27,37 @@ impl Default for Retry {
     }
 }
 
-/// Whether the connection was refused (an `io::Error` somewhere below the request's).
-fn refused(e: &reqwest::Error) -> bool {
-    let mut cause: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
-    while let Some(c) = cause {
-        if let Some(io) = c.downcast_ref::<std::io::Error>()
-            && io.kind() == std::io::ErrorKind::ConnectionRefused
-        {
-            return true;
-        }
-        cause = c.source();
-    }
-    false
-}
-
-/// The error with its causes (reqwest's own message leaves out why: "connection refused").
-fn chain(e: &reqwest::Error) -> String {
-    let mut text = e.to_string();
-    let mut cause: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
-    while let Some(c) = cause {
-        let part = c.to_string();
-        if !text.contains(&part) {
-            text.push_str(": ");
-            text.push_str(&part);
-        }
-        cause = c.source();
-    }
-    text
-}
-
 fn retryable(status: u16) -> bool {
     status == 429 || status == 529 || (500..600).contains(&status)
 }
 
 /// Sends the request `build` makes (a fresh one per attempt) until it succeeds, fails for
 /// good, or the attempts run out.
-pub async fn send(
+pub(crate) async fn send<F>(
     retry: Retry,
     url: &str,
-    build: impl Fn() -> reqwest::RequestBuilder,
-) -> Result<reqwest::Response, ProviderError> {
+    attempt_once: impl Fn() -> F,
+) -> Result<Response, ProviderError>
+where
+    F: Future<Output = Result<Response, HttpError>>,
+{
     let mut attempt = 0;
     loop {
         attempt += 1;
         let last = attempt >= retry.attempts;
-        let wait = match build().send().await {
-            Ok(r) if r.status().is_success() => return Ok(r),
-            Ok(r) if retryable(r.status().as_u16()) && !last => {
+        let wait = match attempt_once().await {
+            Ok(r) if r.status.is_success() => return Ok(r),
+            Ok(r) if retryable(r.status.as_u16()) && !last => {
                 let after = r
-                    .headers()
+                    .headers
                     .get("retry-after")
                     .and_then(|v| v.to_str().ok())
                     .and_then(|v| v.trim().parse::<u64>().ok());
                 after.map(Duration::from_secs)
             }
             Ok(r) => {
-                let status = r.status().as_u16();
-                let body = r.text().await.unwrap_or_default();
+                let status = r.status.as_u16();
+                let body = r.body.text(ERROR_BODY_MAX).await;
                 return Err(ProviderError::Status {
                     status,
                     body: body.chars().take(2000).collect(),
@@ -87,11 +65,11 @@ pub async fn send(
             }
             // Refused means nothing listens there (a local model not started, a wrong
             // port): waiting seconds will not change that, and the person should know now.
-            Err(e) if (e.is_connect() || e.is_timeout()) && !last && !refused(&e) => None,
+            Err(e) if (e.is_connect() || e.is_timeout()) && !last && !e.is_refused() => None,
             Err(e) => {
                 return Err(ProviderError::Unreachable {
                     url: url.to_string(),
-                    detail: chain(&e),
+                    detail: e.to_string(),
                 });
             }
         };

@@ -2,13 +2,14 @@
 //! of key (retried as `retry.rs` says), then read the streamed answer as SSE `data` payloads
 //! or NDJSON lines, each handed to the provider's own parser until it says stop.
 
+use crate::http::{ModelClient, Response, Target};
 use crate::lowering::{Dialect, lower};
 use crate::ndjson::NdjsonParser;
 use crate::retry::{self, Retry};
 use crate::sse::SseParser;
 use crate::types::ProviderError;
 use crate::types::ToolSpec;
-use futures::StreamExt;
+use http::header::{AUTHORIZATION, HeaderName, HeaderValue};
 use serde_json::{Value, json};
 
 /// What `value.pointer(path)` finds, for a path written in this crate (no `~` escapes),
@@ -42,31 +43,31 @@ pub(crate) enum Auth<'a> {
     Header(&'static str, Option<&'a str>),
 }
 
-/// Where a provider posts, parsed once: reqwest parses a URL given as text at every request.
+/// Where a provider posts, parsed once.
 #[derive(Clone, Debug)]
 pub(crate) struct Endpoint {
     text: String,
-    /// `None`: not a URL; each request then fails with reqwest's own account of why.
-    url: Option<reqwest::Url>,
+    /// `Err`: not a URL the client can post to; each request then fails with why.
+    target: Result<Target, String>,
 }
 
 impl Endpoint {
     pub(crate) fn new(base_url: &str, path: &str) -> Self {
         let text = format!("{base_url}{path}");
-        let url = reqwest::Url::parse(&text).ok();
-        Self { text, url }
+        let target = Target::parse(&text);
+        Self { text, target }
     }
 }
 
 /// Sends `body` to `url` and returns the (successful) streaming response.
 pub(crate) async fn post(
-    client: &reqwest::Client,
+    client: &ModelClient,
     retry: Retry,
     url: &str,
     body: &Value,
     auth: Auth<'_>,
     headers: &[(&'static str, &'static str)],
-) -> Result<reqwest::Response, ProviderError> {
+) -> Result<Response, ProviderError> {
     let bytes = serde_json::to_vec(body).map_err(|e| ProviderError::Stream(e.to_string()))?;
     let endpoint = Endpoint::new(url, "");
     post_json(client, retry, &endpoint, bytes.into(), auth, headers).await
@@ -74,31 +75,44 @@ pub(crate) async fn post(
 
 /// Sends an already serialised JSON body (serialised once, whatever the retries).
 pub(crate) async fn post_json(
-    client: &reqwest::Client,
+    client: &ModelClient,
     retry: Retry,
     endpoint: &Endpoint,
     body: bytes::Bytes,
     auth: Auth<'_>,
     headers: &[(&'static str, &'static str)],
-) -> Result<reqwest::Response, ProviderError> {
-    let build = || {
-        let req = match &endpoint.url {
-            Some(url) => client.post(url.clone()),
-            None => client.post(endpoint.text.as_str()),
-        };
-        let mut req = req
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .body(body.clone());
-        for (name, value) in headers {
-            req = req.header(*name, *value);
-        }
-        match auth {
-            Auth::Bearer(Some(key)) => req.bearer_auth(key),
-            Auth::Header(name, Some(key)) => req.header(name, key),
-            Auth::Bearer(None) | Auth::Header(_, None) => req,
-        }
+) -> Result<Response, ProviderError> {
+    let unreachable = |detail: String| ProviderError::Unreachable {
+        url: endpoint.text.clone(),
+        detail,
     };
-    retry::send(retry, &endpoint.text, build).await
+    let target = endpoint
+        .target
+        .as_ref()
+        .map_err(|e| unreachable(e.clone()))?;
+    let mut all = Vec::with_capacity(headers.len() + 1);
+    for (name, value) in headers {
+        all.push((
+            HeaderName::from_static(name),
+            HeaderValue::from_static(value),
+        ));
+    }
+    let key = match auth {
+        Auth::Bearer(Some(key)) => Some((AUTHORIZATION, format!("Bearer {key}"))),
+        Auth::Header(name, Some(key)) => Some((HeaderName::from_static(name), key.to_string())),
+        Auth::Bearer(None) | Auth::Header(_, None) => None,
+    };
+    if let Some((name, value)) = key {
+        let mut value = HeaderValue::try_from(value).map_err(|_| {
+            unreachable("the API key has characters an HTTP header cannot carry".into())
+        })?;
+        value.set_sensitive(true);
+        all.push((name, value));
+    }
+    retry::send(retry, &endpoint.text, || {
+        client.post_json(target, &all, body.clone())
+    })
+    .await
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -116,14 +130,14 @@ pub(crate) enum Flow {
 
 /// Hands each payload of the stream to `each` until the stream ends or `each` says stop.
 pub(crate) async fn each_payload(
-    response: reqwest::Response,
+    response: Response,
     framing: Framing,
     mut each: impl FnMut(&str) -> Result<Flow, ProviderError>,
 ) -> Result<(), ProviderError> {
-    let mut stream = response.bytes_stream();
+    let mut stream = response.body;
     let mut sse = SseParser::default();
     let mut ndjson = NdjsonParser::default();
-    while let Some(chunk) = stream.next().await {
+    while let Some(chunk) = stream.chunk().await {
         let chunk = chunk.map_err(|e| ProviderError::Stream(e.to_string()))?;
         let payloads = match framing {
             Framing::Sse => sse.feed(&chunk),
@@ -156,13 +170,11 @@ const FINISH_WITHIN: std::time::Duration = std::time::Duration::from_secs(5);
 /// four steps in a long turn, when the body's last chunk came a moment after `[DONE]`. Read
 /// to its end, the connection goes back to the pool. Whatever a server sends after its last
 /// event is ignored; past [`FINISH_BYTES`] or [`FINISH_WITHIN`] the stream is dropped.
-fn finish_in_background(
-    mut stream: impl futures::Stream<Item = reqwest::Result<bytes::Bytes>> + Send + Unpin + 'static,
-) {
+fn finish_in_background(mut stream: crate::http::Body) {
     tokio::spawn(async move {
         let rest = async {
             let mut read = 0;
-            while let Some(Ok(chunk)) = stream.next().await {
+            while let Some(Ok(chunk)) = stream.chunk().await {
                 read += chunk.len();
                 if read > FINISH_BYTES {
                     return;
@@ -187,6 +199,7 @@ pub(crate) fn function_tool(t: &ToolSpec, dialect: Dialect) -> Value {
 mod finish_tests {
     use super::*;
     use bytes::Bytes;
+    use futures::StreamExt;
     use futures::channel::mpsc;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
@@ -194,17 +207,21 @@ mod finish_tests {
     type Sender = mpsc::UnboundedSender<Result<Bytes, std::io::Error>>;
 
     /// A response whose body is what `tx` sends; `ended` is set once it is read to its end.
-    fn streamed() -> (reqwest::Response, Sender, Arc<AtomicBool>) {
+    fn streamed() -> (Response, Sender, Arc<AtomicBool>) {
         let (tx, rx) = mpsc::unbounded();
         let ended = Arc::new(AtomicBool::new(false));
         let flag = ended.clone();
         let end = futures::stream::once(async move { flag.store(true, Ordering::SeqCst) })
             .filter_map(|()| async { None });
-        let body = reqwest::Body::wrap_stream(rx.chain(end));
-        (http::Response::new(body).into(), tx, ended)
+        let response = Response {
+            status: http::StatusCode::OK,
+            headers: http::HeaderMap::new(),
+            body: crate::http::Body::from_stream(rx.chain(end)),
+        };
+        (response, tx, ended)
     }
 
-    async fn read_to_done(response: reqwest::Response) -> Vec<String> {
+    async fn read_to_done(response: Response) -> Vec<String> {
         let mut seen = Vec::new();
         each_payload(response, Framing::Sse, |p| {
             seen.push(p.to_string());

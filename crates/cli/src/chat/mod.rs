@@ -48,7 +48,7 @@ pub async fn run(host: &Host, args: ChatArgs) -> anyhow::Result<ExitCode> {
         model.as_deref(),
         base_url.as_deref(),
         &host.env,
-        |url: &str| host.http.for_url(url),
+        mcp_host_engine::host::model_client(),
     );
     let policy = compile(&host.config)?;
     let tools = ToolSource::live(host.pins().await?);

@@ -24,7 +24,7 @@ use std::time::Duration;
 
 pub async fn run(host: &Host, args: RunArgs) -> anyhow::Result<ExitCode> {
     let (model, base_url) = host.model_and_url(args.model.as_deref(), args.base_url.as_deref());
-    let http = |url: &str| host.http.for_url(url);
+    let http = mcp_host_engine::host::model_client();
     let chosen = choose(model.as_deref(), base_url.as_deref(), &host.env, http)?;
     let context_window = args.context_window.unwrap_or(chosen.context_window);
     let mut policy = compile(&host.config)?;

@@ -72,7 +72,7 @@ pub async fn run(config: &ConfigArgs, args: ServeArgs) -> anyhow::Result<ExitCod
                 args.model.as_deref(),
                 args.base_url.as_deref(),
                 &env,
-                mcp_host_engine::host::http_client_for,
+                mcp_host_engine::host::model_client(),
             )?;
             Some(ModelChoice::from(chosen))
         }

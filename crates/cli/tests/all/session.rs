@@ -61,7 +61,7 @@ async fn session_over(
         .await
         .unwrap();
     let env = Arc::new(BTreeMap::new());
-    let http = mcp_host_engine::host::http_client_for;
+    let http = mcp_host_engine::host::model_client();
     let chosen =
         mcp_host_models::choose(Some("openai-compatible:m"), Some(url), &env, http).unwrap();
     let setup = SessionSetup {

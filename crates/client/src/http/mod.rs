@@ -55,8 +55,6 @@ impl From<NetworkClient> for HttpClient {
 pub struct NetworkClient {
     connect_timeout: Duration,
     built: Arc<OnceLock<reqwest::Client>>,
-    /// The client for plain-HTTP endpoints only ([`plain_http_client`]).
-    plain: Arc<OnceLock<reqwest::Client>>,
 }
 
 impl NetworkClient {
@@ -65,21 +63,7 @@ impl NetworkClient {
         Self {
             connect_timeout,
             built: Arc::default(),
-            plain: Arc::default(),
         }
-    }
-
-    /// The client to talk to `url` with: for `http://` one that loads no CA roots (a
-    /// local model needs none), else [`NetworkClient::get`]'s.
-    pub fn for_url(&self, url: &str) -> Result<reqwest::Client, reqwest::Error> {
-        if !is_plain_http(url) {
-            return self.get();
-        }
-        if let Some(client) = self.plain.get() {
-            return Ok(client.clone());
-        }
-        let client = plain_http_client(self.connect_timeout)?;
-        Ok(self.plain.get_or_init(|| client).clone())
     }
 
     /// The client, built now if no clone has built it yet.
@@ -102,8 +86,7 @@ impl From<reqwest::Client> for NetworkClient {
     fn from(client: reqwest::Client) -> Self {
         Self {
             connect_timeout: Duration::ZERO,
-            built: Arc::new(OnceLock::from(client.clone())),
-            plain: Arc::new(OnceLock::from(client)),
+            built: Arc::new(OnceLock::from(client)),
         }
     }
 }
@@ -113,51 +96,6 @@ pub fn http_client(connect_timeout: Duration) -> Result<reqwest::Client, reqwest
     reqwest::Client::builder()
         .connect_timeout(connect_timeout)
         .build()
-}
-
-/// A client for a plain-HTTP endpoint (a model served on this machine, say). Loading the
-/// system's CA roots is most of the cost of building a client (5 ms, 20 M instructions, at
-/// every `run` with a local model); this one trusts no root, so an `https://` URL it is sent
-/// to (a redirect from `http://`, which would have sent the key in clear first) fails
-/// verification rather than being trusted.
-pub fn plain_http_client(connect_timeout: Duration) -> Result<reqwest::Client, reqwest::Error> {
-    install_crypto_provider();
-    reqwest::Client::builder()
-        .connect_timeout(connect_timeout)
-        .tls_certs_only([])
-        .build()
-}
-
-/// [`plain_http_client`] for an `http://` URL, [`http_client`] for any other.
-pub fn http_client_for(
-    url: &str,
-    connect_timeout: Duration,
-) -> Result<reqwest::Client, reqwest::Error> {
-    if is_plain_http(url) {
-        plain_http_client(connect_timeout)
-    } else {
-        http_client(connect_timeout)
-    }
-}
-
-/// Whether `url` is plain HTTP that the client may reach without TLS: not when the
-/// environment names an `https://` proxy, which reqwest would speak TLS to (and then needs
-/// the roots to trust).
-fn is_plain_http(url: &str) -> bool {
-    url.get(..7)
-        .is_some_and(|scheme| scheme.eq_ignore_ascii_case("http://"))
-        && !tls_proxy_configured(|name| std::env::var(name).ok())
-}
-
-/// Whether a proxy variable reqwest reads names an `https://` proxy.
-fn tls_proxy_configured(var: impl Fn(&str) -> Option<String>) -> bool {
-    let names = ["ALL_PROXY", "HTTP_PROXY", "HTTPS_PROXY"];
-    (names.iter())
-        .flat_map(|name| [var(name), var(&name.to_ascii_lowercase())])
-        .flatten()
-        .any(|proxy| {
-            (proxy.trim_start().get(..8)).is_some_and(|s| s.eq_ignore_ascii_case("https://"))
-        })
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -493,39 +431,5 @@ mod tests {
         assert!(!lazy.is_built() && !clone.is_built());
         clone.get().unwrap();
         assert!(lazy.is_built());
-    }
-
-    /// A model at `http://` (a local one) gets a client that loads no CA roots; an
-    /// `https://` one gets the shared client with them.
-    #[test]
-    fn a_plain_http_model_does_not_build_the_client_with_roots() {
-        let lazy = NetworkClient::lazy(Duration::from_secs(1));
-        lazy.for_url("http://127.0.0.1:11434").unwrap();
-        lazy.for_url("HTTP://localhost/v1").unwrap();
-        assert!(!lazy.is_built());
-        lazy.for_url("https://api.example/v1").unwrap();
-        assert!(lazy.is_built());
-    }
-
-    /// Through an `https://` proxy even a plain-HTTP model needs the roots.
-    #[test]
-    fn an_https_proxy_in_the_environment_is_noticed() {
-        let env = |vars: &'static [(&'static str, &'static str)]| {
-            move |name: &str| {
-                (vars.iter())
-                    .find(|(k, _)| *k == name)
-                    .map(|(_, v)| v.to_string())
-            }
-        };
-        assert!(!tls_proxy_configured(env(&[])));
-        assert!(!tls_proxy_configured(env(&[(
-            "HTTP_PROXY",
-            "http://p:3128"
-        )])));
-        assert!(tls_proxy_configured(env(&[(
-            "https_proxy",
-            "HTTPS://p:443"
-        )])));
-        assert!(tls_proxy_configured(env(&[("ALL_PROXY", " https://p")])));
     }
 }

@@ -233,7 +233,7 @@ impl Session {
             self.notice(text);
             return;
         }
-        let http = crate::host::http_client_for;
+        let http = crate::host::model_client();
         let chosen = mcp_host_models::choose(Some(spec), base_url, &self.settings.env, http)
             .map_err(|e| e.to_string());
         match chosen {

@@ -36,8 +36,8 @@ fn server(statuses: Vec<u16>) -> (String, Arc<AtomicUsize>) {
 }
 
 fn provider(url: &str) -> OpenAiCompatible {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let mut p = OpenAiCompatible::new(reqwest::Client::new(), url, None);
+    let client = mcp_host_models::ModelClient::new(Duration::from_secs(10));
+    let mut p = OpenAiCompatible::new(client, url, None);
     p.retry = Retry {
         attempts: 4,
         base: Duration::from_millis(10),

@@ -94,7 +94,6 @@ pub fn deltas(rx: &mut UnboundedReceiver<String>) -> Vec<String> {
     out
 }
 
-pub fn client() -> reqwest::Client {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    reqwest::Client::new()
+pub fn client() -> mcp_host_models::ModelClient {
+    mcp_host_models::ModelClient::new(std::time::Duration::from_secs(10))
 }
