@@ -29,6 +29,12 @@ impl Tls {
         self.0.get().is_none()
     }
 
+    /// TLS as `config` says (a test's own root), instead of the system's.
+    #[cfg(test)]
+    pub(super) fn preset(config: rustls::ClientConfig) -> Self {
+        Self(OnceLock::from(Ok(Arc::new(config))))
+    }
+
     fn config(&self) -> Result<Arc<rustls::ClientConfig>, HttpError> {
         let made = self.0.get_or_init(|| {
             use rustls_platform_verifier::BuilderVerifierExt;
