@@ -608,6 +608,52 @@ async fn a_persisted_conversation_resumes_with_its_history_and_call_records() {
     m.shutdown().await;
 }
 
+/// When a turn's calls cannot be recorded (here a trigger refuses them), its messages are
+/// still saved and the front end is told about the calls: the record never costs the turn
+/// its history.
+#[tokio::test]
+async fn calls_that_cannot_be_recorded_do_not_cost_the_turn_its_messages() {
+    let (m, catalogue, caller) = start(vec![fake_setup("f", &[], |_| {})]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.sqlite");
+    let store = Store::open(&path).await.unwrap();
+    let refuse_calls = "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); \
+        c.execute(\"CREATE TRIGGER no_calls BEFORE INSERT ON tool_calls \
+        BEGIN SELECT RAISE(ABORT, 'calls refused'); END\"); c.commit()";
+    let made = std::process::Command::new("python3")
+        .args(["-c", refuse_calls])
+        .arg(&path)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let provider = Scripted::new([
+        step(vec![call("c1", "f__add", json!({"a": 2, "b": 3}))]),
+        ModelResponse::text("five"),
+    ]);
+    let mut cfg = config(Mode::Auto);
+    cfg.store = Some(store.clone());
+    let recorder = Recorder::default();
+    let gate = gate(caller, Policy::default());
+    let engine = engine_for(&provider, &m, &catalogue, &gate, &recorder, cfg);
+    let mut conv = Conversation::create(&store, "m", "/work", 100_000, Answers::default())
+        .await
+        .unwrap();
+    engine
+        .run_turn(&mut conv, "add 2 and 3", &CancellationToken::new())
+        .await
+        .unwrap();
+    let id = conv.id().unwrap().clone();
+    assert_eq!(store.load_messages(&id).await.unwrap().len(), 4);
+    assert!(store.load_tool_calls(&id).await.unwrap().is_empty());
+    let told = recorder.seen();
+    assert!(
+        told.iter()
+            .any(|s| s.contains("could not be recorded") && s.contains("calls refused")),
+        "{told:?}"
+    );
+    m.shutdown().await;
+}
+
 #[tokio::test]
 async fn progress_notifications_reach_the_front_end_as_events_of_their_call() {
     let (m, catalogue, caller) = start(vec![fake_setup("f", &[], |_| {})]).await;
