@@ -402,3 +402,38 @@ async fn an_https_endpoint_is_verified_and_its_connection_kept() {
     assert!(e.is_connect() && e.to_string().contains("TLS"), "{e}");
     assert_eq!(seen.recv().await.unwrap().0, "handshake refused");
 }
+
+/// An endpoint whose answer's head never ends is cut off at hyper's bound on a head
+/// (about 400 KB), not read until memory runs out; an error page is read only in part.
+#[tokio::test]
+async fn an_answer_is_read_within_bounds() {
+    let (endless, _, _) = server(Box::new(|_, s| {
+        let _ = s.write_all(b"HTTP/1.1 200 OK\r\n");
+        let header = format!("x-filler: {}\r\n", "y".repeat(1000));
+        // Bounded, so the test ends even if the client kept reading: 64 MB.
+        for _ in 0..64_000 {
+            if s.write_all(header.as_bytes()).is_err() {
+                break;
+            }
+        }
+        false
+    }));
+    let e = post(&client(), &endless, "{}").await.unwrap_err();
+    assert!(e.to_string().contains("too large"), "{e}");
+    let (huge_page, _, _) = server(Box::new(|_, s| {
+        let body = "e".repeat(1 << 20);
+        let _ = write!(
+            s,
+            "HTTP/1.1 500 Oops\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        true
+    }));
+    let target = Target::parse(&huge_page).unwrap();
+    let r = client()
+        .post_json(&target, &[], Bytes::new())
+        .await
+        .unwrap();
+    assert_eq!(r.status.as_u16(), 500);
+    assert_eq!(r.body.text(8 * 1024).await.len(), 8 * 1024);
+}
