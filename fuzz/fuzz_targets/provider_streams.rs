@@ -38,7 +38,7 @@ async fn complete(
     url: &str,
     request: &ModelRequest,
 ) -> Result<ModelResponse, ProviderError> {
-    let client = mcp_host_fuzz::runtime().1.clone();
+    let client = mcp_host_fuzz::model_client().clone();
     let key = Some("k".to_string());
     match which % 5 {
         0 => {
@@ -68,7 +68,13 @@ fuzz_target!(|data: &[u8]| {
         let mut request =
             ModelRequest::new("m", vec![Message::User { text: "hi".into() }], Vec::new());
         request.deltas = Some(tx);
-        let answer = complete(which, &server.url, &request).await;
+        // The server ends every body, so a provider still reading after seconds is stuck.
+        let answer = tokio::time::timeout(
+            std::time::Duration::from_secs(5),
+            complete(which, &server.url, &request),
+        )
+        .await
+        .expect("a provider kept reading a body that had ended");
         drop(request);
         let mut shown = String::new();
         while let Some(piece) = rx.recv().await {

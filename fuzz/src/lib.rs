@@ -23,6 +23,12 @@ pub fn runtime() -> &'static (tokio::runtime::Runtime, reqwest::Client) {
     })
 }
 
+/// The model providers' client, shared by every input like the runtime.
+pub fn model_client() -> &'static mcp_host_models::ModelClient {
+    static CLIENT: OnceLock<mcp_host_models::ModelClient> = OnceLock::new();
+    CLIENT.get_or_init(|| mcp_host_models::ModelClient::new(Duration::from_millis(200)))
+}
+
 /// What the loopback server read of one request.
 pub struct Request {
     pub path: String,

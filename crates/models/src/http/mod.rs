@@ -12,7 +12,7 @@
 mod connect;
 
 use bytes::Bytes;
-use http::header::{CONTENT_TYPE, HOST, HeaderName, HeaderValue, LOCATION};
+use http::header::{CONTENT_TYPE, HOST, HeaderName, HeaderValue, LOCATION, USER_AGENT};
 use http::{HeaderMap, Request, StatusCode, Uri};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
@@ -25,8 +25,12 @@ use std::time::{Duration, Instant};
 /// servers close a keep-alive connection after a minute or more of silence.
 const IDLE_MAX: usize = 4;
 const IDLE_FOR: Duration = Duration::from_secs(55);
-/// Redirects followed for one request (307 and 308 to the same origin only).
+/// Redirects followed for one request (307 and 308 to the same origin only), and how much
+/// of a redirect's own body is read past so its connection can be used again.
 const REDIRECTS_MAX: usize = 5;
+const REDIRECT_BODY_MAX: usize = 64 * 1024;
+/// The `User-Agent` of every model request.
+const AGENT: &str = concat!("mcp-host/", env!("CARGO_PKG_VERSION"));
 
 /// A client for model endpoints; clones share its kept connections.
 #[derive(Clone)]
@@ -308,7 +312,9 @@ impl ModelClient {
                     let next = resolve(&target, location);
                     match next {
                         Ok(next) if moved && next.origin == target.origin => {
-                            target = std::borrow::Cow::Owned(next)
+                            // Read to its end, so the connection carries the next request.
+                            response.body.text(REDIRECT_BODY_MAX).await;
+                            target = std::borrow::Cow::Owned(next);
                         }
                         _ => {
                             return Err(HttpError::request(format!(
@@ -340,44 +346,54 @@ impl ModelClient {
         let proxy = self.inner.proxies.intercept(&target.uri);
         // Through a proxy to an `http://` endpoint the request names the endpoint whole.
         let absolute = proxy.is_some() && !target.origin.https;
-        let mut request = Request::post(if absolute {
-            target.uri.clone()
-        } else {
-            target.path.clone()
-        })
-        .body(Full::new(body))
-        .map_err(|e| HttpError::request(e.to_string()))?;
-        let map = request.headers_mut();
-        map.insert(HOST, target.host_header.clone());
-        map.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        for (name, value) in headers {
-            map.insert(name.clone(), value.clone());
-        }
-        if absolute && let Some(auth) = proxy.as_ref().and_then(|p| p.basic_auth()) {
-            map.insert(http::header::PROXY_AUTHORIZATION, auth.clone());
-        }
-        // A kept connection the endpoint closed while it sat idle may fail before it
-        // carries the request; the request then goes on a new one, once.
+        let auth = proxy
+            .as_ref()
+            .and_then(|p| p.basic_auth())
+            .filter(|_| absolute);
+        let request = || {
+            let mut request = Request::post(if absolute {
+                target.uri.clone()
+            } else {
+                target.path.clone()
+            })
+            .body(Full::new(body.clone()))
+            .map_err(|e| HttpError::request(e.to_string()))?;
+            let map = request.headers_mut();
+            map.insert(HOST, target.host_header.clone());
+            map.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            // Some gateways in front of model servers refuse a request that names no agent.
+            map.insert(USER_AGENT, HeaderValue::from_static(AGENT));
+            for (name, value) in headers {
+                map.insert(name.clone(), value.clone());
+            }
+            if let Some(auth) = auth {
+                map.insert(http::header::PROXY_AUTHORIZATION, auth.clone());
+            }
+            Ok::<_, HttpError>(request)
+        };
         if let Some(mut sender) = self.inner.check_out(&target.origin).await {
-            match sender.try_send_request(request).await {
+            match sender.try_send_request(request()?).await {
                 Ok(response) => return Ok(self.answer(target, sender, response)),
-                Err(mut e) => match e.take_message() {
-                    Some(unsent) => request = unsent,
-                    None if e.error().is_incomplete_message() => {
-                        return Err(HttpError::request(format!(
-                            "{}: the connection closed before an answer came",
-                            target.uri
-                        )));
-                    }
-                    None => return Err(HttpError::hyper(e.error())),
-                },
+                // A kept connection the endpoint closed while it sat idle fails before any
+                // answer: the close can cross the request on the wire (a reset, a broken
+                // pipe, or an end where the answer should be). The request then goes once
+                // more on a new connection, as browsers resend on a reused one; any other
+                // failure is the answer's.
+                Err(e) if !stale(e.error()) => return Err(HttpError::hyper(e.error())),
+                Err(_) => {}
             }
         }
         let mut sender = self.connect(target, proxy.as_ref()).await?;
-        let response = sender
-            .send_request(request)
-            .await
-            .map_err(|e| HttpError::hyper(&e))?;
+        let response = sender.send_request(request()?).await.map_err(|e| {
+            if e.is_incomplete_message() {
+                HttpError::request(format!(
+                    "{}: the connection closed before an answer came",
+                    target.uri
+                ))
+            } else {
+                HttpError::hyper(&e)
+            }
+        })?;
         Ok(self.answer(target, sender, response))
     }
 
@@ -461,6 +477,23 @@ impl Inner {
             since: Instant::now(),
         });
     }
+}
+
+/// Whether a request on a reused connection failed because the connection was already
+/// gone: it never left, or the endpoint's close met it (no answer, a reset, a broken pipe).
+fn stale(e: &hyper::Error) -> bool {
+    if e.is_canceled() || e.is_closed() || e.is_incomplete_message() {
+        return true;
+    }
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        if let Some(io) = c.downcast_ref::<std::io::Error>() {
+            use std::io::ErrorKind::{BrokenPipe, ConnectionAborted, ConnectionReset};
+            return matches!(io.kind(), ConnectionReset | BrokenPipe | ConnectionAborted);
+        }
+        cause = c.source();
+    }
+    false
 }
 
 /// Where `location` (absolute, or a path on the same origin) points from `target`.

@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 
 /// One request as a server read it: its request line, headers (lower-case names) and body.
+#[derive(Clone)]
 struct Seen {
     line: String,
     headers: Vec<(String, String)>,
@@ -52,10 +53,11 @@ fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Seen> {
 }
 
 /// What the server does after reading a request on a connection.
-type Answer = Box<dyn Fn(&Seen, &mut TcpStream) -> bool + Send + Sync>;
+type Answer = Box<dyn Fn(&Seen, usize, &mut TcpStream) -> bool + Send + Sync>;
 
-/// A server on loopback: each request is sent on `seen`, then `answer` writes to the
-/// connection and says whether to keep it open. Counts connections accepted.
+/// A server on loopback: each request is sent on `seen`, then `answer` (given how many
+/// requests came before it on its connection) writes to the connection and says whether to
+/// keep it open. Counts connections accepted.
 fn server(answer: Answer) -> (String, Arc<AtomicUsize>, mpsc::Receiver<Seen>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
@@ -71,11 +73,15 @@ fn server(answer: Answer) -> (String, Arc<AtomicUsize>, mpsc::Receiver<Seen>) {
             // A connection of its own: a kept one must not hold up the next.
             std::thread::spawn(move || {
                 let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut before = 0;
                 while let Some(seen) = read_request(&mut reader) {
-                    let keep = answer(&seen, &mut stream);
-                    if tx.send(seen).is_err() || !keep {
+                    // Told before it is answered, so requests are told in the order they
+                    // came even when they came on different connections.
+                    let _ = tx.send(seen.clone());
+                    if !answer(&seen, before, &mut stream) {
                         break;
                     }
+                    before += 1;
                 }
             });
         }
@@ -135,7 +141,7 @@ fn a_target_is_its_origin_its_path_and_its_host_header() {
 /// A turn's requests go on one connection, each with its body, host, type and key.
 #[tokio::test]
 async fn requests_one_after_another_share_one_connection() {
-    let (url, accepted, seen) = server(Box::new(|_, s| {
+    let (url, accepted, seen) = server(Box::new(|_, _, s| {
         ok(s, "fine");
         true
     }));
@@ -150,6 +156,8 @@ async fn requests_one_after_another_share_one_connection() {
         assert_eq!(s.body, body);
         assert_eq!(s.header("content-type"), Some("application/json"));
         assert_eq!(s.header("authorization"), Some("Bearer k"));
+        assert_eq!(s.header("user-agent"), Some(AGENT));
+        assert!(AGENT.starts_with("mcp-host/0."), "{AGENT}");
         assert_eq!(s.header("host"), url.strip_prefix("http://"));
     }
     assert_eq!(accepted.load(Ordering::SeqCst), 1);
@@ -161,7 +169,7 @@ async fn requests_one_after_another_share_one_connection() {
 /// a new connection, not an error.
 #[tokio::test]
 async fn a_kept_connection_the_endpoint_closed_is_replaced() {
-    let (url, accepted, seen) = server(Box::new(|_, s| {
+    let (url, accepted, seen) = server(Box::new(|_, _, s| {
         ok(s, "once");
         false
     }));
@@ -173,11 +181,34 @@ async fn a_kept_connection_the_endpoint_closed_is_replaced() {
     assert_eq!(accepted.load(Ordering::SeqCst), 3);
 }
 
+/// An endpoint that closes a kept connection as the next request reaches it (the close and
+/// the request cross on the wire) gets the request again on a new connection: the request
+/// never reached anyone who would answer it.
+#[tokio::test]
+async fn a_request_that_meets_the_endpoints_close_goes_again_on_a_new_connection() {
+    let (url, accepted, seen) = server(Box::new(|_, before, s| {
+        if before > 0 {
+            return false;
+        }
+        ok(s, "fresh");
+        true
+    }));
+    let c = client();
+    for _ in 0..3 {
+        assert_eq!(post(&c, &url, "{}").await.unwrap(), (200, "fresh".into()));
+    }
+    assert_eq!(accepted.load(Ordering::SeqCst), 3);
+    // The first request, then the second and third each twice.
+    for _ in 0..5 {
+        seen.recv_timeout(Duration::from_secs(10)).unwrap();
+    }
+}
+
 /// An endpoint that reads the request and hangs up without an answer is an error that
 /// says so, not a hang and not a second copy of the request.
 #[tokio::test]
 async fn an_endpoint_that_hangs_up_without_answering_is_an_error() {
-    let (url, _, seen) = server(Box::new(|_, _| false));
+    let (url, _, seen) = server(Box::new(|_, _, _| false));
     let e = post(&client(), &url, "{}").await.unwrap_err();
     assert!(!e.is_connect(), "{e}");
     seen.recv().unwrap();
@@ -188,7 +219,7 @@ async fn an_endpoint_that_hangs_up_without_answering_is_an_error() {
 /// or one that would turn the POST into a GET, is an error naming where it points.
 #[tokio::test]
 async fn only_a_redirect_that_keeps_the_request_and_its_origin_is_followed() {
-    let (url, _, seen) = server(Box::new(|s, stream| {
+    let (url, accepted, seen) = server(Box::new(|s, _, stream| {
         let path = s.line.split(' ').nth(1).unwrap_or_default().to_string();
         let redirect = |code: &str, to: &str| {
             format!("HTTP/1.1 {code} R\r\nlocation: {to}\r\ncontent-length: 0\r\n\r\n")
@@ -211,6 +242,11 @@ async fn only_a_redirect_that_keeps_the_request_and_its_origin_is_followed() {
         (200, "at /new".into())
     );
     assert_eq!(seen.recv().unwrap().line, "POST /old HTTP/1.1");
+    assert_eq!(
+        accepted.load(Ordering::SeqCst),
+        1,
+        "the redirect's connection was kept"
+    );
     let followed = seen.recv().unwrap();
     assert_eq!(
         (followed.line.as_str(), followed.body.as_str()),
@@ -229,7 +265,7 @@ async fn only_a_redirect_that_keeps_the_request_and_its_origin_is_followed() {
 /// that says what the proxy answered.
 #[tokio::test]
 async fn a_proxy_is_asked_as_http_proxies_are() {
-    let (proxy, _, seen) = server(Box::new(|s, stream| {
+    let (proxy, _, seen) = server(Box::new(|s, _, stream| {
         if s.line.starts_with("CONNECT ") {
             let _ = stream.write_all(b"HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\n\r\n");
             false
@@ -407,7 +443,7 @@ async fn an_https_endpoint_is_verified_and_its_connection_kept() {
 /// (about 400 KB), not read until memory runs out; an error page is read only in part.
 #[tokio::test]
 async fn an_answer_is_read_within_bounds() {
-    let (endless, _, _) = server(Box::new(|_, s| {
+    let (endless, _, _) = server(Box::new(|_, _, s| {
         let _ = s.write_all(b"HTTP/1.1 200 OK\r\n");
         let header = format!("x-filler: {}\r\n", "y".repeat(1000));
         // Bounded, so the test ends even if the client kept reading: 64 MB.
@@ -420,7 +456,7 @@ async fn an_answer_is_read_within_bounds() {
     }));
     let e = post(&client(), &endless, "{}").await.unwrap_err();
     assert!(e.to_string().contains("too large"), "{e}");
-    let (huge_page, _, _) = server(Box::new(|_, s| {
+    let (huge_page, _, _) = server(Box::new(|_, _, s| {
         let body = "e".repeat(1 << 20);
         let _ = write!(
             s,
