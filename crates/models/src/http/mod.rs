@@ -509,3 +509,5 @@ fn resolve(target: &Target, location: &str) -> Result<Target, String> {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tls_tests;

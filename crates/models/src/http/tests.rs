@@ -97,11 +97,11 @@ fn ok(stream: &mut TcpStream, body: &str) {
     );
 }
 
-fn client() -> ModelClient {
+pub(super) fn client() -> ModelClient {
     ModelClient::with_proxies(Duration::from_secs(10), Matcher::builder().build())
 }
 
-async fn post(
+pub(super) async fn post(
     client: &ModelClient,
     url: &str,
     body: &'static str,
@@ -325,118 +325,6 @@ async fn nothing_listening_is_refused() {
         e.is_refused() && e.to_string().contains(&port.to_string()),
         "{e}"
     );
-}
-
-/// Over TLS: the endpoint's certificate is checked against the roots (here a test CA,
-/// `tests/fixtures/tls`), HTTP/1.1 is agreed by ALPN, and the connection is kept. A
-/// certificate no root vouches for is refused before anything is sent.
-#[tokio::test]
-async fn an_https_endpoint_is_verified_and_its_connection_kept() {
-    use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
-    use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
-    let fixture = |name: &str| {
-        std::fs::read(format!(
-            "{}/tests/fixtures/tls/{name}",
-            env!("CARGO_MANIFEST_DIR")
-        ))
-        .unwrap()
-    };
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let server = rustls::ServerConfig::builder_with_provider(provider.clone())
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(
-            vec![CertificateDer::from(fixture("localhost.der"))],
-            PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(fixture("localhost.key.der"))),
-        )
-        .unwrap();
-    let mut server = server;
-    server.alpn_protocols = vec![b"http/1.1".to_vec()];
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(server));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let (seen_tx, mut seen) = tokio::sync::mpsc::unbounded_channel();
-    tokio::spawn(async move {
-        while let Ok((tcp, _)) = listener.accept().await {
-            let (acceptor, seen_tx) = (acceptor.clone(), seen_tx.clone());
-            tokio::spawn(async move {
-                let Ok(tls) = acceptor.accept(tcp).await else {
-                    let _ = seen_tx.send(("handshake refused".to_string(), None));
-                    return;
-                };
-                let alpn = tls.get_ref().1.alpn_protocol().map(<[u8]>::to_vec);
-                let mut tls = tokio::io::BufReader::new(tls);
-                loop {
-                    let mut line = String::new();
-                    let mut length = 0;
-                    if tls.read_line(&mut line).await.unwrap_or(0) == 0 {
-                        return;
-                    }
-                    loop {
-                        let mut h = String::new();
-                        tls.read_line(&mut h).await.unwrap();
-                        if let Some(v) = h.to_ascii_lowercase().strip_prefix("content-length:") {
-                            length = v.trim().parse().unwrap();
-                        }
-                        if h.trim().is_empty() {
-                            break;
-                        }
-                    }
-                    let mut body = vec![0; length];
-                    tls.read_exact(&mut body).await.unwrap();
-                    let _ = seen_tx.send((line.trim_end().to_string(), alpn.clone()));
-                    let answer = "HTTP/1.1 200 OK\r\ncontent-length: 6\r\n\r\nsecure";
-                    tls.get_mut().write_all(answer.as_bytes()).await.unwrap();
-                }
-            });
-        }
-    });
-    let mut roots = rustls::RootCertStore::empty();
-    roots.add(CertificateDer::from(fixture("ca.der"))).unwrap();
-    let trusting = rustls::ClientConfig::builder_with_provider(provider.clone())
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    let client_with = |config: rustls::ClientConfig| {
-        let mut config = config;
-        config.alpn_protocols = vec![b"http/1.1".to_vec()];
-        let c = client();
-        ModelClient {
-            inner: Arc::new(Inner {
-                tls: connect::Tls::preset(config),
-                connect_timeout: c.inner.connect_timeout,
-                proxies: Matcher::builder().build(),
-                idle: Mutex::default(),
-            }),
-        }
-    };
-    let c = client_with(trusting);
-    for host in ["localhost", "127.0.0.1", "localhost"] {
-        let answer = post(&c, &format!("https://{host}:{port}/v1/chat"), "{}").await;
-        assert_eq!(answer.unwrap(), (200, "secure".into()), "{host}");
-        let (line, alpn) = seen.recv().await.unwrap();
-        assert_eq!(line, "POST /v1/chat HTTP/1.1");
-        assert_eq!(alpn.as_deref(), Some(&b"http/1.1"[..]));
-    }
-    // Three requests, two origins (the name and the address): two connections, the first
-    // used again.
-    assert_eq!(c.inner.idle.lock().unwrap().len(), 2);
-    let distrusting = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(rustls::RootCertStore::empty())
-        .with_no_client_auth();
-    let e = post(
-        &client_with(distrusting),
-        &format!("https://localhost:{port}/v1"),
-        "{}",
-    )
-    .await
-    .unwrap_err();
-    assert!(e.is_connect() && e.to_string().contains("TLS"), "{e}");
-    assert_eq!(seen.recv().await.unwrap().0, "handshake refused");
 }
 
 /// An endpoint whose answer's head never ends is cut off at hyper's bound on a head
