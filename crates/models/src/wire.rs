@@ -53,8 +53,10 @@ pub(crate) struct Endpoint {
 
 impl Endpoint {
     pub(crate) fn new(base_url: &str, path: &str) -> Self {
-        let text = format!("{base_url}{path}");
-        let target = Target::parse(&text);
+        let url = format!("{base_url}{path}");
+        let target = Target::parse(&url);
+        // Errors quote the endpoint: without a password its URL may carry.
+        let text = crate::http::redacted(&url).into_owned();
         Self { text, target }
     }
 }

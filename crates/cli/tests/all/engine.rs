@@ -548,6 +548,21 @@ async fn a_full_window_is_compacted_at_the_turn_boundary() {
     m.shutdown().await;
 }
 
+/// Runs "add 2 and 3" as the first turn of a new conversation in `store` (in `/work`).
+async fn first_stored_turn<P: mcp_host_models::Provider>(
+    engine: &mcp_host_engine::Engine<'_, P>,
+    store: &Store,
+) -> mcp_host_store::ConversationId {
+    let mut conv = Conversation::create(store, "m", "/work", 100_000, Answers::default())
+        .await
+        .unwrap();
+    engine
+        .run_turn(&mut conv, "add 2 and 3", &CancellationToken::new())
+        .await
+        .unwrap();
+    conv.id().unwrap().clone()
+}
+
 #[tokio::test]
 async fn a_persisted_conversation_resumes_with_its_history_and_call_records() {
     let (m, catalogue, caller) = start(vec![fake_setup("f", &[], |_| {})]).await;
@@ -570,15 +585,7 @@ async fn a_persisted_conversation_resumes_with_its_history_and_call_records() {
         &mcp_host_engine::Quiet,
         cfg,
     );
-    let mut conv = Conversation::create(&store, "m", "/work", 100_000, Answers::default())
-        .await
-        .unwrap();
-    engine
-        .run_turn(&mut conv, "add 2 and 3", &CancellationToken::new())
-        .await
-        .unwrap();
-    let id = conv.id().unwrap().clone();
-    drop(conv);
+    let id = first_stored_turn(&engine, &store).await;
     let latest = store.latest_conversation("/work").await.unwrap().unwrap();
     assert_eq!(latest.id, id);
     let mut resumed = Conversation::resume(&store, &id, 100_000, Answers::default())
@@ -635,14 +642,7 @@ async fn calls_that_cannot_be_recorded_do_not_cost_the_turn_its_messages() {
     let recorder = Recorder::default();
     let gate = gate(caller, Policy::default());
     let engine = engine_for(&provider, &m, &catalogue, &gate, &recorder, cfg);
-    let mut conv = Conversation::create(&store, "m", "/work", 100_000, Answers::default())
-        .await
-        .unwrap();
-    engine
-        .run_turn(&mut conv, "add 2 and 3", &CancellationToken::new())
-        .await
-        .unwrap();
-    let id = conv.id().unwrap().clone();
+    let id = first_stored_turn(&engine, &store).await;
     assert_eq!(store.load_messages(&id).await.unwrap().len(), 4);
     assert!(store.load_tool_calls(&id).await.unwrap().is_empty());
     let told = recorder.seen();

@@ -79,8 +79,10 @@ pub(crate) struct Target {
 }
 
 impl Target {
-    pub(crate) fn parse(text: &str) -> Result<Self, String> {
-        let uri: Uri = text
+    pub(crate) fn parse(url: &str) -> Result<Self, String> {
+        // What the errors quote: never a password the URL carries.
+        let text = redacted(url);
+        let uri: Uri = url
             .parse()
             .map_err(|e| format!("`{text}` is not a URL: {e}"))?;
         let https = match uri.scheme_str() {
@@ -93,7 +95,8 @@ impl Target {
         };
         if authority.as_str().contains('@') {
             return Err(format!(
-                "`{text}` has a user name in it; give a key by its variable instead"
+                "`{text}` has a user name in it, which is not sent; give the key by its \
+                 variable instead"
             ));
         }
         let host = authority.host().to_ascii_lowercase();
@@ -281,11 +284,15 @@ impl ModelClient {
     }
 
     fn with_proxies(connect_timeout: Duration, proxies: Matcher) -> Self {
+        Self::with(connect_timeout, proxies, connect::Tls::default())
+    }
+
+    fn with(connect_timeout: Duration, proxies: Matcher, tls: connect::Tls) -> Self {
         Self {
             inner: Arc::new(Inner {
                 connect_timeout,
                 proxies,
-                tls: connect::Tls::default(),
+                tls,
                 idle: Mutex::new(Vec::new()),
             }),
         }
@@ -494,6 +501,19 @@ fn stale(e: &hyper::Error) -> bool {
         cause = c.source();
     }
     false
+}
+
+/// `url` with the user name and password of its authority (`user:password@`) replaced by
+/// `***`, for messages and records that quote it.
+pub(crate) fn redacted(url: &str) -> std::borrow::Cow<'_, str> {
+    let start = url.find("://").map_or(0, |i| i + 3);
+    let end = url[start..]
+        .find(['/', '?', '#'])
+        .map_or(url.len(), |i| start + i);
+    match url[start..end].rfind('@') {
+        Some(at) => format!("{}***{}", &url[..start], &url[start + at..]).into(),
+        None => url.into(),
+    }
 }
 
 /// Where `location` (absolute, or a path on the same origin) points from `target`.

@@ -101,14 +101,8 @@ fn client_trusting(ca: bool, proxies: Matcher) -> ModelClient {
         .with_root_certificates(roots)
         .with_no_client_auth();
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    ModelClient {
-        inner: Arc::new(Inner {
-            tls: connect::Tls::preset(config),
-            connect_timeout: client().inner.connect_timeout,
-            proxies,
-            idle: Mutex::default(),
-        }),
-    }
+    let connect_timeout = client().inner.connect_timeout;
+    ModelClient::with(connect_timeout, proxies, connect::Tls::preset(config))
 }
 
 /// Over TLS: the endpoint's certificate is checked against the roots, HTTP/1.1 is agreed
