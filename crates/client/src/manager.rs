@@ -413,7 +413,10 @@ impl ToolCaller {
                 let server = id.to_string();
                 match current.items.iter().find(|t| t.name == tool) {
                     None => return Err(CallError::NoLongerOffered { server, tool }),
-                    Some(t) if **t != *expect.definition => {
+                    // The same allocation is the same definition: a catalogue's entries
+                    // hold the listing's own `Arc`s, so a deep comparison is only for a list
+                    // read again since.
+                    Some(t) if !Arc::ptr_eq(t, &expect.definition) && **t != *expect.definition => {
                         return Err(CallError::DefinitionChanged { server, tool });
                     }
                     Some(_) => {}

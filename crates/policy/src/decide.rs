@@ -166,12 +166,13 @@ pub fn decide(call: Call<'_>, cx: Context<'_>) -> Decision {
             format!("rule {rule} asks"),
         );
     }
-    let key = MemoryKey {
+    // The key is three copies of text: made only when there is an answer to look for.
+    let remembered = (!cx.remembered.answers.is_empty()).then(|| MemoryKey {
         server: call.server.to_string(),
         tool: call.tool.to_string(),
         definition_hash: cx.tool.definition_hash.to_string(),
-    };
-    if let Some(v) = cx.remembered.answers.get(&key) {
+    });
+    if let Some(v) = remembered.and_then(|key| cx.remembered.answers.get(&key)) {
         return decision(
             *v,
             DecidedBy::Remembered,

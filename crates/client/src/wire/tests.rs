@@ -556,3 +556,24 @@ fn the_kinds_awaited_follow_the_requests_outstanding() {
     shared.take_outstanding(&id(3));
     assert_eq!(shared.expecting(), Expecting::default());
 }
+
+/// The hand-written token is the one `format!` wrote, for every kind of requester's token.
+#[test]
+fn wire_tokens_read_as_salt_dash_token() {
+    let salts = [0, 1, 0xdead_beef, u64::MAX];
+    let owns = [
+        NumberOrString::Number(0),
+        NumberOrString::Number(7),
+        NumberOrString::Number(-42),
+        NumberOrString::Number(i64::MAX),
+        NumberOrString::Number(i64::MIN),
+        NumberOrString::Number(1_073_741_824),
+        NumberOrString::String("".into()),
+        NumberOrString::String("tok-é".into()),
+    ];
+    for salt in salts {
+        for own in &owns {
+            assert_eq!(super::wire_token(salt, own), format!("{salt:016x}-{own}"));
+        }
+    }
+}
