@@ -6,33 +6,49 @@ pub const MAX_EVENT_BYTES: usize = 4 * 1024 * 1024;
 #[derive(Debug, Default)]
 pub struct SseParser {
     buffer: Vec<u8>,
+    /// How much of `buffer` is known to hold no newline, so a long line is scanned once.
+    scanned: usize,
     data: String,
 }
 
 impl SseParser {
-    /// Feeds bytes; returns the `data` payloads of every event completed by them.
+    /// Feeds bytes; returns the `data` payloads of every event completed by them. Each byte
+    /// is looked at once and the unread rest moved once a feed: a server's many short lines
+    /// (a run of blank ones) cost their length, not their length times the buffer's.
     pub fn feed(&mut self, bytes: &[u8]) -> Result<Vec<String>, String> {
         self.buffer.extend_from_slice(bytes);
         let mut events = Vec::new();
-        while let Some(end) = self.buffer.iter().position(|b| *b == b'\n') {
-            let line: Vec<u8> = self.buffer.drain(..=end).collect();
-            let line = String::from_utf8_lossy(&line);
-            let line = line.trim_end_matches(['\n', '\r']);
+        let mut start = 0;
+        let mut from = self.scanned;
+        let mut outcome = Ok(());
+        while let Some(offset) = self.buffer[from..].iter().position(|b| *b == b'\n') {
+            let end = from + offset;
+            let mut line = &self.buffer[start..end];
+            start = end + 1;
+            from = start;
+            while let [rest @ .., b'\r'] = line {
+                line = rest;
+            }
             if line.is_empty() {
                 if !self.data.is_empty() {
                     events.push(std::mem::take(&mut self.data));
                 }
-            } else if let Some(rest) = line.strip_prefix("data:") {
+            } else if let Some(rest) = line.strip_prefix(b"data:") {
                 if !self.data.is_empty() {
                     self.data.push('\n');
                 }
-                self.data.push_str(rest.strip_prefix(' ').unwrap_or(rest));
+                let rest = rest.strip_prefix(b" ").unwrap_or(rest);
+                self.data.push_str(&String::from_utf8_lossy(rest));
             }
             // Comments (":") and other fields (event, id, retry) are not needed here.
             if self.data.len() > MAX_EVENT_BYTES {
-                return Err(format!("an event is larger than {MAX_EVENT_BYTES} bytes"));
+                outcome = Err(format!("an event is larger than {MAX_EVENT_BYTES} bytes"));
+                break;
             }
         }
+        self.buffer.drain(..start);
+        self.scanned = self.buffer.len();
+        outcome?;
         if self.buffer.len() > MAX_EVENT_BYTES {
             return Err(format!("a line is longer than {MAX_EVENT_BYTES} bytes"));
         }
@@ -53,5 +69,34 @@ mod tests {
             ["{\"a\":1}", "[DONE]"]
         );
         assert_eq!(p.feed(b"data: x\r\ndata: y\r\n\r\n").unwrap(), ["x\ny"]);
+        // A line whose bytes come over several feeds, and text that is not UTF-8.
+        assert!(p.feed(b"data: l").unwrap().is_empty());
+        assert!(p.feed(b"on").unwrap().is_empty());
+        assert_eq!(p.feed(b"g\xff\r\r\n\n").unwrap(), ["long\u{fffd}"]);
+    }
+
+    /// A run of blank lines from a hostile endpoint, in one feed and in many: each line used
+    /// to move the whole rest of the buffer, and each feed to scan an unfinished line from its
+    /// start, so 4 MB of them took hours. A deadline, not a timing: linear work is well under
+    /// a second, the old code not within the hour.
+    #[test]
+    fn many_short_lines_and_long_trickled_lines_cost_their_length() {
+        let (done, finished) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut p = SseParser::default();
+            let blank = vec![b'\n'; MAX_EVENT_BYTES];
+            assert!(p.feed(&blank).unwrap().is_empty());
+            let mut line = b"data: ".to_vec();
+            line.resize(MAX_EVENT_BYTES - 16, b'x');
+            for piece in line.chunks(1024) {
+                assert!(p.feed(piece).unwrap().is_empty());
+            }
+            let events = p.feed(b"\n\n").unwrap();
+            done.send(events.first().map(String::len)).unwrap();
+        });
+        let len = finished
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("4 MB of lines parsed within a minute");
+        assert_eq!(len, Some(MAX_EVENT_BYTES - 16 - 6));
     }
 }
