@@ -14,6 +14,7 @@ pub mod facts;
 pub mod hex;
 pub mod json_line;
 pub mod pins;
+pub mod redact;
 pub mod sanitize;
 pub mod state;
 pub mod time;

@@ -8,6 +8,7 @@ mod anthropic;
 mod body;
 mod gemini;
 mod http;
+mod lines;
 mod lowering;
 mod ndjson;
 mod ollama;

@@ -2,41 +2,30 @@
 //! SSE): splits a byte stream into lines. A line longer than the cap is an error, not an
 //! allocation.
 
+use crate::lines::FedLines;
+
 pub const MAX_LINE_BYTES: usize = 4 * 1024 * 1024;
 
 #[derive(Debug, Default)]
 pub struct NdjsonParser {
-    buffer: Vec<u8>,
-    /// How much of `buffer` is known to hold no newline, so a long line is scanned once.
-    scanned: usize,
+    lines: FedLines,
 }
 
 impl NdjsonParser {
     /// Feeds bytes; returns every non-blank line completed by them.
     pub fn feed(&mut self, bytes: &[u8]) -> Result<Vec<String>, String> {
-        self.buffer.extend_from_slice(bytes);
         let mut lines = Vec::new();
-        let mut start = 0;
-        let mut from = self.scanned;
-        while let Some(offset) = self.buffer[from..].iter().position(|b| *b == b'\n') {
-            let end = from + offset;
-            push_line(&mut lines, &self.buffer[start..end]);
-            start = end + 1;
-            from = start;
-        }
-        self.buffer.drain(..start);
-        self.scanned = self.buffer.len();
-        if self.buffer.len() > MAX_LINE_BYTES {
-            return Err(format!("a line is longer than {MAX_LINE_BYTES} bytes"));
-        }
+        self.lines.feed(bytes, MAX_LINE_BYTES, |line| {
+            push_line(&mut lines, line);
+            Ok(())
+        })?;
         Ok(lines)
     }
 
     /// The last line, when the stream ended without a newline after it.
     pub fn finish(&mut self) -> Option<String> {
         let mut lines = Vec::new();
-        push_line(&mut lines, &std::mem::take(&mut self.buffer));
-        self.scanned = 0;
+        push_line(&mut lines, &self.lines.take_rest());
         lines.pop()
     }
 }

@@ -1,57 +1,42 @@
 //! A bounded Server-Sent Events reader: splits a byte stream into events' `data` payloads.
 //! A single event larger than the cap is an error, not an allocation.
 
+use crate::lines::FedLines;
+
 pub const MAX_EVENT_BYTES: usize = 4 * 1024 * 1024;
 
 #[derive(Debug, Default)]
 pub struct SseParser {
-    buffer: Vec<u8>,
-    /// How much of `buffer` is known to hold no newline, so a long line is scanned once.
-    scanned: usize,
+    lines: FedLines,
     data: String,
 }
 
 impl SseParser {
-    /// Feeds bytes; returns the `data` payloads of every event completed by them. Each byte
-    /// is looked at once and the unread rest moved once a feed: a server's many short lines
-    /// (a run of blank ones) cost their length, not their length times the buffer's.
+    /// Feeds bytes; returns the `data` payloads of every event completed by them.
     pub fn feed(&mut self, bytes: &[u8]) -> Result<Vec<String>, String> {
-        self.buffer.extend_from_slice(bytes);
         let mut events = Vec::new();
-        let mut start = 0;
-        let mut from = self.scanned;
-        let mut outcome = Ok(());
-        while let Some(offset) = self.buffer[from..].iter().position(|b| *b == b'\n') {
-            let end = from + offset;
-            let mut line = &self.buffer[start..end];
-            start = end + 1;
-            from = start;
+        let data = &mut self.data;
+        self.lines.feed(bytes, MAX_EVENT_BYTES, |mut line| {
             while let [rest @ .., b'\r'] = line {
                 line = rest;
             }
             if line.is_empty() {
-                if !self.data.is_empty() {
-                    events.push(std::mem::take(&mut self.data));
+                if !data.is_empty() {
+                    events.push(std::mem::take(data));
                 }
             } else if let Some(rest) = line.strip_prefix(b"data:") {
-                if !self.data.is_empty() {
-                    self.data.push('\n');
+                if !data.is_empty() {
+                    data.push('\n');
                 }
                 let rest = rest.strip_prefix(b" ").unwrap_or(rest);
-                self.data.push_str(&String::from_utf8_lossy(rest));
+                data.push_str(&String::from_utf8_lossy(rest));
             }
             // Comments (":") and other fields (event, id, retry) are not needed here.
-            if self.data.len() > MAX_EVENT_BYTES {
-                outcome = Err(format!("an event is larger than {MAX_EVENT_BYTES} bytes"));
-                break;
+            if data.len() > MAX_EVENT_BYTES {
+                return Err(format!("an event is larger than {MAX_EVENT_BYTES} bytes"));
             }
-        }
-        self.buffer.drain(..start);
-        self.scanned = self.buffer.len();
-        outcome?;
-        if self.buffer.len() > MAX_EVENT_BYTES {
-            return Err(format!("a line is longer than {MAX_EVENT_BYTES} bytes"));
-        }
+            Ok(())
+        })?;
         Ok(events)
     }
 }

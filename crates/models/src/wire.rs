@@ -55,8 +55,8 @@ impl Endpoint {
     pub(crate) fn new(base_url: &str, path: &str) -> Self {
         let url = format!("{base_url}{path}");
         let target = Target::parse(&url);
-        // Errors quote the endpoint: without a password its URL may carry.
-        let text = crate::http::redacted(&url).into_owned();
+        // Errors quote the endpoint: without a password or key its URL may carry.
+        let text = mcp_host_core::redact::url(&url).into_owned();
         Self { text, target }
     }
 }

@@ -11,6 +11,7 @@ pub use mcp_host_store::db::Backend;
 
 use crate::credentials::UserCredentials;
 use mcp_host_auth::CredentialRows;
+use mcp_host_core::redact::url as redact;
 use mcp_host_store::pins::PinStore;
 use mcp_host_store::{Store, StoreError};
 use sha2::{Digest, Sha256};
@@ -62,7 +63,7 @@ impl Db {
             Some(u) if u.starts_with("sqlite:") => (u.to_string(), Backend::Sqlite),
             Some(u) => {
                 return Err(DbError::Open {
-                    url: redact(u),
+                    url: redact(u).into_owned(),
                     source: sqlx::Error::Configuration(
                         "expected a postgres:// or sqlite: URL".into(),
                     ),
@@ -79,7 +80,7 @@ impl Db {
         };
         let max = if backend == Backend::Sqlite { 4 } else { 16 };
         let open_err = |source| DbError::Open {
-            url: redact(&url),
+            url: redact(&url).into_owned(),
             source,
         };
         let pool = (mcp_host_store::db::connect(&url, backend, max).await).map_err(open_err)?;
@@ -154,22 +155,6 @@ impl Db {
     }
 }
 
-/// A URL as it may be shown: without its password.
-pub fn redact(url: &str) -> String {
-    // The query may carry it too (`?password=…`, libpq's form): everything after `?` goes.
-    let url = url.split_once('?').map_or(url, |(base, _)| base);
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            let creds = &url[scheme + 3..at];
-            match creds.split_once(':') {
-                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme + 3], &url[at..]),
-                None => url.to_string(),
-            }
-        }
-        _ => url.to_string(),
-    }
-}
-
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> i64 {
     let since = std::time::SystemTime::now()
@@ -200,19 +185,6 @@ pub use mcp_host_core::hex::lower as hex;
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_database_url_is_shown_without_its_password() {
-        assert_eq!(
-            redact("postgres://mcp:s3cret@127.0.0.1:5432/db"),
-            "postgres://mcp:***@127.0.0.1:5432/db"
-        );
-        assert_eq!(redact("sqlite:///tmp/x.db"), "sqlite:///tmp/x.db");
-        assert_eq!(
-            redact("postgres://mcp@127.0.0.1/db?password=s3cret&sslmode=require"),
-            "postgres://mcp@127.0.0.1/db"
-        );
-    }
 
     #[test]
     fn the_service_migrations_are_its_folder() {

@@ -81,7 +81,7 @@ pub(crate) struct Target {
 impl Target {
     pub(crate) fn parse(url: &str) -> Result<Self, String> {
         // What the errors quote: never a password the URL carries.
-        let text = redacted(url);
+        let text = mcp_host_core::redact::url(url);
         let uri: Uri = url
             .parse()
             .map_err(|e| format!("`{text}` is not a URL: {e}"))?;
@@ -501,19 +501,6 @@ fn stale(e: &hyper::Error) -> bool {
         cause = c.source();
     }
     false
-}
-
-/// `url` with the user name and password of its authority (`user:password@`) replaced by
-/// `***`, for messages and records that quote it.
-pub(crate) fn redacted(url: &str) -> std::borrow::Cow<'_, str> {
-    let start = url.find("://").map_or(0, |i| i + 3);
-    let end = url[start..]
-        .find(['/', '?', '#'])
-        .map_or(url.len(), |i| start + i);
-    match url[start..end].rfind('@') {
-        Some(at) => format!("{}***{}", &url[..start], &url[start + at..]).into(),
-        None => url.into(),
-    }
 }
 
 /// Where `location` (absolute, or a path on the same origin) points from `target`.

@@ -144,14 +144,13 @@ fn a_target_is_its_origin_its_path_and_its_host_header() {
 fn a_password_in_a_url_is_never_quoted() {
     let refused = Target::parse("http://me:s3cret@h:8080/v1").unwrap_err();
     assert!(
-        !refused.contains("s3cret") && refused.contains("http://***@h:8080/v1"),
+        !refused.contains("s3cret") && refused.contains("http://me:***@h:8080/v1"),
         "{refused}"
     );
     let broken = Target::parse("http://me:s3cret@h:8080/v 1").unwrap_err();
     assert!(!broken.contains("s3cret"), "{broken}");
-    assert_eq!(redacted("https://a@b@h/p@q?x=@"), "https://***@h/p@q?x=@");
-    assert_eq!(redacted("http://h:1/v1"), "http://h:1/v1");
-    assert_eq!(redacted("h@x"), "***@x");
+    let keyed = Target::parse("http://h:8080/v 1?key=s3cret").unwrap_err();
+    assert!(!keyed.contains("s3cret"), "{keyed}");
 }
 
 /// A turn's requests go on one connection, each with its body, host, type and key.
