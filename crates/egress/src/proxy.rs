@@ -265,9 +265,10 @@ impl Proxy {
 /// body's start, or a pipelined ClientHello).
 async fn read_head(client: &mut TcpStream, buf: &mut Vec<u8>) -> std::io::Result<usize> {
     let mut chunk = [0u8; 4096];
+    let mut end = mcp_host_core::http_head::HeadEnd::default();
     loop {
-        if let Some(at) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            return Ok(at + 4);
+        if let Some(at) = end.find(buf) {
+            return Ok(at);
         }
         if buf.len() >= MAX_HEAD {
             return Err(std::io::Error::other("request head too large"));

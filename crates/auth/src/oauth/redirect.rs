@@ -36,7 +36,8 @@ impl RedirectListener {
             })?;
             let mut head = Vec::new();
             let mut buf = [0u8; 2048];
-            while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < MAX_HEAD {
+            let mut end = mcp_host_core::http_head::HeadEnd::default();
+            while end.find(&head).is_none() && head.len() < MAX_HEAD {
                 match stream.read(&mut buf).await {
                     Ok(0) | Err(_) => break,
                     Ok(n) => head.extend_from_slice(&buf[..n]),

@@ -105,6 +105,31 @@ async fn a_tunnel_to_an_allowed_host_carries_its_hello_and_is_reported_with_byte
     assert_eq!((r.bytes_up, r.bytes_down), (hello.len() as u64, 12));
 }
 
+/// A head sent in small writes, its blank line cut between two of them, is read whole: the
+/// proxy's search of a growing head looks only at new bytes and the three before them.
+#[tokio::test]
+async fn a_head_trickled_in_pieces_with_its_blank_line_cut_is_read_whole() {
+    let (port, mut got) = origin(b"server hello").await;
+    let mut h = proxy(&["site.test:*"], &["127.0.0.1"]).await;
+    let mut s = TcpStream::connect(h.proxy).await.unwrap();
+    s.set_nodelay(true).unwrap();
+    let head = format!("CONNECT site.test:{port} HTTP/1.1\r\nHost: site.test:{port}\r\n\r");
+    for piece in head.as_bytes().chunks(3) {
+        s.write_all(piece).await.unwrap();
+        tokio::task::yield_now().await;
+    }
+    s.write_all(b"\n").await.unwrap();
+    let hello = hello_for(Some("site.test"));
+    s.write_all(&hello).await.unwrap();
+    let mut out = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut out)).await;
+    drop(s);
+    let answer = String::from_utf8_lossy(&out);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert_eq!(got.recv().await.unwrap(), hello);
+    assert!(h.last_record().await.allowed);
+}
+
 #[tokio::test]
 async fn an_sni_that_names_another_host_is_refused_and_nothing_reaches_the_origin() {
     let (port, mut got) = origin(b"x").await;
