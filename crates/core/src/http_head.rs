@@ -34,7 +34,9 @@ mod tests {
     use proptest::prelude::*;
 
     fn whole(buf: &[u8]) -> Option<usize> {
-        buf.windows(4).position(|w| w == b"\r\n\r\n").map(|at| at + 4)
+        buf.windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .map(|at| at + 4)
     }
 
     proptest! {

@@ -19,6 +19,11 @@ use tokio_util::sync::CancellationToken;
 pub(crate) struct BackgroundJob {
     pub id: String,
     pub call_id: String,
+    /// The turn the model made the call in, whose row of the call its final record replaces.
+    pub turn: u32,
+    /// The arguments as the model sent them, which the call's row keeps (`args` is what was
+    /// sent to the server, after any hook's rewrite).
+    pub arguments: String,
     pub entry: Entry,
     pub args: Value,
     /// The call's record as its step left it; finished when the result is delivered.
@@ -60,7 +65,7 @@ impl<P: Provider> Engine<'_, P> {
             let call = ToolCall {
                 id: job.call_id.clone(),
                 name: job.entry.name.clone(),
-                arguments: job.args.to_string(),
+                arguments: job.arguments,
             };
             let mut record = job.record;
             note_outcome(&mut record, &outcome, took);
@@ -74,7 +79,7 @@ impl<P: Provider> Engine<'_, P> {
             record.truncated = taken.truncated;
             let text = taken.text;
             self.observer.event(card);
-            self.finish_record(conv, &record, &call);
+            self.finish_record(conv, job.turn, &record, &call);
             parts.push(format!(
                 "<background-result job=\"{}\" tool=\"{}\" call_id=\"{}\" is_error=\"{}\">\n{text}\n</background-result>",
                 job.id, job.entry.name, job.call_id, record.is_error

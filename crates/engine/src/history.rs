@@ -137,14 +137,16 @@ impl<P: Provider> Engine<'_, P> {
     }
 
     /// Records one call in the store's audit of calls, written at the next save (the end
-    /// of the turn, with its messages; see docs/architecture.md, "Durability").
+    /// of the turn, with its messages; see docs/architecture.md, "Durability"). `turn` is
+    /// the turn the model made the call in: a background call's final record, written when
+    /// it is delivered in a later turn, replaces the row its own turn left.
     pub(crate) fn record_call(
         &self,
         conv: &mut Conversation,
+        turn: u32,
         record: &CallRecord,
         call: &ToolCall,
     ) {
-        let turn = conv.turn_no;
         let Some(saved) = &mut conv.saved else {
             return;
         };

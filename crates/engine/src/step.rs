@@ -94,16 +94,17 @@ impl<P: Provider> Engine<'_, P> {
                 content,
                 is_error: record.is_error,
             });
-            self.finish_record(conv, &record, call);
+            self.finish_record(conv, conv.turn_no, &record, call);
             records.push(record);
         }
     }
 
     /// A call's one record: the audit line, and the store's row when the conversation is
-    /// persisted, both from the same record.
+    /// persisted, both from the same record. `turn` is the turn the model made the call in.
     pub(crate) fn finish_record(
         &self,
         conv: &mut Conversation,
+        turn: u32,
         record: &CallRecord,
         call: &ToolCall,
     ) {
@@ -111,7 +112,7 @@ impl<P: Provider> Engine<'_, P> {
         if record.status != CallStatus::Background {
             self.gate.record(record, self.observer);
         }
-        self.record_call(conv, record, call);
+        self.record_call(conv, turn, record, call);
     }
 
     /// Turns a dispatched call into what the model reads.
@@ -179,6 +180,8 @@ impl<P: Provider> Engine<'_, P> {
                 conv.background.push(BackgroundJob {
                     id: job_id.clone(),
                     call_id: call.id.clone(),
+                    turn: conv.turn_no,
+                    arguments: call.arguments.clone(),
                     entry: entry.clone(),
                     args,
                     record: record.clone(),

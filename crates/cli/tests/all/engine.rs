@@ -369,6 +369,65 @@ async fn a_long_call_moves_to_the_background_and_arrives_at_the_next_turn() {
     m.shutdown().await;
 }
 
+/// A background call of a persisted conversation keeps one row, in the turn the model made
+/// it: its final record, written when its result is delivered a turn later, replaces the row
+/// its own turn left, with the model's arguments.
+#[tokio::test]
+async fn a_background_call_keeps_one_row_in_its_own_turn() {
+    let (m, catalogue, caller) = start(vec![fake_setup("f", &[], |_| {})]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("s.sqlite")).await.unwrap();
+    let provider = Scripted::new([
+        step(vec![call("c1", "f__slow", json!({"ms": 1500}))]),
+        ModelResponse::text("started it"),
+        ModelResponse::text("got it"),
+    ]);
+    let mut cfg = config(Mode::Auto);
+    cfg.background_after = Some(Duration::from_millis(200));
+    cfg.store = Some(store.clone());
+    let gate = gate(caller, Policy::default());
+    let engine = engine_for(
+        &provider,
+        &m,
+        &catalogue,
+        &gate,
+        &mcp_host_engine::Quiet,
+        cfg,
+    );
+    let mut conv = Conversation::create(&store, "m", "/work", 100_000, Answers::default())
+        .await
+        .unwrap();
+    let cancel = CancellationToken::new();
+    engine.run_turn(&mut conv, "start", &cancel).await.unwrap();
+    let id = conv.id().unwrap().clone();
+    let rows = store.load_tool_calls(&id).await.unwrap();
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert!(
+        rows[0].background && rows[0].took_ms < Some(1000),
+        "{rows:?}"
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while conv.background_finished() == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the job never finished"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    engine.run_turn(&mut conv, "and?", &cancel).await.unwrap();
+    let rows = store.load_tool_calls(&id).await.unwrap();
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    let row = &rows[0];
+    assert_eq!((row.turn, row.call_id.as_str()), (1, "c1"));
+    assert_eq!(row.arguments, json!({"ms": 1500}));
+    assert!(row.background && !row.is_error, "{row:?}");
+    assert!(
+        row.took_ms >= Some(1000),
+        "the final record replaced the first: {row:?}"
+    );
+    m.shutdown().await;
+}
+
 /// The fake server, its `echo` results capped at 100 tokens (a longer one is stored).
 async fn start_echo_capped_at_100_tokens() -> (Servers, ToolSource, ToolCaller) {
     start(vec![fake_setup("f", &[], |r| {
