@@ -6,7 +6,8 @@
 #   - instructions of the host and its supervisor processes (callgrind, servers not traced)
 #     for the same start, 10 / 50 servers: repeatable where wall-clock CPU is not;
 #   - sequential tools/call on the minimal server (`mcp-host call --repeat N`): p50 and the
-#     client's CPU per call, and its instructions; and the instructions of a call answered
+#     client's CPU per call, free and with client and server held to one vCPU (`taskset`),
+#     and its instructions; and the instructions of a call answered
 #     with 4 MB of text (the testkit server's `big` tool);
 #   - an agent turn of one call per step against the scripted model (`repeat N`): host CPU
 #     per call, at the start of a turn and at the end of a 2,000-call one, and the same in

@@ -227,17 +227,24 @@ def main():
         row(f"start → all tools listed, {n} servers", floor * 1e3, [h * 1e3 for h in hosts], "ms")
 
     calls = 2000
-    floor = json.loads(run([raw, "calls", str(calls), "echo", ECHO, "--", python, minimal]).stdout)
-    hosts = []
-    for _, b in builds:
-        err = run([b, "call", "m0", "echo", "--args", ECHO, "--repeat", str(calls)]
-                  + host_args(one)).stderr
-        m = re.search(r"p50 (\d+) µs.*host CPU (\d+) µs per call", err)
-        if not m:
-            sys.exit(f"no timing in: {err}")
-        hosts.append((int(m.group(1)), int(m.group(2))))
-    row("sequential tools/call p50", floor["p50_us"], [h[0] for h in hosts], "µs", "{:.0f}")
-    row("client CPU per call", floor["cpu_per_call_us"], [h[1] for h in hosts], "µs", "{:.0f}")
+    # Then again with the client and its server held to one vCPU: on an idle VM most of a
+    # call's CPU is the hypervisor putting a vCPU to sleep and waking it (docs/benchmarks.md,
+    # the fourteenth section), which sharing one vCPU takes away from both clients.
+    for pinned, where in [([], ""), (["taskset", "-c", "1"], ", client and server on one vCPU")]:
+        floor = json.loads(run(pinned + [raw, "calls", str(calls), "echo", ECHO, "--", python,
+                                         minimal]).stdout)
+        hosts = []
+        for _, b in builds:
+            err = run(pinned + [b, "call", "m0", "echo", "--args", ECHO, "--repeat", str(calls)]
+                      + host_args(one)).stderr
+            m = re.search(r"p50 (\d+) µs.*host CPU (\d+) µs per call", err)
+            if not m:
+                sys.exit(f"no timing in: {err}")
+            hosts.append((int(m.group(1)), int(m.group(2))))
+        row(f"sequential tools/call p50{where}", floor["p50_us"], [h[0] for h in hosts], "µs",
+            "{:.0f}")
+        row(f"client CPU per call{where}", floor["cpu_per_call_us"], [h[1] for h in hosts], "µs",
+            "{:.0f}")
 
     floor_rss, _, _ = memory([raw, "list", seven])
     mems = [memory([b, "tools"] + host_args(seven)) for _, b in builds]
