@@ -166,18 +166,27 @@ pub fn tool_facts(entry: &Entry) -> ToolFacts<'_> {
 /// Makes every call id unique in the conversation. Ids a provider synthesises (Ollama sends
 /// none; some compatible servers omit them) restart at each response, and a repeated id would
 /// pair a result with the wrong call and overwrite the stored record of another.
+///
+/// Linear in the number of calls, however many share an id: a response is the model
+/// endpoint's to fill, and one of 4,000 calls all named `x` took 18 s when each renamed call
+/// searched the ones before it and tried every suffix from `_2` again.
 pub(crate) fn unique_call_ids(calls: &mut [ToolCall], conv: &mut Conversation) {
-    let mut now: Vec<String> = Vec::with_capacity(calls.len());
+    use std::collections::{HashMap, HashSet};
+    let mut now: HashSet<String> = HashSet::with_capacity(calls.len());
+    // The next suffix to try for each id that was already taken.
+    let mut next: HashMap<String, u64> = HashMap::new();
     for c in calls {
-        let mut used = |id: &str| now.iter().any(|n| n == id) || conv.call_id_taken(id);
+        let mut used = |id: &str| now.contains(id) || conv.call_id_taken(id);
         if used(&c.id) {
-            let mut n = 2;
+            let n = next.entry(c.id.clone()).or_insert(2);
             while used(&format!("{}_{n}", c.id)) {
-                n += 1;
+                *n += 1;
             }
-            c.id = format!("{}_{n}", c.id);
+            let id = format!("{}_{n}", c.id);
+            *n += 1;
+            c.id = id;
         }
-        now.push(c.id.clone());
+        now.insert(c.id.clone());
     }
 }
 
@@ -212,5 +221,29 @@ mod tests {
         unique_call_ids(&mut calls, &mut conv);
         let ids: Vec<&str> = calls.iter().map(|c| c.id.as_str()).collect();
         assert_eq!(ids, ["ollama_call_0_3", "ollama_call_1", "ollama_call_1_2"]);
+    }
+
+    /// A response of 20,000 calls that all share one id, and an id the model already gave
+    /// one of them (`x_3`), get distinct ids in linear time: with a search of the calls before
+    /// each, and every suffix tried from `_2` again, this took hours.
+    #[test]
+    fn many_calls_with_one_id_are_renamed_in_linear_time() {
+        let call = |id: &str| ToolCall {
+            id: id.into(),
+            name: "t".into(),
+            arguments: String::new(),
+        };
+        let mut conv = Conversation::new(0, mcp_host_policy::Answers::default());
+        let mut calls = vec![call("x_3")];
+        calls.extend((0..20_000).map(|_| call("x")));
+        let started = std::time::Instant::now();
+        unique_call_ids(&mut calls, &mut conv);
+        assert!(started.elapsed() < std::time::Duration::from_secs(60));
+        let ids: std::collections::HashSet<&str> = calls.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(ids.len(), calls.len());
+        assert_eq!(
+            (calls[1].id.as_str(), calls[2].id.as_str(), calls[3].id.as_str()),
+            ("x", "x_2", "x_4")
+        );
     }
 }
