@@ -242,7 +242,11 @@ mod tests {
         let ids: std::collections::HashSet<&str> = calls.iter().map(|c| c.id.as_str()).collect();
         assert_eq!(ids.len(), calls.len());
         assert_eq!(
-            (calls[1].id.as_str(), calls[2].id.as_str(), calls[3].id.as_str()),
+            (
+                calls[1].id.as_str(),
+                calls[2].id.as_str(),
+                calls[3].id.as_str()
+            ),
             ("x", "x_2", "x_4")
         );
     }

@@ -23,6 +23,12 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 pub const MAX_EXPANDED_NODES: u64 = 100_000;
 /// Nesting of subschemas with every `$ref` inlined (a chain of `$ref`s nests too).
 pub const MAX_EXPANDED_DEPTH: usize = 128;
+/// The JSON Pointers of all subschemas together, in bytes. The walk keys each subschema by
+/// its pointer, which holds every property name above it: a long name over many children
+/// made that its length times their number (a 92 KB schema, 4.7 GB of pointers and 11 s).
+/// Real schemas' pointers add up to kilobytes; 16 times the largest schema compiled is far
+/// beyond any of them.
+pub const MAX_POINTER_BYTES: usize = 16 * crate::schema::MAX_SCHEMA_BYTES;
 
 /// Why a schema is refused before compiling.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -41,6 +47,25 @@ pub enum BudgetError {
     Expansion,
     #[error("schema nests deeper than {MAX_EXPANDED_DEPTH} levels once its `$ref`s are followed")]
     ExpandedDepth,
+    #[error(
+        "the paths to the schema's subschemas add up to more than {MAX_POINTER_BYTES} bytes (long property names over many subschemas)"
+    )]
+    PathBytes,
+}
+
+/// The bytes of pointers a walk has made, against [`MAX_POINTER_BYTES`].
+#[derive(Default)]
+struct PathBudget(usize);
+
+impl PathBudget {
+    /// `parent` followed by `suffix`, counted.
+    fn join(&mut self, parent: &str, suffix: &str) -> Result<String, BudgetError> {
+        self.0 += parent.len() + suffix.len();
+        if self.0 > MAX_POINTER_BYTES {
+            return Err(BudgetError::PathBytes);
+        }
+        Ok(format!("{parent}{suffix}"))
+    }
 }
 
 /// How a subschema is applied by its parent.
@@ -171,6 +196,7 @@ fn decode(fragment: &str) -> String {
 impl<'a> Graph<'a> {
     fn build(root: &'a Value) -> Result<Self, BudgetError> {
         let mut nodes = BTreeMap::new();
+        let mut paths = PathBudget::default();
         let mut stack = vec![(String::new(), root, String::new())];
         while let Some((ptr, value, parent_base)) = stack.pop() {
             if nodes.contains_key(&ptr) {
@@ -182,7 +208,7 @@ impl<'a> Graph<'a> {
                 parent_base
             };
             for (_, suffix, sub) in subschemas(value) {
-                stack.push((format!("{ptr}{suffix}"), sub, base.clone()));
+                stack.push((paths.join(&ptr, &suffix)?, sub, base.clone()));
             }
             nodes.insert(ptr, Node { value, base });
         }
@@ -249,7 +275,7 @@ impl<'a> Graph<'a> {
                             continue;
                         }
                         for (_, suffix, s) in subschemas(v) {
-                            more.push((format!("{p}{suffix}"), s));
+                            more.push((paths.join(&p, &suffix)?, s));
                         }
                         let base = if id_of(v).is_some() {
                             p.clone()
@@ -468,6 +494,17 @@ pub(crate) mod tests {
         for _ in 0..20 {
             assert_eq!(check(&schema), Err(first.clone()));
         }
+    }
+
+    /// A long property name over many subschemas is refused by the bytes its pointers would
+    /// take, before they are made; the walk made them all (4.7 GB for a 92 KB schema).
+    #[test]
+    fn long_names_over_many_subschemas_are_refused_by_their_paths() {
+        let schema = mcp_host_testkit::long_path_schema(32 * 1024, 20_000);
+        assert!(serde_json::to_vec(&schema).unwrap().len() < crate::schema::MAX_SCHEMA_BYTES);
+        assert_eq!(check(&schema), Err(BudgetError::PathBytes));
+        // The same shape with a name of real length passes.
+        assert!(check(&mcp_host_testkit::long_path_schema(40, 2_000)).is_ok());
     }
 
     #[test]

@@ -88,6 +88,20 @@ pub fn expansion_schema(levels: usize, branches: usize) -> serde_json::Value {
     json!({"type": "object", "properties": {"q": {"$ref": "#/$defs/l0"}}, "$defs": defs})
 }
 
+/// A schema whose subschemas' JSON Pointers add up to `name_bytes × children` bytes: one
+/// property with a `name_bytes`-long name, holding `children` empty properties. About
+/// `name_bytes + 8 × children` bytes of JSON; a walk that keys subschemas by their pointers
+/// spends the product.
+pub fn long_path_schema(name_bytes: usize, children: usize) -> serde_json::Value {
+    use serde_json::{Map, Value, json};
+    let inner: Map<String, Value> = (0..children)
+        .map(|i| (format!("{i:x}"), json!({})))
+        .collect();
+    let mut outer = Map::new();
+    outer.insert("n".repeat(name_bytes), json!({"properties": inner}));
+    json!({"type": "object", "properties": outer})
+}
+
 /// One HTTP/1.1 request from `stream`, for the testkit's small servers: its head
 /// (lowercased, without the blank line) and its body (by `Content-Length`); empty when the
 /// peer closed first.
