@@ -88,6 +88,25 @@ pub fn expansion_schema(levels: usize, branches: usize) -> serde_json::Value {
     json!({"type": "object", "properties": {"q": {"$ref": "#/$defs/l0"}}, "$defs": defs})
 }
 
+/// A schema that is small to send and large to inline: one definition holding an enum of
+/// `values` strings, used by `uses` properties, each `$ref` with a description beside it (a
+/// shape every lowering inlines rather than keeps as a reference). About 214 KB at 20,000
+/// values and 1,600 uses, within the registry's size limit; copied at each use, 270 MB.
+pub fn shared_enum_schema(values: usize, uses: usize) -> serde_json::Value {
+    use serde_json::{Map, Value, json};
+    let values: Vec<Value> = (0..values).map(|i| json!(format!("v{i}"))).collect();
+    let properties: Map<String, Value> = (0..uses)
+        .map(|i| {
+            (
+                format!("p{i}"),
+                json!({"$ref": "#/$defs/e", "description": "d"}),
+            )
+        })
+        .collect();
+    json!({"type": "object", "properties": properties,
+        "$defs": {"e": {"type": "string", "enum": values}}})
+}
+
 /// A schema whose subschemas' JSON Pointers add up to `name_bytes × children` bytes: one
 /// property with a `name_bytes`-long name, holding `children` empty properties. About
 /// `name_bytes + 8 × children` bytes of JSON; a walk that keys subschemas by their pointers

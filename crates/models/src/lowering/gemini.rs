@@ -5,9 +5,7 @@
 //! a one-value enum. Everything else (`additionalProperties`, `default`, `examples`, `title`,
 //! `pattern`, …) is dropped: Gemini answers 400 to keywords it does not know.
 
-use super::{
-    MAX_DEPTH, MAX_NODES, copy_description, is_null_schema, merge_into, resolve, type_list,
-};
+use super::{Budget, MAX_DEPTH, copy_description, is_null_schema, merge_into, resolve, type_list};
 use serde_json::{Map, Value, json};
 
 /// Formats Gemini accepts, by type; others are dropped rather than rejected by the API.
@@ -19,7 +17,7 @@ pub(super) fn lower(root: &Value) -> Value {
     let mut walk = Walk {
         root,
         stack: Vec::new(),
-        budget: MAX_NODES,
+        budget: Budget::new(),
     };
     let mut out = walk.node(root, 0);
     // The root is the arguments object: it cannot be null.
@@ -33,16 +31,16 @@ struct Walk<'a> {
     root: &'a Value,
     /// References being inlined on the current path, to spot a cycle.
     stack: Vec<String>,
-    /// Nodes still allowed to be written.
-    budget: usize,
+    /// Nodes and copied bytes still allowed to be written.
+    budget: Budget,
 }
 
 /// What a cycle, an unresolvable reference or a too-deep schema becomes: an object the
 /// model may fill freely, described if the original was.
-fn placeholder(map: &Map<String, Value>) -> Value {
+fn placeholder(map: &Map<String, Value>, budget: &mut Budget) -> Value {
     let mut out = Map::new();
     out.insert("type".into(), json!("object"));
-    copy_description(map, &mut out);
+    copy_description(map, &mut out, budget);
     Value::Object(out)
 }
 
@@ -59,12 +57,18 @@ fn append_description(out: &mut Map<String, Value>, note: &str) {
 fn enumeration(
     map: &Map<String, Value>,
     out: &mut Map<String, Value>,
-    types: &mut Vec<String>,
-    nullable: &mut bool,
+    (types, nullable): (&mut Vec<String>, &mut bool),
+    budget: &mut Budget,
 ) {
     let values: Vec<Value> = match (map.get("enum"), map.get("const")) {
-        (Some(Value::Array(values)), _) => values.clone(),
-        (_, Some(c)) => vec![c.clone()],
+        (Some(values @ Value::Array(_)), _) => match budget.copy(values) {
+            Some(Value::Array(values)) => values,
+            _ => return,
+        },
+        (_, Some(c)) => match budget.copy(c) {
+            Some(c) => vec![c],
+            None => return,
+        },
         _ => return,
     };
     *nullable |= values.iter().any(Value::is_null);
@@ -110,42 +114,47 @@ impl Walk<'_> {
             // `true` or a non-schema: anything goes, which Gemini says by saying nothing.
             return json!({});
         };
-        if depth > MAX_DEPTH || self.budget == 0 {
-            return placeholder(map);
+        self.map(map, None, depth)
+    }
+
+    /// `map` lowered. With `only`, as one branch of a schema of several types: as if its
+    /// `type` were that one and it had no `anyOf`, `oneOf`, `allOf`, `enum` or `const`.
+    fn map(&mut self, map: &Map<String, Value>, only: Option<&str>, depth: usize) -> Value {
+        if depth > MAX_DEPTH || !self.budget.node() {
+            return placeholder(map, &mut self.budget);
         }
-        self.budget -= 1;
-        if let Some(reference) = map.get("$ref").and_then(Value::as_str) {
+        if only.is_none()
+            && let Some(reference) = map.get("$ref").and_then(Value::as_str)
+        {
             return self.reference(map, reference, depth);
         }
         let mut out = Map::new();
-        copy_description(map, &mut out);
-        let (mut types, mut nullable) = type_list(map.get("type"));
+        copy_description(map, &mut out, &mut self.budget);
+        let (mut types, mut nullable) = match only {
+            Some(t) => (vec![t.to_string()], false),
+            None => type_list(map.get("type")),
+        };
         types.retain(|t| TYPES.contains(&t.as_str()));
         nullable |= map.get("nullable") == Some(&Value::Bool(true));
-        enumeration(map, &mut out, &mut types, &mut nullable);
-
         let mut branches = Vec::new();
-        for key in ["anyOf", "oneOf"] {
-            for branch in map.get(key).and_then(Value::as_array).into_iter().flatten() {
-                if is_null_schema(branch) {
-                    nullable = true;
-                } else {
-                    branches.push(self.node(branch, depth + 1));
+        if only.is_none() {
+            enumeration(map, &mut out, (&mut types, &mut nullable), &mut self.budget);
+            for key in ["anyOf", "oneOf"] {
+                for branch in map.get(key).and_then(Value::as_array).into_iter().flatten() {
+                    if is_null_schema(branch) {
+                        nullable = true;
+                    } else {
+                        branches.push(self.node(branch, depth + 1));
+                    }
                 }
             }
         }
         let split = types.len() > 1;
         if split {
             // Several types: one branch per type, each keeping the keywords of its type.
-            for t in &types {
-                let mut one = map.clone();
-                for key in ["anyOf", "oneOf", "allOf", "enum", "const"] {
-                    one.remove(key);
-                }
-                one.insert("type".into(), json!(t));
-                branches.push(self.node(&Value::Object(one), depth + 1));
+            for t in std::mem::take(&mut types) {
+                branches.push(self.map(map, Some(&t), depth + 1));
             }
-            types.clear();
         }
         if types.is_empty() && branches.len() == 1 {
             // `anyOf: [X, {type: null}]` is how generators say "optional X": flatten it.
@@ -166,23 +175,19 @@ impl Walk<'_> {
         if !split {
             self.typed_keywords(map, &mut out, depth);
         }
-        for member in map
-            .get("allOf")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
+        let members = map.get("allOf").and_then(Value::as_array);
+        for member in members.filter(|_| only.is_none()).into_iter().flatten() {
             let lowered = self.node(member, depth + 1);
             merge_into(&mut out, lowered);
         }
         // Only names that exist may be required, or Gemini rejects the declaration.
-        let names: Vec<String> = out
+        let names: std::collections::HashSet<String> = out
             .get("properties")
             .and_then(Value::as_object)
             .map(|p| p.keys().cloned().collect())
             .unwrap_or_default();
         if let Some(Value::Array(required)) = out.get_mut("required") {
-            required.retain(|r| r.as_str().is_some_and(|r| names.iter().any(|n| n == r)));
+            required.retain(|r| r.as_str().is_some_and(|r| names.contains(r)));
             if required.is_empty() {
                 out.remove("required");
             }
@@ -203,13 +208,14 @@ impl Walk<'_> {
                 lowered
             }
             // A recursive schema cannot be inlined, and a non-local one is not fetched.
-            _ => placeholder(map),
+            _ => placeholder(map, &mut self.budget),
         };
         // A description next to the `$ref` says what this use of the type means.
         if let (Some(out), Some(d)) = (out.as_object_mut(), map.get("description"))
             && d.is_string()
+            && let Some(d) = self.budget.copy(d)
         {
-            out.insert("description".into(), d.clone());
+            out.insert("description".into(), d);
         }
         out
     }
@@ -227,13 +233,18 @@ impl Walk<'_> {
             if let Some(props) = map.get("properties").and_then(Value::as_object) {
                 let mut lowered = Map::new();
                 for (name, schema) in props {
+                    if !self.budget.spend(name.len()) {
+                        break;
+                    }
                     lowered.insert(name.clone(), self.node(schema, depth + 1));
                 }
                 out.insert("properties".into(), Value::Object(lowered));
             }
-            if let Some(Value::Array(required)) = map.get("required") {
-                let names: Vec<&Value> = required.iter().filter(|r| r.is_string()).collect();
-                out.insert("required".into(), json!(names));
+            if let Some(Value::Array(required)) =
+                map.get("required").and_then(|r| self.budget.copy(r))
+            {
+                let names: Vec<Value> = required.into_iter().filter(Value::is_string).collect();
+                out.insert("required".into(), Value::Array(names));
             }
         }
         if is("array") {

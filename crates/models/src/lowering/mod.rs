@@ -18,6 +18,80 @@ pub const MAX_DEPTH: usize = 32;
 /// doubles it), so depth alone does not bound the work.
 pub const MAX_NODES: usize = 10_000;
 
+/// How many bytes of copied text (descriptions, property names, `enum`, `const`, `required`
+/// and other kept values) a lowering writes. A definition `$ref`'d from many places is
+/// copied at each use, so the node count alone does not bound the output: a 214 KB schema
+/// whose 20,000-value enum was used 1,600 times was lowered to 270 MB (3.5 GB while it was
+/// made), at every step that offered the tool. Past it, the walk ends as at [`MAX_NODES`].
+pub const MAX_COPIED_BYTES: usize = 1 << 20;
+
+/// What a walk may still write: nodes and bytes of copied values. When either runs out, the
+/// walk ends: every later node is a placeholder, and nothing more is copied.
+pub(crate) struct Budget {
+    nodes: usize,
+    bytes: usize,
+}
+
+impl Budget {
+    pub(crate) fn new() -> Self {
+        Self {
+            nodes: MAX_NODES,
+            bytes: MAX_COPIED_BYTES,
+        }
+    }
+
+    /// Takes one node; false once the walk has ended.
+    pub(crate) fn node(&mut self) -> bool {
+        let more = self.nodes > 0;
+        self.nodes = self.nodes.saturating_sub(1);
+        more
+    }
+
+    /// Takes `bytes`; past the budget the walk ends and this is false.
+    pub(crate) fn spend(&mut self, bytes: usize) -> bool {
+        if self.nodes == 0 || bytes > self.bytes {
+            self.nodes = 0;
+            self.bytes = 0;
+            return false;
+        }
+        self.bytes -= bytes;
+        true
+    }
+
+    /// A copy of `value`, if the bytes it takes can be spent.
+    pub(crate) fn copy(&mut self, value: &Value) -> Option<Value> {
+        let size = size_within(value, self.bytes.saturating_add(1));
+        self.spend(size).then(|| value.clone())
+    }
+}
+
+/// About how many bytes `value`'s JSON takes, counted no further than past `limit`.
+fn size_within(value: &Value, limit: usize) -> usize {
+    let mut total = 0usize;
+    let mut stack = vec![value];
+    while let Some(v) = stack.pop() {
+        total += match v {
+            Value::String(s) => s.len() + 2,
+            Value::Array(items) => {
+                stack.extend(items);
+                2
+            }
+            Value::Object(map) => {
+                for (k, item) in map {
+                    total += k.len() + 3;
+                    stack.push(item);
+                }
+                2
+            }
+            _ => 8,
+        };
+        if total > limit {
+            break;
+        }
+    }
+    total
+}
+
 /// The schema language a provider's tool declarations speak.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Dialect {
@@ -108,10 +182,12 @@ fn is_null_schema(schema: &Value) -> bool {
         || schema.get("const").is_some_and(Value::is_null)
 }
 
-/// Copies a `description` string from `from` into `to`.
-fn copy_description(from: &Map<String, Value>, to: &mut Map<String, Value>) {
-    if let Some(d) = from.get("description").filter(|d| d.is_string()) {
-        to.insert("description".into(), d.clone());
+/// Copies a `description` string from `from` into `to`, if the budget allows.
+fn copy_description(from: &Map<String, Value>, to: &mut Map<String, Value>, budget: &mut Budget) {
+    if let Some(d) = from.get("description").filter(|d| d.is_string())
+        && let Some(d) = budget.copy(d)
+    {
+        to.insert("description".into(), d);
     }
 }
 
@@ -131,8 +207,18 @@ fn merge_into(out: &mut Map<String, Value>, member: Value) {
                 }
             }
             ("required", Some(Value::Array(have))) => {
+                // A set: looking each name up in the list cost the lists' product.
+                let mut names: std::collections::HashSet<String> = have
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect();
                 for name in value.as_array().into_iter().flatten() {
-                    if !have.contains(name) {
+                    let new = match name.as_str() {
+                        Some(n) => names.insert(n.to_string()),
+                        None => !have.contains(name),
+                    };
+                    if new {
                         have.push(name.clone());
                     }
                 }
@@ -209,6 +295,41 @@ mod tests {
                 assert_eq!(out["type"], "object");
             }
         }
+    }
+
+    /// A definition used from many places is copied at each use only as far as the byte
+    /// budget goes: a 214 KB schema was lowered to 270 MB (3.5 GB while it was made).
+    #[test]
+    fn a_shared_definition_is_copied_within_the_byte_budget() {
+        let schema = mcp_host_testkit::shared_enum_schema(20_000, 1_600);
+        assert!(schema.to_string().len() < 256 * 1024);
+        for d in [Dialect::Gemini, Dialect::OpenAiStrict] {
+            let out = lower(&schema, d).to_string();
+            assert!(
+                out.len() < 2 * MAX_COPIED_BYTES + 1_000_000,
+                "{d:?}: {}",
+                out.len()
+            );
+            // The budget is spent in document order: the first uses keep their values.
+            assert!(out.contains("\"v19999\""), "{d:?}");
+        }
+    }
+
+    /// Required names are matched by set, not by list: two lists of 40,000 names cost
+    /// their product when each name of one was looked up in the other.
+    #[test]
+    fn many_required_names_are_merged_in_linear_time() {
+        let names: Vec<String> = (0..40_000).map(|i| format!("{i:x}")).collect();
+        let mut required = names.clone();
+        required.push("a_real_one".into());
+        let schema = json!({"type": "object", "properties": {"a_real_one": {"type": "string"}},
+            "required": required, "allOf": [{"required": names}]});
+        let started = std::time::Instant::now();
+        for d in [Dialect::Gemini, Dialect::OpenAiStrict] {
+            let out = lower(&schema, d);
+            assert_eq!(out["required"], json!(["a_real_one"]), "{d:?}");
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(30));
     }
 
     #[test]

@@ -9,7 +9,7 @@
 //! an untyped schema stays untyped and the API may refuse it: use the non-strict dialect
 //! for such tools.
 
-use super::{MAX_DEPTH, MAX_NODES, copy_description, merge_into, resolve, type_list};
+use super::{Budget, MAX_DEPTH, copy_description, merge_into, resolve, type_list};
 use serde_json::{Map, Value, json};
 
 /// String formats strict mode supports.
@@ -43,7 +43,7 @@ pub(super) fn lower(root: &Value) -> Value {
     let mut walk = Walk {
         root,
         stack: Vec::new(),
-        budget: MAX_NODES,
+        budget: Budget::new(),
     };
     let mut out = walk.node(root, 0);
     let mut defs = Map::new();
@@ -55,6 +55,9 @@ pub(super) fn lower(root: &Value) -> Value {
             .into_iter()
             .flatten()
         {
+            if !walk.budget.spend(name.len()) {
+                break;
+            }
             defs.insert(name.clone(), walk.node(def, 1));
         }
     }
@@ -68,15 +71,15 @@ struct Walk<'a> {
     root: &'a Value,
     /// References being inlined on the current path, to spot a cycle.
     stack: Vec<String>,
-    /// Nodes still allowed to be written.
-    budget: usize,
+    /// Nodes and copied bytes still allowed to be written.
+    budget: Budget,
 }
 
 /// What an unresolvable reference or a too-deep schema becomes: the only object strict
 /// mode can say without knowing its shape.
-fn placeholder(map: &Map<String, Value>) -> Value {
+fn placeholder(map: &Map<String, Value>, budget: &mut Budget) -> Value {
     let mut out = Map::new();
-    copy_description(map, &mut out);
+    copy_description(map, &mut out, budget);
     out.insert("type".into(), json!("object"));
     out.insert("properties".into(), json!({}));
     out.insert("required".into(), json!([]));
@@ -131,22 +134,19 @@ fn nullable(schema: Value) -> Value {
 impl Walk<'_> {
     fn node(&mut self, schema: &Value, depth: usize) -> Value {
         let Some(map) = schema.as_object() else {
-            return schema.clone();
+            // `true`, `false`, or not a schema at all (kept for the API to judge).
+            return self.budget.copy(schema).unwrap_or_else(|| json!({}));
         };
-        if depth > MAX_DEPTH || self.budget == 0 {
-            return placeholder(map);
+        if depth > MAX_DEPTH || !self.budget.node() {
+            return placeholder(map, &mut self.budget);
         }
-        self.budget -= 1;
         if let Some(reference) = map.get("$ref").and_then(Value::as_str) {
             return self.reference(map, reference, depth);
         }
         let mut out = Map::new();
-        if let Some(t) = map.get("type") {
-            out.insert("type".into(), t.clone());
-        }
-        for key in KEPT {
-            if let Some(v) = map.get(*key) {
-                out.insert((*key).into(), v.clone());
+        for key in std::iter::once(&"type").chain(KEPT) {
+            if let Some(v) = map.get(*key).and_then(|v| self.budget.copy(v)) {
+                out.insert((*key).into(), v);
             }
         }
         if let Some(f) = map.get("format").and_then(Value::as_str)
@@ -186,7 +186,7 @@ impl Walk<'_> {
 
     /// Properties, all required (optional ones made nullable), nothing else allowed.
     fn object(&mut self, map: &Map<String, Value>, out: &mut Map<String, Value>, depth: usize) {
-        let required: Vec<&str> = map
+        let required: std::collections::HashSet<&str> = map
             .get("required")
             .and_then(Value::as_array)
             .into_iter()
@@ -200,8 +200,11 @@ impl Walk<'_> {
             .into_iter()
             .flatten()
         {
+            if !self.budget.spend(name.len()) {
+                break;
+            }
             let lowered = self.node(schema, depth + 1);
-            let lowered = if required.contains(&name.as_str()) {
+            let lowered = if required.contains(name.as_str()) {
                 lowered
             } else {
                 nullable(lowered)
@@ -240,15 +243,16 @@ impl Walk<'_> {
             return json!({"$ref": kept});
         }
         let Some(target) = resolve(self.root, reference).filter(|_| !cyclic) else {
-            return placeholder(map);
+            return placeholder(map, &mut self.budget);
         };
         self.stack.push(reference.to_string());
         let mut lowered = self.node(target, depth + 1);
         self.stack.pop();
         if let (Some(out), Some(d)) = (lowered.as_object_mut(), map.get("description"))
             && d.is_string()
+            && let Some(d) = self.budget.copy(d)
         {
-            out.insert("description".into(), d.clone());
+            out.insert("description".into(), d);
         }
         lowered
     }
