@@ -81,7 +81,10 @@ impl Anthropic {
         let mut text = String::new();
         let mut calls: Vec<ToolCall> = Vec::new();
         // Which content block index is which tool call.
-        let mut block_to_call: Vec<(u64, usize)> = Vec::new();
+        // By block index: a stream is the endpoint's to fill with calls and deltas, and a search
+        // of the calls for each delta cost their product.
+        let mut block_to_call: std::collections::HashMap<u64, usize> =
+            std::collections::HashMap::new();
         let mut stop = StopReason::Other;
         let mut usage = Usage::default();
         wire::each_payload(response, Framing::Sse, |data| {
@@ -105,7 +108,7 @@ impl Anthropic {
                             name: block["name"].as_str().unwrap_or_default().into(),
                             arguments: String::new(),
                         });
-                        block_to_call.push((index, calls.len() - 1));
+                        block_to_call.entry(index).or_insert(calls.len() - 1);
                     } else if let Some(t) = block["text"].as_str() {
                         request.emit_text(t);
                         text.push_str(t);
@@ -118,7 +121,7 @@ impl Anthropic {
                         text.push_str(t);
                     }
                     if let Some(j) = delta.get("partial_json").and_then(Value::as_str)
-                        && let Some((_, c)) = block_to_call.iter().find(|(b, _)| *b == index)
+                        && let Some(c) = block_to_call.get(&index)
                     {
                         calls[*c].arguments.push_str(j);
                     }

@@ -26,6 +26,9 @@ const SKIP_SIGNATURE: &str = "skip_thought_signature_validator";
 /// Signatures remembered at most; past this all are forgotten at once (older calls are
 /// then replayed with the skip value, which Gemini accepts).
 const MAX_SIGNATURES: usize = 4096;
+/// Their bytes at most, cleared the same way: each is the endpoint's to make as long as an
+/// event allows (4 MiB), and 4,096 of those were 16 GiB kept for the session.
+const MAX_SIGNATURE_BYTES: usize = 64 * 1024 * 1024;
 
 #[derive(Clone, Debug)]
 pub struct Gemini {
@@ -67,7 +70,8 @@ impl Gemini {
 
     fn remember_signature(&self, id: &str, signature: &str) {
         if let Ok(mut map) = self.signatures.lock() {
-            if map.len() >= MAX_SIGNATURES {
+            let bytes: usize = map.values().map(String::len).sum::<usize>() + signature.len();
+            if map.len() >= MAX_SIGNATURES || bytes > MAX_SIGNATURE_BYTES {
                 map.clear();
             }
             map.insert(id.to_string(), signature.to_string());
@@ -285,5 +289,25 @@ impl Provider for Gemini {
         request: &ModelRequest,
     ) -> impl Future<Output = Result<ModelResponse, ProviderError>> + Send {
         self.send(request)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Signatures as long as an event allows are kept to their byte limit, however many.
+    #[test]
+    fn remembered_signatures_are_bounded_in_bytes() {
+        let client = crate::http::ModelClient::new(std::time::Duration::from_secs(1));
+        let gemini = Gemini::new(client, "http://127.0.0.1:1", None);
+        let long = "s".repeat(4 << 20);
+        for i in 0..40 {
+            gemini.remember_signature(&format!("c{i}"), &long);
+        }
+        let map = gemini.signatures.lock().unwrap();
+        let bytes: usize = map.values().map(String::len).sum();
+        assert!(bytes <= MAX_SIGNATURE_BYTES, "{bytes}");
+        assert!(map.contains_key("c39"), "the newest is kept");
     }
 }

@@ -15,7 +15,7 @@ use crate::types::{
 use crate::wire::{self, Flow, Framing, at};
 use bytes::{Bytes, BytesMut};
 use serde_json::{Value, json};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 
 #[derive(Clone, Debug)]
@@ -83,6 +83,9 @@ impl OpenAiResponses {
         .await?;
         let mut text = String::new();
         let mut calls: BTreeMap<u64, Call> = BTreeMap::new();
+        // Which call each item id is, for argument events that name no index: looked up, not
+        // searched, as the stream's calls and events are the endpoint's to multiply.
+        let mut by_item: HashMap<String, u64> = HashMap::new();
         let mut stop = None;
         let mut usage = Usage::default();
         wire::each_payload(response, Framing::Sse, |data| {
@@ -109,6 +112,7 @@ impl OpenAiResponses {
                     let call = calls.entry(index).or_default();
                     if let Some(id) = item.get("id").and_then(Value::as_str) {
                         call.item_id = id.to_string();
+                        by_item.entry(call.item_id.clone()).or_insert(index);
                     }
                     if let Some(id) = item.get("call_id").and_then(Value::as_str) {
                         call.call_id = id.to_string();
@@ -126,7 +130,7 @@ impl OpenAiResponses {
                 }
                 "response.function_call_arguments.delta"
                 | "response.function_call_arguments.done" => {
-                    let Some(call) = find_call(&event, &mut calls) else {
+                    let Some(call) = find_call(&event, &mut calls, &by_item) else {
                         return Ok(Flow::Continue);
                     };
                     if let Some(d) = event.get("delta").and_then(Value::as_str) {
@@ -195,12 +199,16 @@ fn output_index(event: &Value, calls: &BTreeMap<u64, Call>) -> u64 {
 }
 
 /// The call an argument event is about: by `output_index`, else by `item_id`.
-fn find_call<'a>(event: &Value, calls: &'a mut BTreeMap<u64, Call>) -> Option<&'a mut Call> {
+fn find_call<'a>(
+    event: &Value,
+    calls: &'a mut BTreeMap<u64, Call>,
+    by_item: &HashMap<String, u64>,
+) -> Option<&'a mut Call> {
     if let Some(index) = event.get("output_index").and_then(Value::as_u64) {
         return Some(calls.entry(index).or_default());
     }
     let item_id = event.get("item_id").and_then(Value::as_str)?;
-    calls.values_mut().find(|c| c.item_id == item_id)
+    calls.get_mut(by_item.get(item_id)?)
 }
 
 fn read_usage(u: &Value) -> Usage {

@@ -130,6 +130,12 @@ pub(crate) enum Flow {
     Stop,
 }
 
+/// The most one response's stream may carry. Each event is bounded by the readers, but the
+/// text and call arguments a provider collects from them were not: an endpoint that never
+/// ended its stream (hostile, or a gateway stuck in a loop) filled the host's memory. A real
+/// response, images included, is a few megabytes.
+pub const MAX_RESPONSE_BYTES: usize = 64 * 1024 * 1024;
+
 /// Hands each payload of the stream to `each` until the stream ends or `each` says stop.
 pub(crate) async fn each_payload(
     response: Response,
@@ -139,8 +145,16 @@ pub(crate) async fn each_payload(
     let mut stream = response.body;
     let mut sse = SseParser::default();
     let mut ndjson = NdjsonParser::default();
+    let mut read = 0usize;
     while let Some(chunk) = stream.chunk().await {
         let chunk = chunk.map_err(|e| ProviderError::Stream(e.to_string()))?;
+        read += chunk.len();
+        if read > MAX_RESPONSE_BYTES {
+            return Err(ProviderError::Stream(format!(
+                "the response passed {} MiB without ending; it was stopped there",
+                MAX_RESPONSE_BYTES >> 20
+            )));
+        }
         let payloads = match framing {
             Framing::Sse => sse.feed(&chunk),
             Framing::Ndjson => ndjson.feed(&chunk),

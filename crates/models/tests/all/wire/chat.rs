@@ -172,3 +172,19 @@ async fn an_error_chunk_mid_stream_is_a_stream_error() {
         "{e}"
     );
 }
+
+/// A stream that never ends is stopped at the response limit, not read into memory without
+/// end: 66 MiB of text deltas, each event well under the per-event limit.
+#[tokio::test]
+async fn a_stream_that_never_ends_is_stopped_at_the_response_limit() {
+    let piece = chunk(json!({"content": "x".repeat(1 << 20)}), Value::Null);
+    let reply = vec![piece; 66];
+    let (url, _requests) = serve(SSE, vec![reply]);
+    let provider = OpenAiCompatible::new(history::client(), &url, None);
+    let (request, _rx) = history::request("local", history::first());
+    let e = provider.complete(&request).await.unwrap_err();
+    assert!(
+        matches!(&e, ProviderError::Stream(m) if m.contains("64 MiB")),
+        "{e}"
+    );
+}
