@@ -14,6 +14,8 @@
 //!   `credential_rows.rs`: [`CredentialRows`], a service's shared store for them (sealed
 //!   rows, a refresh lease).
 //! * `keyring.rs`: [`OsKeyring`], the freedesktop Secret Service over D-Bus.
+//! * `capped.rs`: [`read_capped`], an answer's body read up to a cap (the token and
+//!   metadata answers here, the identity provider's in the hosted mode).
 //!
 //! rmcp is used only in `oauth/`: its `transport::auth` module (`AuthorizationManager` and
 //! `AuthClient` in `flow.rs` and `client.rs`; `AuthError`, `AuthorizationMetadata` and the
@@ -25,12 +27,14 @@
 //! [`AuthorizingClient`]'s trait; the vault (`credentials.rs`, `keyring.rs`) has no rmcp.
 //! Nothing here logs a token or a secret.
 
+mod capped;
 mod credential_rows;
 mod credentials;
 mod keyring;
 pub mod oauth;
 mod sealed;
 
+pub use capped::read_capped;
 pub use credential_rows::CredentialRows;
 pub use credentials::{
     CredentialError, CredentialKey, CredentialVault, Protection, RefreshLock, VaultChoice,

@@ -301,27 +301,13 @@ impl Oidc {
     }
 }
 
-async fn read_json(mut answer: reqwest::Response) -> Result<Value, OidcError> {
+async fn read_json(answer: reqwest::Response) -> Result<Value, OidcError> {
     let status = answer.status();
-    let too_large = || OidcError::Provider("the answer is too large".into());
-    if answer
-        .content_length()
-        .is_some_and(|n| n > MAX_ANSWER as u64)
-    {
-        return Err(too_large());
-    }
     // Read piece by piece, so a provider that streams without end is cut at the cap.
-    let mut bytes = Vec::new();
-    while let Some(chunk) = answer
-        .chunk()
+    let bytes = mcp_host_auth::read_capped(answer, MAX_ANSWER)
         .await
         .map_err(|e| OidcError::Unreachable(e.without_url().to_string()))?
-    {
-        if bytes.len() + chunk.len() > MAX_ANSWER {
-            return Err(too_large());
-        }
-        bytes.extend_from_slice(&chunk);
-    }
+        .ok_or_else(|| OidcError::Provider("the answer is too large".into()))?;
     if !status.is_success() {
         return Err(OidcError::Refused(format!(
             "the provider answered {status}"

@@ -346,14 +346,12 @@ impl Shared {
         url.set_path("/.well-known/oauth-authorization-server");
         url.set_query(None);
         let response = self.token_http.get(url.clone()).send().await?;
-        if !response.status().is_success()
-            || response
-                .content_length()
-                .is_some_and(|n| n > MAX_TOKEN_RESPONSE as u64)
-        {
+        if !response.status().is_success() {
             return Ok(None);
         }
-        let body = response.bytes().await?;
+        let Some(body) = crate::capped::read_capped(response, MAX_TOKEN_RESPONSE).await? else {
+            return Ok(None);
+        };
         let Ok(metadata) = serde_json::from_slice::<AuthorizationMetadata>(&body) else {
             return Ok(None);
         };

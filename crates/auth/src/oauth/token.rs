@@ -113,16 +113,9 @@ impl TokenRequest<'_> {
         let response = request.send().await?;
         let status = response.status();
         let headers = response.headers().clone();
-        if response
-            .content_length()
-            .is_some_and(|n| n > MAX_TOKEN_RESPONSE as u64)
-        {
+        let Some(body) = crate::capped::read_capped(response, MAX_TOKEN_RESPONSE).await? else {
             return Err(fail("token response too large".into()));
-        }
-        let body = response.bytes().await?;
-        if body.len() > MAX_TOKEN_RESPONSE {
-            return Err(fail("token response too large".into()));
-        }
+        };
         let json: Value = serde_json::from_slice(&body)
             .map_err(|e| fail(format!("token response is not JSON ({status}): {e}")))?;
         Ok((status, headers, json))
