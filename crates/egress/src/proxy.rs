@@ -230,11 +230,15 @@ impl Proxy {
         host: &str,
     ) -> Result<(), String> {
         let read = async {
+            // One buffer for every read: a new one the size of what is still missing, zeroed
+            // at each read, cost a trickling client's every byte up to 16 KiB of zeroing.
+            let mut chunk = [0u8; 4096];
             loop {
                 match sni::client_hello(first) {
                     Hello::Incomplete(need) => {
-                        let mut chunk = vec![0u8; need.saturating_sub(first.len()).max(1)];
-                        let n = client.read(&mut chunk).await.map_err(|e| e.to_string())?;
+                        let want = need.saturating_sub(first.len()).clamp(1, chunk.len());
+                        let n =
+                            (client.read(&mut chunk[..want]).await).map_err(|e| e.to_string())?;
                         if n == 0 {
                             return Err("the tunnel closed before its ClientHello".to_string());
                         }
