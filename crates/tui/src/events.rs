@@ -15,7 +15,7 @@ impl App {
     pub fn on_event(&mut self, event: &Event) {
         let now = self.now();
         match event {
-            Event::TextDelta { text } => self.transcript.delta(text, &self.theme),
+            Event::TextDelta { text } => self.transcript.delta(text),
             // The card shows the outcome (waiting, running, denied); the decision itself is
             // the audit log's, not the screen's.
             Event::Decided { .. } => {}
@@ -111,7 +111,7 @@ impl App {
                         // An assistant message with no text only asked for tools: nothing
                         // to show again.
                         Replayed::Assistant { text } if !text.is_empty() => {
-                            self.transcript.delta(text, &self.theme);
+                            self.transcript.delta(text);
                             self.transcript.end_turn(None);
                         }
                         Replayed::Assistant { .. } => {}

@@ -60,8 +60,18 @@ pub(crate) struct Answer {
     /// The deltas as received, kept only so an escape sequence split across two deltas is
     /// still recognised and removed; never shown.
     raw: String,
-    /// Parsed from the sanitised text on every delta.
-    pub blocks: Vec<MdBlock>,
+    /// Parsed from the sanitised text when it is drawn, and again only after a delta: a
+    /// parse at every delta cost an answer's length squared, and a model endpoint may send
+    /// one character per delta (a 200 KB answer was minutes of CPU).
+    blocks: std::sync::OnceLock<Vec<MdBlock>>,
+}
+
+impl Answer {
+    /// The answer's blocks, parsed now if a delta came since they last were.
+    pub(crate) fn blocks(&self, theme: &Theme) -> &[MdBlock] {
+        self.blocks
+            .get_or_init(|| markdown::parse(&clean_text(&self.raw), theme))
+    }
 }
 
 /// A tool call card.
@@ -144,19 +154,19 @@ impl Transcript {
         }
     }
 
-    /// Appends a delta to the open answer (or starts one) and re-parses it.
-    pub(crate) fn delta(&mut self, delta: &str, theme: &Theme) {
+    /// Appends a delta to the open answer (or starts one); it is parsed when next drawn.
+    pub(crate) fn delta(&mut self, delta: &str) {
         let open = self.answer_open && matches!(self.entries.last(), Some(Entry::Answer(_)));
         if !open {
             self.entries.push(Entry::Answer(Answer {
                 raw: String::new(),
-                blocks: Vec::new(),
+                blocks: std::sync::OnceLock::new(),
             }));
             self.answer_open = true;
         }
         if let Some(Entry::Answer(a)) = self.entries.last_mut() {
             a.raw.push_str(delta);
-            a.blocks = markdown::parse(&clean_text(&a.raw), theme);
+            a.blocks = std::sync::OnceLock::new();
         }
     }
 
@@ -402,17 +412,39 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// An answer streamed a character at a time costs its length: it is parsed when drawn,
+    /// not at every delta (which was its length squared, minutes for 200 KB).
     #[test]
-    fn deltas_join_escape_sequences_split_across_them() {
+    fn an_answer_of_many_small_deltas_is_parsed_when_drawn() {
         let theme = Theme::new(true);
         let mut t = Transcript::new();
-        t.delta("safe \x1b]0;pw", &theme);
-        t.delta("ned\x07text", &theme);
+        let started = std::time::Instant::now();
+        for i in 0..200_000 {
+            t.delta(if i % 80 == 79 { "\n" } else { "x" });
+        }
         let Some(Entry::Answer(a)) = t.entries.last() else {
             panic!("no answer");
         };
         let mut out = Vec::new();
-        markdown::layout(&a.blocks, 80, &mut out);
+        markdown::layout(a.blocks(&theme), 100, &mut out);
+        let xs: usize = (out.iter().flat_map(|l| l.spans.iter()))
+            .map(|s| s.content.matches('x').count())
+            .sum();
+        assert_eq!(xs, 200_000 - 200_000 / 80);
+        assert!(started.elapsed() < std::time::Duration::from_secs(60));
+    }
+
+    #[test]
+    fn deltas_join_escape_sequences_split_across_them() {
+        let theme = Theme::new(true);
+        let mut t = Transcript::new();
+        t.delta("safe \x1b]0;pw");
+        t.delta("ned\x07text");
+        let Some(Entry::Answer(a)) = t.entries.last() else {
+            panic!("no answer");
+        };
+        let mut out = Vec::new();
+        markdown::layout(a.blocks(&theme), 80, &mut out);
         let text: String = out
             .iter()
             .flat_map(|l| l.spans.iter())

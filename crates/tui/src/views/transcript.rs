@@ -77,7 +77,7 @@ fn rows(app: &App, width: usize) -> Vec<Line<'static>> {
                 );
                 out.extend(wrap_all(&lines, width));
             }
-            Entry::Answer(a) => markdown::layout(&a.blocks, width, &mut out),
+            Entry::Answer(a) => markdown::layout(a.blocks(t), width, &mut out),
             Entry::Notice(text) => {
                 let lines = text_lines(
                     text,
