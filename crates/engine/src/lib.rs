@@ -163,6 +163,19 @@ pub fn tool_facts(entry: &Entry) -> ToolFacts<'_> {
     }
 }
 
+/// The most calls one model response may make; the rest are dropped before anything sees
+/// them. Models make a handful at once; a response is the endpoint's to fill, and each call
+/// is a decision, a card, an audit line, a stored row and a result sent with every later
+/// request.
+pub const MAX_CALLS_PER_RESPONSE: usize = 128;
+
+/// Keeps the first [`MAX_CALLS_PER_RESPONSE`] calls of a response; says how many it dropped.
+pub(crate) fn keep_allowed_calls(calls: &mut Vec<ToolCall>) -> usize {
+    let dropped = calls.len().saturating_sub(MAX_CALLS_PER_RESPONSE);
+    calls.truncate(MAX_CALLS_PER_RESPONSE);
+    dropped
+}
+
 /// Makes every call id unique in the conversation. Ids a provider synthesises (Ollama sends
 /// none; some compatible servers omit them) restart at each response, and a repeated id would
 /// pair a result with the wrong call and overwrite the stored record of another.

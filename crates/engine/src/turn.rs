@@ -4,8 +4,8 @@
 //! calls, until the model stops calling tools, the step cap is hit, or the user interrupts.
 
 use crate::{
-    Conversation, Engine, EngineError, ResultStore, TurnEnd, TurnReport, cancelled,
-    read_result_definition, system_prompt, unique_call_ids,
+    Conversation, Engine, EngineError, MAX_CALLS_PER_RESPONSE, ResultStore, TurnEnd, TurnReport,
+    cancelled, keep_allowed_calls, read_result_definition, system_prompt, unique_call_ids,
 };
 use mcp_host_core::event::{Event, Usage};
 use mcp_host_models::{Message, ModelRequest, Provider, ProviderError, ToolSpec};
@@ -126,6 +126,13 @@ impl<P: Provider> Engine<'_, P> {
             let Some(mut response) = self.ask_model(request, cancel).await? else {
                 return Ok(cancelled(report));
             };
+            let dropped = keep_allowed_calls(&mut response.tool_calls);
+            if dropped > 0 {
+                self.observer.event(crate::events::notice(format!(
+                    "the model asked for {} calls at once; only the first {MAX_CALLS_PER_RESPONSE} were considered, the rest dropped",
+                    dropped + MAX_CALLS_PER_RESPONSE
+                )));
+            }
             unique_call_ids(&mut response.tool_calls, conv);
             report.usage += response.usage;
             conv.push(Message::Assistant {

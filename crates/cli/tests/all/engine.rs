@@ -369,6 +369,47 @@ async fn a_long_call_moves_to_the_background_and_arrives_at_the_next_turn() {
     m.shutdown().await;
 }
 
+/// A response of more calls than one response may make keeps the first ones; the rest never
+/// reach the gate, a card, the audit or the history, and the person is told.
+#[tokio::test]
+async fn calls_past_the_limit_of_one_response_are_dropped_and_told() {
+    let (m, catalogue, caller) = start(vec![fake_setup("f", &[], |_| {})]).await;
+    let many: Vec<ToolCall> = (0..mcp_host_engine::MAX_CALLS_PER_RESPONSE + 72)
+        .map(|i| call(&format!("c{i}"), "f__add", json!({"a": i, "b": 1})))
+        .collect();
+    let provider = Scripted::new([step(many), ModelResponse::text("done")]);
+    let recorder = Recorder::default();
+    let gate = gate(caller, Policy::default());
+    let engine = engine_for(
+        &provider,
+        &m,
+        &catalogue,
+        &gate,
+        &recorder,
+        config(Mode::Auto),
+    );
+    let (conv, report) = fresh_turn(&engine).await;
+    assert_eq!(report.text, "done");
+    let limit = mcp_host_engine::MAX_CALLS_PER_RESPONSE;
+    assert_eq!(report.calls.len(), limit);
+    let results = tool_results(conv.history());
+    assert_eq!(results.len(), limit);
+    assert_eq!(results.last().unwrap().0, format!("c{}", limit - 1));
+    let Some(Message::Assistant { tool_calls, .. }) = conv.history().get(1) else {
+        panic!("no assistant message: {:?}", conv.history());
+    };
+    assert_eq!(tool_calls.len(), limit);
+    let told = recorder.seen();
+    assert!(
+        told.iter()
+            .any(|s| s.starts_with("notice:")
+                && s.contains(&format!("asked for {} calls", limit + 72))),
+        "{told:?}"
+    );
+    assert!(!told.iter().any(|s| s == &format!("begun:c{limit}")));
+    m.shutdown().await;
+}
+
 /// A background call of a persisted conversation keeps one row, in the turn the model made
 /// it: its final record, written when its result is delivered a turn later, replaces the row
 /// its own turn left, with the model's arguments.
