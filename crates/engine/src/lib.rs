@@ -185,10 +185,12 @@ pub(crate) fn keep_allowed_calls(calls: &mut Vec<ToolCall>) -> usize {
 /// searched the ones before it and tried every suffix from `_2` again.
 pub(crate) fn unique_call_ids(calls: &mut [ToolCall], conv: &mut Conversation) {
     use std::collections::{HashMap, HashSet};
-    let mut now: HashSet<String> = HashSet::with_capacity(calls.len());
+    // Filled as it is needed: a step of one call (the common case) makes neither.
+    let mut now: HashSet<String> = HashSet::new();
     // The next suffix to try for each id that was already taken.
     let mut next: HashMap<String, u64> = HashMap::new();
-    for c in calls {
+    let last = calls.len().saturating_sub(1);
+    for (i, c) in calls.iter_mut().enumerate() {
         let mut used = |id: &str| now.contains(id) || conv.call_id_taken(id);
         if used(&c.id) {
             let n = next.entry(c.id.clone()).or_insert(2);
@@ -199,7 +201,10 @@ pub(crate) fn unique_call_ids(calls: &mut [ToolCall], conv: &mut Conversation) {
             *n += 1;
             c.id = id;
         }
-        now.insert(c.id.clone());
+        // Only a later call of this response can clash with this one.
+        if i < last {
+            now.insert(c.id.clone());
+        }
     }
 }
 
