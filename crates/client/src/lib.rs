@@ -18,6 +18,7 @@ pub mod lenient;
 mod lines;
 pub mod listing;
 pub mod manager;
+mod pace;
 pub mod procs;
 mod reading;
 mod runner;

@@ -9,6 +9,7 @@ use crate::handler::ClientFeatures;
 use crate::harness::{StateChange, jitter_source};
 use crate::http::HttpWire;
 use crate::manager::{ManagerOptions, Slot};
+use crate::pace::Pace;
 use crate::sandbox::Confined;
 use crate::session::{ConnectError, Endpoint, EraChoice, RequestError, Session};
 use crate::sign_in::AskInSession;
@@ -431,9 +432,13 @@ impl Runner {
         retrier: &mut Retrier,
         stop: &CancellationToken,
     ) -> Ended {
+        // The first listing counts: a storm of changes right after it is paced too.
+        let (mut tools_pace, mut offers_pace) = (Pace::default(), Pace::default());
+        tools_pace.start_at(tokio::time::Instant::now());
+        offers_pace.start_at(tokio::time::Instant::now());
         let listed = async {
-            self.refresh_tools(&session).await?;
-            self.refresh_offers(&session).await;
+            self.refresh_tools(&session, false).await?;
+            self.refresh_offers(&session, false).await;
             Ok::<(), RequestError>(())
         };
         match self.unless_interrupted(listed, stop).await {
@@ -479,7 +484,12 @@ impl Runner {
                     break Ended::Lost(how);
                 }
                 () = session.tools_changed.notified() => {
-                    match self.unless_interrupted(self.refresh_tools(&session), stop).await {
+                    let at = tools_pace.start_at(tokio::time::Instant::now());
+                    let relist = async {
+                        tokio::time::sleep_until(at).await;
+                        self.refresh_tools(&session, true).await
+                    };
+                    match self.unless_interrupted(relist, stop).await {
                         Ok(Ok(())) => {}
                         Ok(Err(e)) => tracing::warn!(server = %self.spec.name, error = %e, "tool refresh failed"),
                         Err(ended) => {
@@ -490,7 +500,12 @@ impl Runner {
                     false
                 }
                 () = session.offers_changed.notified() => {
-                    if let Err(ended) = self.unless_interrupted(self.refresh_offers(&session), stop).await {
+                    let at = offers_pace.start_at(tokio::time::Instant::now());
+                    let relist = async {
+                        tokio::time::sleep_until(at).await;
+                        self.refresh_offers(&session, true).await;
+                    };
+                    if let Err(ended) = self.unless_interrupted(relist, stop).await {
                         session.shutdown().await;
                         break ended;
                     }
@@ -526,7 +541,8 @@ impl Runner {
         ended
     }
 
-    async fn refresh_offers(&self, session: &Session) {
+    /// Reads the server's prompts and resources; `again` after it said they changed.
+    async fn refresh_offers(&self, session: &Session, again: bool) {
         let offers = session.list_offers(self.spec.startup_timeout).await;
         for issue in offers
             .prompts
@@ -538,6 +554,11 @@ impl Runner {
             tracing::warn!(server = %self.spec.name, item = %issue.item, reason = %issue.reason, "list entry skipped");
         }
         if let Ok(mut o) = self.slot.offers.write() {
+            // The same lists again change nothing: no new revision, so nothing downstream
+            // is rebuilt for a server that announces changes it did not make.
+            if again && **o == offers {
+                return;
+            }
             *o = Arc::new(offers);
         }
         let warnings = self.list_warnings();
@@ -575,7 +596,8 @@ impl Runner {
         all
     }
 
-    async fn refresh_tools(&self, session: &Session) -> Result<(), RequestError> {
+    /// Reads the server's tools; `again` after it said they changed.
+    async fn refresh_tools(&self, session: &Session, again: bool) -> Result<(), RequestError> {
         let covers = session.tools_changed.refresh_begins();
         let list = session.list_tools(self.spec.startup_timeout).await?;
         for issue in &list.issues {
@@ -583,6 +605,13 @@ impl Runner {
         }
         let count = list.items.len();
         if let Ok(mut t) = self.slot.tools.write() {
+            // The same list again changes nothing, as for offers; the catalogue keeps the
+            // listing's own `Arc`s, whose identity spares it comparing definitions.
+            if again && **t == list {
+                drop(t);
+                session.tools_changed.refreshed(covers);
+                return Ok(());
+            }
             *t = Arc::new(list);
         }
         let warnings = self.list_warnings();

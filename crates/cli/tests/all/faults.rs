@@ -207,6 +207,34 @@ async fn list_changed_refreshes_the_tool_list_in_both_eras() {
     m.shutdown().await;
 }
 
+/// A server that says its tools changed, a thousand times, without changing them costs no
+/// new revision (nothing downstream rebuilds); a real change after it still shows.
+#[tokio::test]
+async fn announcing_changes_that_were_not_made_rebuilds_nothing() {
+    let (m, calls) = Manager::start(
+        vec![setup(
+            "loud",
+            &["--era", "legacy", "--fault", "announce"],
+            5000,
+            5000,
+        )],
+        options(),
+    );
+    let before = wait_until(&m, "loud", is("ready")).await;
+    let id = ServerId::new("loud");
+    let times = serde_json::json!({"times": 1000}).as_object().cloned();
+    let cancel = CancellationToken::new();
+    calls.call(&id, "announce", times, &cancel).await.unwrap();
+    calls.call(&id, "grow", None, &cancel).await.unwrap();
+    let after = wait_until(&m, "loud", |s| s.tool_count == before.tool_count + 1).await;
+    assert_eq!(
+        after.revision,
+        before.revision + 1,
+        "only the real change made a revision"
+    );
+    m.shutdown().await;
+}
+
 #[tokio::test]
 async fn shutdown_stops_everything_and_publishes_stopped() {
     let (m, _calls) = Manager::start(

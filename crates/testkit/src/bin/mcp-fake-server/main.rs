@@ -27,6 +27,8 @@ faults: crash-at-start, hang, garbage, stderr-flood, exit-on-probe,
   ask-roots (adds a `roots` tool that asks roots/list and returns the answer),
   probe (adds a `probe` tool that tries what a confinement allows or forbids: see
     testkit's probe.rs),
+  announce (adds a tool `announce{times}` that sends tools/list_changed `times` times
+    without changing anything),
   string-id (over --http: tools/call answered with its id as a string),
   silent-discover (server/discover is never answered), hang-list (tools/list is never answered)
   [--discover-delay-ms N] answers server/discover after N ms
