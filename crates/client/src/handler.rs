@@ -22,6 +22,12 @@ use tokio::sync::{Notify, mpsc, oneshot};
 /// How long a person has to answer a form before it is cancelled.
 pub const ELICITATION_TIMEOUT: Duration = Duration::from_secs(600);
 
+/// How many of one connection's questions may wait for a person at once; more are declined
+/// at once. Each waits up to [`ELICITATION_TIMEOUT`] in a queue the person works through, so
+/// a server asking without end (200,000 questions, 27 MB) held a gigabyte and buried the
+/// screen in forms.
+pub const MAX_QUESTIONS_WAITING: usize = 4;
+
 /// One progress notification, as a front end shows it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Progress {
@@ -146,6 +152,8 @@ pub struct HostHandler {
     pub(crate) offers_changed: Arc<Notify>,
     pub(crate) features: ClientFeatures,
     pub(crate) progress: ProgressRoutes,
+    /// Places for this connection's questions waiting for a person.
+    pub(crate) questions: Arc<tokio::sync::Semaphore>,
 }
 
 /// The answer to a form when nobody can be asked: accept with every property's default, or
@@ -209,6 +217,10 @@ impl HostHandler {
             _ => return ElicitResult::new(ElicitationAction::Decline),
         };
         if let Some((server, asks)) = &self.features.ask_person {
+            let Ok(_waiting) = self.questions.try_acquire() else {
+                tracing::warn!(%server, "declined a question: {MAX_QUESTIONS_WAITING} of this server's are already waiting for a person");
+                return ElicitResult::new(ElicitationAction::Decline);
+            };
             let (reply, answer) = oneshot::channel();
             let ask = ElicitationAsk {
                 server: server.clone(),

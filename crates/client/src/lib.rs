@@ -33,7 +33,8 @@ pub mod wire;
 pub mod zygote;
 
 pub use handler::{
-    ClientFeatures, ElicitationAsk, ElicitationKind, ElicitationReply, Progress, defaults_answer,
+    ClientFeatures, ElicitationAsk, ElicitationKind, ElicitationReply, MAX_QUESTIONS_WAITING,
+    Progress, defaults_answer,
 };
 pub use http::{
     HttpClient, HttpWire, InProcessHttp, NetworkClient, http_client, install_crypto_provider,

@@ -408,6 +408,41 @@ async fn a_servers_question_reaches_the_person_and_their_answer_reaches_the_serv
     m.shutdown().await;
 }
 
+/// A server that asks fifty questions at once gets four of them before the person; the
+/// rest are declined at once, not queued behind them.
+#[tokio::test]
+async fn a_server_asking_without_end_is_declined_past_a_few_waiting_questions() {
+    let (asks_tx, mut asks) = tokio::sync::mpsc::unbounded_channel();
+    let mut opts = options();
+    opts.ask_person = Some(asks_tx);
+    let args = &["--era", "legacy", "--fault", "ask-storm"];
+    let (m, calls) = Manager::start(vec![setup("s", args, 5000, 5000)], opts);
+    wait_until(&m, "s", is("ready")).await;
+    let id = ServerId::new("s");
+    let never = CancellationToken::new();
+    let times = serde_json::json!({"times": 50}).as_object().cloned();
+    calls.call(&id, "ask_many", times, &never).await.unwrap();
+    let limit = mcp_host_client::MAX_QUESTIONS_WAITING;
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let tally = loop {
+        let out = calls.call(&id, "storm_tally", None, &never).await.unwrap();
+        let tally = format!("{:?}", out.content);
+        if tally.contains(&format!("declined {}", 50 - limit)) {
+            break tally;
+        }
+        assert!(std::time::Instant::now() < deadline, "{tally}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert!(tally.contains("others 0"), "{tally}");
+    let mut waiting = Vec::new();
+    while let Ok(ask) = asks.try_recv() {
+        waiting.push(ask);
+    }
+    assert_eq!(waiting.len(), limit);
+    drop(waiting);
+    m.shutdown().await;
+}
+
 #[tokio::test]
 async fn prompts_are_filled_in_and_resources_read() {
     let (m, _calls) = Manager::start(vec![setup("s", &[], 5000, 5000)], options());

@@ -333,6 +333,7 @@ struct Parts {
     offers_changed: Arc<Notify>,
     progress: ProgressRoutes,
     features: ClientFeatures,
+    questions: Arc<tokio::sync::Semaphore>,
 }
 
 impl Parts {
@@ -342,6 +343,9 @@ impl Parts {
             offers_changed: Arc::new(Notify::new()),
             progress: ProgressRoutes::default(),
             features: features.clone(),
+            questions: Arc::new(tokio::sync::Semaphore::new(
+                crate::handler::MAX_QUESTIONS_WAITING,
+            )),
         }
     }
 
@@ -353,6 +357,7 @@ impl Parts {
             offers_changed: self.offers_changed.clone(),
             features: self.features.clone(),
             progress: self.progress.clone(),
+            questions: self.questions.clone(),
         }
     }
 }

@@ -29,6 +29,8 @@ faults: crash-at-start, hang, garbage, stderr-flood, exit-on-probe,
     testkit's probe.rs),
   announce (adds a tool `announce{times}` that sends tools/list_changed `times` times
     without changing anything),
+  ask-storm (legacy: adds `ask_many{times}`, which sends `times` elicitation/create requests
+    at once and answers at once, and `storm_tally`, the actions they were answered with),
   string-id (over --http: tools/call answered with its id as a string),
   silent-discover (server/discover is never answered), hang-list (tools/list is never answered)
   [--discover-delay-ms N] answers server/discover after N ms
@@ -191,6 +193,8 @@ struct Server {
     asking: Option<Value>,
     /// The `roots` tool's call, waiting for the client's answer to our `roots/list`.
     asking_roots: Option<Value>,
+    /// The actions the client answered `ask_many`'s questions with (`--fault ask-storm`).
+    storm_answers: Vec<String>,
     /// The `research` tool's tasks, by id (`--fault tasks`).
     tasks: std::collections::BTreeMap<String, tasks::FakeTask>,
     next_task: u32,
@@ -235,6 +239,7 @@ fn main() {
         http_head: String::new(),
         asking: None,
         asking_roots: None,
+        storm_answers: Vec::new(),
         tasks: Default::default(),
         next_task: 0,
     };
@@ -306,6 +311,10 @@ fn main() {
                     call,
                     json!({"content": [{"type": "text", "text": answer.to_string()}]}),
                 );
+            }
+            if id.as_str().is_some_and(|i| i.starts_with("storm-")) {
+                let action = msg["result"]["action"].as_str().unwrap_or("error");
+                server.storm_answers.push(action.to_string());
             }
             if id == json!("roots")
                 && let Some(call) = server.asking_roots.take()
