@@ -21,6 +21,10 @@ use tokio_util::sync::CancellationToken;
 /// Pagination caps: a hostile server must not keep the host listing forever.
 pub const MAX_LIST_PAGES: usize = 100;
 pub const MAX_LIST_ENTRIES: usize = 5000;
+/// Entries left out that are kept one by one; the rest are counted in one last issue. Each
+/// is a line of a server's status and of the log at every listing, and a page of duplicates
+/// made millions of them.
+pub const MAX_LIST_ISSUES: usize = 50;
 
 /// Everything a `*/list` call returned across pages, and what was left out and why.
 #[derive(Clone, Debug, PartialEq)]
@@ -149,6 +153,7 @@ impl Session {
         let mut seen_cursors = HashSet::new();
         let mut seen_keys = HashSet::new();
         let mut cursor: Option<String> = None;
+        let mut left_out = LeftOut::default();
         for page_no in 1..=MAX_LIST_PAGES + 1 {
             if page_no > MAX_LIST_PAGES {
                 out.issues
@@ -166,18 +171,20 @@ impl Session {
                 other => to_value(&other)?,
             };
             let page = parse(value).map_err(RequestError::Protocol)?;
-            out.issues.extend(page.issues);
+            for found in page.issues {
+                left_out.note(&mut out.issues, || found);
+            }
             for item in page.items {
                 if out.items.len() >= MAX_LIST_ENTRIES {
-                    out.issues.push(issue(
-                        item.key(),
-                        format!("over {MAX_LIST_ENTRIES} entries"),
-                    ));
+                    left_out.note(&mut out.issues, || {
+                        issue(item.key(), format!("over {MAX_LIST_ENTRIES} entries"))
+                    });
                 } else if seen_keys.insert(item.key().to_string()) {
                     out.items.push(item);
                 } else {
-                    out.issues
-                        .push(issue(item.key(), "duplicate; the first one is kept".into()));
+                    left_out.note(&mut out.issues, || {
+                        issue(item.key(), "duplicate; the first one is kept".into())
+                    });
                 }
             }
             match page.next_cursor {
@@ -192,7 +199,28 @@ impl Session {
                 Some(c) => cursor = Some(c),
             }
         }
+        if left_out.uncounted > 0 {
+            let more = left_out.uncounted;
+            out.issues
+                .push(issue("*", format!("{more} more entries left out")));
+        }
         Ok(out)
+    }
+}
+
+/// Entries left out of a listing: the first [`MAX_LIST_ISSUES`] kept, the rest counted.
+#[derive(Default)]
+struct LeftOut {
+    uncounted: usize,
+}
+
+impl LeftOut {
+    fn note(&mut self, issues: &mut Vec<ListIssue>, made: impl FnOnce() -> ListIssue) {
+        if issues.len() < MAX_LIST_ISSUES {
+            issues.push(made());
+        } else {
+            self.uncounted += 1;
+        }
     }
 }
 

@@ -443,6 +443,30 @@ async fn a_server_asking_without_end_is_declined_past_a_few_waiting_questions() 
     m.shutdown().await;
 }
 
+/// A listing past its entry cap keeps the first entries left out one by one and counts the
+/// rest in one issue, rather than an issue (and a log line, and a status line) for each.
+#[tokio::test]
+async fn entries_left_out_of_a_listing_are_counted_past_the_first_few() {
+    let args = &["--era", "legacy", "--tools", "5200"];
+    let (m, _calls) = Manager::start(vec![setup("wide", args, 20_000, 5000)], options());
+    wait_until(&m, "wide", is("ready")).await;
+    let tools = m.tools(&ServerId::new("wide")).unwrap();
+    assert_eq!(
+        tools.items.len(),
+        mcp_host_client::listing::MAX_LIST_ENTRIES
+    );
+    let limit = mcp_host_client::listing::MAX_LIST_ISSUES;
+    assert_eq!(tools.issues.len(), limit + 1, "{:?}", tools.issues.last());
+    let last = tools.issues.last().unwrap();
+    assert_eq!(last.item, "*");
+    let total = 5200 + 12 - mcp_host_client::listing::MAX_LIST_ENTRIES;
+    assert_eq!(
+        last.reason,
+        format!("{} more entries left out", total - limit)
+    );
+    m.shutdown().await;
+}
+
 #[tokio::test]
 async fn prompts_are_filled_in_and_resources_read() {
     let (m, _calls) = Manager::start(vec![setup("s", &[], 5000, 5000)], options());
