@@ -486,7 +486,7 @@ impl Runner {
                 () = session.tools_changed.notified() => {
                     let at = tools_pace.start_at(tokio::time::Instant::now());
                     let relist = async {
-                        tokio::time::sleep_until(at).await;
+                        session.paced(at).await;
                         self.refresh_tools(&session, true).await
                     };
                     match self.unless_interrupted(relist, stop).await {
@@ -502,7 +502,7 @@ impl Runner {
                 () = session.offers_changed.notified() => {
                     let at = offers_pace.start_at(tokio::time::Instant::now());
                     let relist = async {
-                        tokio::time::sleep_until(at).await;
+                        session.paced(at).await;
                         self.refresh_offers(&session, true).await;
                     };
                     if let Err(ended) = self.unless_interrupted(relist, stop).await {

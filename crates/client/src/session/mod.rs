@@ -334,6 +334,15 @@ impl Session {
         self.closed.cancelled().await;
     }
 
+    /// Waits until `at` (a paced re-listing's start), or less if the connection ends first,
+    /// so a server that dies during the wait is noticed at once.
+    pub(crate) async fn paced(&self, at: tokio::time::Instant) {
+        tokio::select! {
+            () = tokio::time::sleep_until(at) => {}
+            () = self.closed.cancelled() => {}
+        }
+    }
+
     /// Sends one request with an idle deadline; on timeout or cancellation the server is
     /// told. Every progress notification the server sends for this request restarts the idle
     /// deadline (rmcp matches them by the progress token it puts on every request), and a
