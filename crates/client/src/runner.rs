@@ -453,23 +453,7 @@ impl Runner {
                 return ended;
             }
         }
-        if let Ok(mut s) = self.slot.session.write() {
-            *s = Some(session.clone());
-        }
-        let era = session.era().clone();
-        let note = session.era_note().map(str::to_string);
-        let (transport, why) = session.transport();
-        let transport_note = why.map(|why| (transport, why.to_string()));
-        retrier.on_ready();
-        self.publish(|s| {
-            s.state = ServerState::Ready;
-            s.era = Some(era);
-            s.transport_note = transport_note;
-            // A reconnect in the known era makes no probe: the first one's reason stands.
-            if note.is_some() {
-                s.era_note = note;
-            }
-        });
+        self.now_ready(&session, retrier);
         let remote = matches!(self.endpoint, Endpoint::Http { .. });
         let every = self.opts.health_interval;
         let mut health = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
@@ -484,28 +468,14 @@ impl Runner {
                     break Ended::Lost(how);
                 }
                 () = session.tools_changed.notified() => {
-                    let at = tools_pace.start_at(tokio::time::Instant::now());
-                    let relist = async {
-                        session.paced(at).await;
-                        self.refresh_tools(&session, true).await
-                    };
-                    match self.unless_interrupted(relist, stop).await {
-                        Ok(Ok(())) => {}
-                        Ok(Err(e)) => tracing::warn!(server = %self.spec.name, error = %e, "tool refresh failed"),
-                        Err(ended) => {
-                            session.shutdown().await;
-                            break ended;
-                        }
+                    if let Err(ended) = self.relist_tools(&session, &mut tools_pace, stop).await {
+                        session.shutdown().await;
+                        break ended;
                     }
                     false
                 }
                 () = session.offers_changed.notified() => {
-                    let at = offers_pace.start_at(tokio::time::Instant::now());
-                    let relist = async {
-                        session.paced(at).await;
-                        self.refresh_offers(&session, true).await;
-                    };
-                    if let Err(ended) = self.unless_interrupted(relist, stop).await {
+                    if let Err(ended) = self.relist_offers(&session, &mut offers_pace, stop).await {
                         session.shutdown().await;
                         break ended;
                     }
@@ -539,6 +509,62 @@ impl Runner {
             *s = None;
         }
         ended
+    }
+
+    /// Publishes a session that listed its tools as the server's, ready.
+    fn now_ready(&self, session: &Arc<Session>, retrier: &mut Retrier) {
+        if let Ok(mut s) = self.slot.session.write() {
+            *s = Some(session.clone());
+        }
+        let era = session.era().clone();
+        let note = session.era_note().map(str::to_string);
+        let (transport, why) = session.transport();
+        let transport_note = why.map(|why| (transport, why.to_string()));
+        retrier.on_ready();
+        self.publish(|s| {
+            s.state = ServerState::Ready;
+            s.era = Some(era);
+            s.transport_note = transport_note;
+            // A reconnect in the known era makes no probe: the first one's reason stands.
+            if note.is_some() {
+                s.era_note = note;
+            }
+        });
+    }
+
+    /// Reads the tools again after the server said they changed, at the time `pace` gives;
+    /// a failed listing is logged and the session goes on. `Err` when the host stopped or
+    /// restarts the server meanwhile.
+    async fn relist_tools(
+        &self,
+        session: &Session,
+        pace: &mut Pace,
+        stop: &CancellationToken,
+    ) -> Result<(), Ended> {
+        let at = pace.start_at(tokio::time::Instant::now());
+        let relist = async {
+            session.paced(at).await;
+            self.refresh_tools(session, true).await
+        };
+        if let Err(e) = self.unless_interrupted(relist, stop).await? {
+            tracing::warn!(server = %self.spec.name, error = %e, "tool refresh failed");
+        }
+        Ok(())
+    }
+
+    /// The same for prompts and resources, whose failures are issues of their lists.
+    async fn relist_offers(
+        &self,
+        session: &Session,
+        pace: &mut Pace,
+        stop: &CancellationToken,
+    ) -> Result<(), Ended> {
+        let at = pace.start_at(tokio::time::Instant::now());
+        let relist = async {
+            session.paced(at).await;
+            self.refresh_offers(session, true).await;
+        };
+        self.unless_interrupted(relist, stop).await
     }
 
     /// Reads the server's prompts and resources; `again` after it said they changed.
