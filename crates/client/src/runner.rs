@@ -532,21 +532,16 @@ impl Runner {
         });
     }
 
-    /// Reads the tools again after the server said they changed, at the time `pace` gives;
-    /// a failed listing is logged and the session goes on. `Err` when the host stopped or
-    /// restarts the server meanwhile.
+    /// Reads the tools again after the server said they changed; a failed listing is logged
+    /// and the session goes on. `Err` when the host stopped or restarts the server meanwhile.
     async fn relist_tools(
         &self,
         session: &Session,
         pace: &mut Pace,
         stop: &CancellationToken,
     ) -> Result<(), Ended> {
-        let at = pace.start_at(tokio::time::Instant::now());
-        let relist = async {
-            session.paced(at).await;
-            self.refresh_tools(session, true).await
-        };
-        if let Err(e) = self.unless_interrupted(relist, stop).await? {
+        let listed = self.paced(session, pace, stop, self.refresh_tools(session, true));
+        if let Err(e) = listed.await? {
             tracing::warn!(server = %self.spec.name, error = %e, "tool refresh failed");
         }
         Ok(())
@@ -559,12 +554,24 @@ impl Runner {
         pace: &mut Pace,
         stop: &CancellationToken,
     ) -> Result<(), Ended> {
+        (self.paced(session, pace, stop, self.refresh_offers(session, true))).await
+    }
+
+    /// `relist` at the time `pace` gives a re-listing asked for now (sooner if the connection
+    /// ends); `Err` when the host stopped or restarts the server meanwhile.
+    async fn paced<T>(
+        &self,
+        session: &Session,
+        pace: &mut Pace,
+        stop: &CancellationToken,
+        relist: impl std::future::Future<Output = T>,
+    ) -> Result<T, Ended> {
         let at = pace.start_at(tokio::time::Instant::now());
-        let relist = async {
+        let waited = async {
             session.paced(at).await;
-            self.refresh_offers(session, true).await;
+            relist.await
         };
-        self.unless_interrupted(relist, stop).await
+        self.unless_interrupted(waited, stop).await
     }
 
     /// Reads the server's prompts and resources; `again` after it said they changed.

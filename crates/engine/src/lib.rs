@@ -219,13 +219,16 @@ mod tests {
     use super::*;
     use mcp_host_models::Message;
 
-    #[test]
-    fn repeated_call_ids_are_made_unique_within_the_conversation() {
-        let call = |id: &str| ToolCall {
+    fn call(id: &str) -> ToolCall {
+        ToolCall {
             id: id.into(),
             name: "t".into(),
             arguments: String::new(),
-        };
+        }
+    }
+
+    #[test]
+    fn repeated_call_ids_are_made_unique_within_the_conversation() {
         let mut conv = Conversation::new(0, mcp_host_policy::Answers::default());
         conv.push(Message::Assistant {
             text: String::new(),
@@ -246,11 +249,6 @@ mod tests {
     /// each, and every suffix tried from `_2` again, this took hours.
     #[test]
     fn many_calls_with_one_id_are_renamed_in_linear_time() {
-        let call = |id: &str| ToolCall {
-            id: id.into(),
-            name: "t".into(),
-            arguments: String::new(),
-        };
         let mut conv = Conversation::new(0, mcp_host_policy::Answers::default());
         let mut calls = vec![call("x_3")];
         calls.extend((0..20_000).map(|_| call("x")));
