@@ -153,6 +153,43 @@ async fn a_hung_call_times_out_and_the_server_stays_usable() {
     m.shutdown().await;
 }
 
+/// A server that stops reading its input: a call whose arguments fill the pipe to it ends
+/// at its deadline (the write was outside every deadline, and waited forever), the line
+/// given up half-written puts the stream out of step, so the server is stopped and started
+/// again at once, and the next call works; the pings it sent meanwhile are answered or refused,
+/// never gathered without bound.
+#[tokio::test]
+async fn a_call_to_a_server_that_stopped_reading_ends_at_its_deadline() {
+    let args = &["--era", "legacy", "--fault", "deaf"];
+    let (m, calls) = Manager::start(vec![setup("d", args, 5000, 600)], options());
+    wait_until(&m, "d", is("ready")).await;
+    let id = ServerId::new("d");
+    let never = CancellationToken::new();
+    let pings = serde_json::json!({"pings": 5000}).as_object().cloned();
+    calls.call(&id, "deaf", pings, &never).await.unwrap();
+    // Four times the pipe's 64 KiB: the write cannot finish while the server does not read.
+    let big = serde_json::json!({"message": "x".repeat(256 * 1024)})
+        .as_object()
+        .cloned();
+    let call = calls.call(&id, "echo", big, &never);
+    let err = tokio::time::timeout(Duration::from_secs(30), call)
+        .await
+        .expect("the call ends at its deadline")
+        .unwrap_err();
+    let timed_out = matches!(
+        err,
+        CallError::Request {
+            source: RequestError::Timeout(_),
+            ..
+        }
+    );
+    assert!(timed_out, "{err:?}");
+    // Ended at once, not at the next call: the stream cannot be used again.
+    wait_until(&m, "d", |s| s.restarts == 1 && s.state.label() == "ready").await;
+    assert!(echo(&calls, "d").await.unwrap().contains("still here"));
+    m.shutdown().await;
+}
+
 #[tokio::test]
 async fn cancelling_a_call_returns_at_once() {
     let (m, calls) = Manager::start(vec![setup("s", &[], 5000, 60_000)], options());

@@ -446,17 +446,35 @@ impl Session {
         progress: Option<mpsc::UnboundedSender<Progress>>,
     ) -> Result<ServerResult, RequestError> {
         self.stamp_stateless_meta(&mut req);
-        let (id, token, answer) =
-            (line.send_direct(req).await).map_err(|_| RequestError::Closed)?;
+        let idle = tokio::time::sleep(timeout);
+        let total = tokio::time::sleep(timeout.saturating_mul(MAX_TOTAL_FACTOR));
+        tokio::pin!(idle, total);
+        // The write is under the same deadlines: a server that stops reading its input
+        // fills the pipe, and the write would wait for it forever.
+        let sent = {
+            let send = line.send_direct(req);
+            tokio::select! {
+                biased;
+                sent = send => Some(sent),
+                () = cancel.cancelled() => None,
+                () = &mut idle => None,
+            }
+        };
+        let (id, token, answer) = match sent {
+            Some(Ok(sent)) => sent,
+            Some(Err(e)) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                return Err(RequestError::Protocol(e.to_string()));
+            }
+            Some(Err(_)) => return Err(RequestError::Closed),
+            None => return Err(self.unsent(line, cancel, timeout)),
+        };
         let heard = Arc::new(Notify::new());
         self.progress.watch(token.clone(), progress, heard.clone());
         let _routed = Routed {
             routes: &self.progress,
             token,
         };
-        let idle = tokio::time::sleep(timeout);
-        let total = tokio::time::sleep(timeout.saturating_mul(MAX_TOTAL_FACTOR));
-        tokio::pin!(answer, idle, total);
+        tokio::pin!(answer);
         let given_up = loop {
             // Biased as in `request`: an answer already delivered wins.
             tokio::select! {
@@ -488,6 +506,27 @@ impl Session {
         let notice = Box::pin(peer.notify_cancelled(params));
         let _ = tokio::time::timeout(Duration::from_secs(1), notice).await;
         Err(error)
+    }
+
+    /// Why a call given up on before its line was written whole ended. Nothing reached the
+    /// server, so it is not told; but when part of the line did, the stream is out of step
+    /// (the wire closed stdin and recorded why), and the connection is ended here, as after
+    /// an over-long line, so that whoever holds it learns why and starts it again.
+    fn unsent(
+        &self,
+        line: &connect::LineWire,
+        cancel: &CancellationToken,
+        timeout: Duration,
+    ) -> RequestError {
+        if let Some(fault) = line.verdicts().fault() {
+            tracing::warn!(reason = %fault, "ending a stdio connection out of step");
+            self.service.cancellation_token().cancel();
+        }
+        if cancel.is_cancelled() {
+            RequestError::Cancelled
+        } else {
+            RequestError::Timeout(timeout)
+        }
     }
 
     /// What rmcp puts in every request's `_meta` to a 2026-07-28 server, which keeps no

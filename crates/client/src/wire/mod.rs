@@ -17,7 +17,12 @@
 //! - progress is delivered only for a request still waiting: each request's progress token
 //!   goes out unique to this connection (rmcp numbers them from 1 on every connection), so
 //!   a server's progress for a request of an earlier connection, or for one already
-//!   answered, cannot keep another request's idle deadline alive.
+//!   answered, cannot keep another request's idle deadline alive;
+//! - writing to a server that stopped reading its input waits no longer than the caller:
+//!   a call's write is under the call's deadlines, a line given up half-written closes
+//!   stdin and puts the stream out of step (the connection ends, as after an over-long
+//!   line), and at most [`MAX_WRITES_WAITING`] writes wait at once, so replies to a deaf
+//!   server's own requests cannot pile up.
 //!
 //! A [`Wire`] is a cheap handle: a handshake that learns the server is of the older era
 //! goes on over the same process with a new handle. A session keeps one to send each
@@ -33,6 +38,7 @@ use rmcp::transport::Transport;
 use serde_json::Value;
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 
@@ -48,6 +54,17 @@ use line_buffer::{LineBuffer, LineRead};
 /// have plus the envelope around it, so such a tool is still refused alone (by the lenient
 /// decoder), not with its whole page.
 pub const MAX_MESSAGE_DEPTH: usize = 127;
+
+/// Messages that may wait to be written to one server's stdin at once (the one being
+/// written included); past that, a send fails at once. A server that stops reading its
+/// input while it keeps writing requests would otherwise gather a task and its reply per
+/// request here, without end. A server that reads at all drains the queue in turn, so
+/// the bound is met only by one that does not.
+pub const MAX_WRITES_WAITING: usize = 32;
+
+/// Why a stream whose line was given up half-written is out of step.
+const HALF_WRITTEN: &str =
+    "the server stopped reading its input in the middle of a message (the rest was given up)";
 
 /// How a request sent past rmcp ([`Wire::send_direct`]) ended on the wire.
 #[derive(Debug)]
@@ -105,8 +122,11 @@ impl Correlation {
 #[derive(Debug)]
 struct Shared {
     correlation: Mutex<Correlation>,
-    /// Why the stream can no longer be trusted (set once, on an over-long line).
+    /// Why the stream can no longer be trusted (set once: an over-long line read, or a
+    /// line given up half-written).
     fault: OnceLock<String>,
+    /// Writes waiting for stdin or under way ([`MAX_WRITES_WAITING`]).
+    writes: AtomicUsize,
     /// Makes this connection's progress tokens its own (fixed width, so a message's length
     /// does not depend on it).
     salt: u64,
@@ -117,6 +137,7 @@ impl Default for Shared {
         Self {
             correlation: Mutex::default(),
             fault: OnceLock::new(),
+            writes: AtomicUsize::new(0),
             salt: rand::random(),
         }
     }
@@ -405,10 +426,16 @@ where
             .extensions
             .remove::<rmcp::model::RequestMetaObject>())
         .unwrap_or_default();
-        // Registered before the bytes leave, so the answer can never arrive first.
+        // Registered before the bytes leave, so the answer can never arrive first; and
+        // forgotten again unless the whole line leaves (a caller's deadline can give the
+        // write up while the server is not reading).
         let wire =
             self.shared
                 .register_token(id.clone(), Some(own.clone()), Awaited::Call, Some(sender));
+        let unsent = Unsent {
+            shared: &self.shared,
+            id: Some(&id),
+        };
         if let Some(wire) = wire {
             meta.set_progress_token(wire);
         }
@@ -424,11 +451,8 @@ where
             params,
         })?;
         bytes.push(b'\n');
-        if let Err(e) = write_line(&self.writer, &bytes).await {
-            // Never sent: nothing will answer it.
-            self.shared.with(|c| c.settle(&id));
-            return Err(e);
-        }
+        write_line(&self.writer, &self.shared, &bytes).await?;
+        unsent.sent();
         Ok((id, own, receiver))
     }
 
@@ -443,13 +467,11 @@ where
         });
         let mut bytes = reply.to_string().into_bytes();
         bytes.push(b'\n');
-        let writer = self.writer.clone();
+        let (writer, shared) = (self.writer.clone(), self.shared.clone());
         tokio::spawn(async move {
-            if let Some(w) = writer.lock().await.as_mut() {
-                // Best effort: a server that closed its stdin cannot be told.
-                let _ = w.write_all(&bytes).await;
-                let _ = w.flush().await;
-            }
+            // Best effort: a server that closed its stdin, or does not read it, cannot be
+            // told (and past [`MAX_WRITES_WAITING`] this task ends at once).
+            let _ = write_line(&writer, &shared, &bytes).await;
         });
     }
 
@@ -537,11 +559,11 @@ where
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         // Registered before the bytes leave, so the answer can never arrive first.
         self.shared.note_sent(&mut item);
-        let writer = self.writer.clone();
+        let (writer, shared) = (self.writer.clone(), self.shared.clone());
         async move {
             let mut bytes = serde_json::to_vec(&item)?;
             bytes.push(b'\n');
-            write_line(&writer, &bytes).await
+            write_line(&writer, &shared, &bytes).await
         }
     }
 
@@ -558,17 +580,112 @@ where
     }
 }
 
-/// Writes one whole line (with its newline) to the server's stdin, unless it was closed.
+/// Writes one whole line (with its newline) to the server's stdin, unless it was closed or
+/// [`MAX_WRITES_WAITING`] writes are waiting already (`WouldBlock`). Given up on (its future
+/// dropped, as a caller's deadline does) after part of the line went out, the stream is out
+/// of step: stdin is closed and the fault recorded, so that the server never reads a later
+/// line as the rest of this one, and the connection is ended as after an over-long line.
 async fn write_line<W: AsyncWrite + Unpin>(
     writer: &tokio::sync::Mutex<Option<W>>,
+    shared: &Shared,
     line: &[u8],
 ) -> std::io::Result<()> {
-    let mut w = writer.lock().await;
-    let w = w
-        .as_mut()
-        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::NotConnected, "stdin is closed"))?;
-    w.write_all(line).await?;
+    let Some(_waiting) = Waiting::enter(&shared.writes) else {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::WouldBlock,
+            format!(
+                "the server is not reading its input ({MAX_WRITES_WAITING} messages are \
+                 waiting to be written)"
+            ),
+        ));
+    };
+    let mut half = HalfLine {
+        slot: writer.lock().await,
+        shared,
+        partial: false,
+    };
+    let Some(w) = half.slot.as_mut() else {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::NotConnected,
+            "stdin is closed",
+        ));
+    };
+    let mut rest = line;
+    while !rest.is_empty() {
+        match w.write(rest).await {
+            Ok(0) => {
+                half.partial = false;
+                return Err(std::io::ErrorKind::WriteZero.into());
+            }
+            Ok(n) => {
+                rest = rest.get(n..).unwrap_or_default();
+                half.partial = !rest.is_empty();
+            }
+            // The pipe is gone (the server exited): nothing is out of step.
+            Err(e) => {
+                half.partial = false;
+                return Err(e);
+            }
+        }
+    }
     w.flush().await
+}
+
+/// A place among the writes waiting for one stdin, given back when dropped.
+struct Waiting<'a>(&'a AtomicUsize);
+
+impl<'a> Waiting<'a> {
+    fn enter(count: &'a AtomicUsize) -> Option<Self> {
+        if count.fetch_add(1, Ordering::Relaxed) >= MAX_WRITES_WAITING {
+            count.fetch_sub(1, Ordering::Relaxed);
+            return None;
+        }
+        Some(Self(count))
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Stdin held for one line; dropped with part of the line written, it closes stdin and
+/// records why (see [`write_line`]).
+struct HalfLine<'a, W> {
+    slot: tokio::sync::MutexGuard<'a, Option<W>>,
+    shared: &'a Shared,
+    partial: bool,
+}
+
+impl<W> Drop for HalfLine<'_, W> {
+    fn drop(&mut self) {
+        if self.partial {
+            self.slot.take();
+            let _ = self.shared.fault.set(HALF_WRITTEN.into());
+        }
+    }
+}
+
+/// A request registered as awaited before its line was written: forgotten again when
+/// dropped before [`Unsent::sent`] (the write failed or was given up on).
+struct Unsent<'a> {
+    shared: &'a Shared,
+    id: Option<&'a RequestId>,
+}
+
+impl Unsent<'_> {
+    fn sent(mut self) {
+        self.id = None;
+    }
+}
+
+impl Drop for Unsent<'_> {
+    fn drop(&mut self) {
+        if let Some(id) = self.id {
+            self.shared.with(|c| c.settle(id));
+        }
+    }
 }
 
 /// The progress token a requester's `own` goes out as on a connection salted `salt`:

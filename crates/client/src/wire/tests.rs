@@ -577,3 +577,93 @@ fn wire_tokens_read_as_salt_dash_token() {
         }
     }
 }
+
+/// A wire whose stdin the server never reads: a pipe of `room` bytes, held but not read.
+fn deaf_pair(room: usize) -> (Wire<Duplex, Duplex>, Duplex, Duplex) {
+    let (server_out, client_in) = tokio::io::duplex(1 << 20);
+    let (client_out, server_in) = tokio::io::duplex(room);
+    (
+        Wire::new(client_in, client_out, 1 << 16),
+        server_out,
+        server_in,
+    )
+}
+
+fn call_with_text(bytes: usize) -> rmcp::model::CallToolRequest {
+    let mut params = rmcp::model::CallToolRequestParams::new("echo");
+    params.arguments = serde_json::json!({"text": "x".repeat(bytes)})
+        .as_object()
+        .cloned();
+    rmcp::model::CallToolRequest::new(params)
+}
+
+/// A call whose line the server stops reading half-way can be given up on (a caller's
+/// deadline drops the write); the stream is then out of step, so stdin is closed and the
+/// fault named, and no later line can be taken as the rest of it. The request is not left
+/// awaited. A write given up on before any byte left puts nothing out of step.
+#[tokio::test]
+async fn a_line_given_up_half_written_closes_stdin_and_names_the_fault() {
+    let (wire, _server, _server_in) = deaf_pair(1024);
+    let send = wire.send_direct(call_with_text(8 * 1024));
+    let given_up = tokio::time::timeout(std::time::Duration::from_millis(50), send).await;
+    assert!(given_up.is_err(), "the pipe has room for 1 KiB only");
+    let fault = wire.verdicts().fault().expect("out of step");
+    assert!(fault.contains("stopped reading its input"), "{fault}");
+    assert!(wire.shared.with(|c| c.outstanding.is_empty()).unwrap());
+    let again = wire.send_direct(call_request("a")).await.unwrap_err();
+    assert_eq!(again.kind(), std::io::ErrorKind::NotConnected);
+
+    // Nothing written (another write holds stdin): given up on, nothing is out of step.
+    let (wire, _server, _server_in) = deaf_pair(1024);
+    let held = wire.writer.lock().await;
+    let send = wire.send_direct(call_request("b"));
+    assert!(
+        tokio::time::timeout(std::time::Duration::from_millis(20), send)
+            .await
+            .is_err()
+    );
+    drop(held);
+    assert!(wire.verdicts().fault().is_none());
+    assert!(wire.shared.with(|c| c.outstanding.is_empty()).unwrap());
+    wire.send_direct(call_request("c")).await.unwrap();
+}
+
+/// A server that stops reading its input while it keeps sending requests this side must
+/// answer (here: requests with ids it cannot serve, each refused with a reply) gathers at
+/// most [`MAX_WRITES_WAITING`] writes; past that a send fails at once instead of waiting
+/// without end, rmcp's own sends included.
+#[tokio::test]
+async fn writes_waiting_for_a_deaf_server_are_bounded() {
+    let (mut wire, mut server, _server_in) = deaf_pair(256);
+    let bad = b"{\"jsonrpc\":\"2.0\",\"id\":{\"x\":1},\"method\":\"ping\"}\n";
+    let storm: Vec<u8> = bad.repeat(2_000);
+    server.write_all(&storm).await.unwrap();
+    drop(server);
+    assert!(wire.receive().await.is_none());
+    // Every refusal's task has run as far as it can: written, waiting, or turned away.
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    while wire.shared.writes.load(Ordering::Relaxed) < MAX_WRITES_WAITING {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the pipe never filled"
+        );
+        tokio::task::yield_now().await;
+    }
+    for _ in 0..100 {
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(
+        wire.shared.writes.load(Ordering::Relaxed),
+        MAX_WRITES_WAITING
+    );
+    let msg = JsonRpcMessage::request(
+        ClientRequest::PingRequest(PingRequest::default()),
+        RequestId::Number(1),
+    );
+    let refused = wire.send(msg).await.unwrap_err();
+    assert_eq!(refused.kind(), std::io::ErrorKind::WouldBlock);
+    assert!(
+        refused.to_string().contains("not reading its input"),
+        "{refused}"
+    );
+}

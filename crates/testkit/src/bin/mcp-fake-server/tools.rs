@@ -36,6 +36,9 @@ impl Server {
             tools.push(json!({"name": "ask_many", "description": "Asks times questions at once", "inputSchema": obj(json!({"times": {"type": "integer"}}))}));
             tools.push(json!({"name": "storm_tally", "description": "How ask_many's questions were answered", "inputSchema": obj(json!({}))}));
         }
+        if self.has("deaf") {
+            tools.push(json!({"name": "deaf", "description": "Answers, sends `pings` pings, then never reads its input again", "inputSchema": obj(json!({"pings": {"type": "integer"}}))}));
+        }
         if self.has("announce") {
             tools.push(json!({"name": "announce", "description": "Says the tools changed, times over, changing nothing", "inputSchema": obj(json!({"times": {"type": "integer"}}))}));
         }
@@ -194,6 +197,17 @@ impl Server {
                 let declined = self.storm_answers.iter().filter(|a| *a == "decline").count();
                 let others = self.storm_answers.len() - declined;
                 self.reply(id, text(format!("declined {declined} others {others}")));
+            }
+            "deaf" => {
+                let pings = args.get("pings").and_then(Value::as_u64).unwrap_or(0);
+                self.reply(id, text("deaf from now on".into()));
+                for n in 0..pings {
+                    self.send(json!({"jsonrpc": "2.0", "id": format!("deaf-{n}"), "method": "ping"}));
+                }
+                // Alive, and never reading stdin again: the pipe to it fills and stays full.
+                loop {
+                    std::thread::park();
+                }
             }
             "announce" => {
                 let times = args.get("times").and_then(Value::as_u64).unwrap_or(1);
