@@ -25,6 +25,13 @@ pub const MAX_LIST_ENTRIES: usize = 5000;
 /// is a line of a server's status and of the log at every listing, and a page of duplicates
 /// made millions of them.
 pub const MAX_LIST_ISSUES: usize = 50;
+/// Bytes of JSON one listing may take across its pages (strings and keys, about a byte for
+/// anything else). Each page is one line under the wire's cap, but a hundred of them were
+/// held whole: 6.4 GB of descriptions a hostile server could make the host keep.
+pub const MAX_LIST_BYTES: usize = 64 * 1024 * 1024;
+/// An entry's name or key as an issue quotes it: the entry may be left out because it is
+/// huge, and each kept issue is shown at every listing.
+const ISSUE_KEY_BYTES: usize = 256;
 
 /// Everything a `*/list` call returned across pages, and what was left out and why.
 #[derive(Clone, Debug, PartialEq)]
@@ -154,6 +161,7 @@ impl Session {
         let mut seen_keys = HashSet::new();
         let mut cursor: Option<String> = None;
         let mut left_out = LeftOut::default();
+        let mut bytes = 0;
         for page_no in 1..=MAX_LIST_PAGES + 1 {
             if page_no > MAX_LIST_PAGES {
                 out.issues
@@ -170,6 +178,19 @@ impl Session {
                 ServerResult::CustomResult(page) => page.0,
                 other => to_value(&other)?,
             };
+            let budget = MAX_LIST_BYTES - bytes;
+            let weight = json_bytes(&value, budget);
+            if weight > budget {
+                out.issues.push(issue(
+                    "*",
+                    format!(
+                        "stopped after {} MiB at page {page_no}",
+                        MAX_LIST_BYTES >> 20
+                    ),
+                ));
+                break;
+            }
+            bytes += weight;
             let page = parse(value).map_err(RequestError::Protocol)?;
             for found in page.issues {
                 left_out.note(&mut out.issues, || found);
@@ -249,7 +270,39 @@ pub fn warnings(what: &str, issues: &[ListIssue], whole: bool) -> Vec<String> {
 
 fn issue(item: &str, reason: String) -> ListIssue {
     ListIssue {
-        item: item.to_string(),
+        item: match item.get(..item.floor_char_boundary(ISSUE_KEY_BYTES)) {
+            Some(cut) if cut.len() < item.len() => format!("{cut}…"),
+            _ => item.to_string(),
+        },
         reason,
     }
+}
+
+/// About how many bytes `value` takes as JSON: its strings and keys, and one for any
+/// other value. Counting stops once past `limit`, so a page over the budget costs no more
+/// than the budget to weigh.
+fn json_bytes(value: &Value, limit: usize) -> usize {
+    let mut total = 0;
+    let mut stack = vec![value];
+    while let Some(v) = stack.pop() {
+        total += match v {
+            Value::String(s) => s.len(),
+            Value::Array(items) => {
+                stack.extend(items);
+                1
+            }
+            Value::Object(map) => {
+                for (key, v) in map {
+                    total += key.len();
+                    stack.push(v);
+                }
+                1
+            }
+            _ => 1,
+        };
+        if total > limit {
+            break;
+        }
+    }
+    total
 }

@@ -480,6 +480,41 @@ async fn a_server_asking_without_end_is_declined_past_a_few_waiting_questions() 
     m.shutdown().await;
 }
 
+/// A listing stops at its byte budget, across pages, and says so: 70 pages of a 1 MiB tool
+/// each were held whole before (a hundred pages of 64 MiB could be).
+#[tokio::test]
+async fn a_listing_stops_at_its_byte_budget() {
+    let args = &[
+        "--era",
+        "legacy",
+        "--fault",
+        "fat-list",
+        "--tools",
+        "70",
+        "--page-size",
+        "1",
+    ];
+    let (m, _calls) = Manager::start(vec![setup("fat", args, 60_000, 5000)], options());
+    let ready = wait_until(&m, "fat", is("ready")).await;
+    let budget = mcp_host_client::listing::MAX_LIST_BYTES >> 20;
+    assert!(
+        ready
+            .warnings
+            .iter()
+            .any(|w| w.contains(&format!("stopped after {budget} MiB"))),
+        "{:?}",
+        ready.warnings
+    );
+    let tools = m.tools(&ServerId::new("fat")).unwrap();
+    let fat = tools
+        .items
+        .iter()
+        .filter(|t| t.name.starts_with("tool"))
+        .count();
+    assert!((budget - 2..budget).contains(&fat), "{fat} fat tools kept");
+    m.shutdown().await;
+}
+
 /// A listing past its entry cap keeps the first entries left out one by one and counts the
 /// rest in one issue, rather than an issue (and a log line, and a status line) for each.
 #[tokio::test]

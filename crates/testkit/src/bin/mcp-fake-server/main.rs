@@ -27,6 +27,7 @@ faults: crash-at-start, hang, garbage, stderr-flood, exit-on-probe,
   ask-roots (adds a `roots` tool that asks roots/list and returns the answer),
   probe (adds a `probe` tool that tries what a confinement allows or forbids: see
     testkit's probe.rs),
+  fat-list (each of --tools N extra tools has a 1 MiB description),
   deaf (adds a tool `deaf{pings}` that answers, sends `pings` pings, then never reads
     its stdin again),
   announce (adds a tool `announce{times}` that sends tools/list_changed `times` times

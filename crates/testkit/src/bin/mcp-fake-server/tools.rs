@@ -56,8 +56,14 @@ impl Server {
                 t["annotations"] = json!({"readOnlyHint": true});
             }
         }
+        // `fat-list`: each extra tool described by a mebibyte of text.
+        let fat = self.has("fat-list").then(|| "d".repeat(1 << 20));
         for i in 0..self.opts.extra_tools {
-            tools.push(json!({"name": format!("tool{i}"), "inputSchema": obj(json!({}))}));
+            let mut tool = json!({"name": format!("tool{i}"), "inputSchema": obj(json!({}))});
+            if let Some(fat) = &fat {
+                tool["description"] = json!(fat);
+            }
+            tools.push(tool);
         }
         if self.has("hostile-text") {
             let hostile = mcp_host_testkit::HOSTILE_TEXT;
