@@ -10,12 +10,13 @@
 //! `mcp-host run` sends one turn and prints events; `mcp-host chat` turns keys into
 //! operations and events into the screen; a hosted mode is one more adapter.
 
+mod asks;
 mod beside;
 mod ops;
 pub use ops::replay;
 pub mod views;
 
-use crate::host::{Connected, ElicitationAsk, ElicitationReply};
+use crate::host::{Connected, ElicitationAsk};
 use crate::{
     Approval, Conversation, Engine, EngineConfig, EngineError, Observer, Reply, ToolSource,
     TurnReport,
@@ -201,14 +202,8 @@ pub struct Session {
     conversation: Option<Conversation>,
     observer: Arc<SessionObserver>,
     questions: Option<mpsc::UnboundedReceiver<ElicitationAsk>>,
-    /// Servers' questions waiting for the person: reply, and the URL of a URL request.
-    asks: HashMap<
-        String,
-        (
-            tokio::sync::oneshot::Sender<ElicitationReply>,
-            Option<String>,
-        ),
-    >,
+    /// Servers' questions waiting for the person.
+    asks: asks::Asks,
     asked: usize,
     direct_calls: usize,
     turn_cancel: Option<CancellationToken>,
@@ -257,7 +252,7 @@ impl Session {
                 interactive,
             }),
             questions: setup.questions,
-            asks: HashMap::new(),
+            asks: asks::Asks::default(),
             asked: 0,
             direct_calls: 0,
             turn_cancel: None,

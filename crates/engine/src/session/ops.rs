@@ -131,14 +131,18 @@ impl Session {
                 Some(url),
             ),
         };
-        self.asks.insert(id, (ask.reply, url));
+        self.asks.put(id, (ask.reply, url));
         self.emit(Event::ElicitationRequested(request));
     }
 
     pub(super) fn answer_question(&mut self, id: &str, answer: ElicitationAnswer) {
-        let Some((reply, url)) = self.asks.remove(id) else {
+        let Some((reply, url)) = self.asks.take(id) else {
             return;
         };
+        if reply.is_closed() {
+            self.notice("the server no longer waits for that answer (its request ended)");
+            return;
+        }
         let reply_with = match answer {
             ElicitationAnswer::Accept(content) => ElicitationReply::Accept(content),
             ElicitationAnswer::Decline => ElicitationReply::Decline,
