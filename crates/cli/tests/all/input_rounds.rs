@@ -57,9 +57,10 @@ fn without_anyone_to_answer_the_round_is_declined_and_the_server_still_answers()
 }
 
 #[test]
-fn a_server_that_asks_forever_or_for_undeclared_input_is_refused() {
+fn a_server_that_asks_forever_too_much_or_for_undeclared_input_is_refused() {
     for (fault, why) in [
         ("mrtr-forever", "asked for input 11 times without answering"),
+        ("mrtr-many", "asked 1000 questions at once; at most 10"),
         (
             "mrtr-sampling",
             "for sampling or roots, which this host did not declare",

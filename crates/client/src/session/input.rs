@@ -6,7 +6,8 @@
 //! [`MAX_INPUT_ROUNDS`] is reached. Each round's retry carries only that round's answers
 //! and state: nothing is reused across rounds or calls.
 //!
-//! Hostile input: a server may ask forever (the cap), ask for what the host never declared
+//! Hostile input: a server may ask forever (the cap), ask too much at once (refused past
+//! [`MAX_INPUT_REQUESTS`] questions in a round), ask for what the host never declared
 //! (sampling, roots: refused, since answering would mean inventing it), or send an
 //! `input_required` with nothing to answer and no state (refused: retrying it would loop).
 
@@ -18,6 +19,10 @@ use rmcp::model::{
 
 /// How many rounds of input one request may ask for before the host gives up on it.
 pub const MAX_INPUT_ROUNDS: usize = 10;
+/// How many questions one round may ask. Each is put to the person in turn (or answered
+/// by the headless policy and kept in the call's record): a round of a thousand is no
+/// form anybody fills in.
+pub const MAX_INPUT_REQUESTS: usize = 10;
 
 /// What a retry adds to the original request.
 #[derive(Default)]
@@ -96,6 +101,13 @@ impl Session {
         let handler = self.service.service();
         let mut responses = InputResponses::new();
         let mut answers = Vec::new();
+        if requests.len() > MAX_INPUT_REQUESTS {
+            return Err(RequestError::Protocol(format!(
+                "the server asked {} questions at once; at most {MAX_INPUT_REQUESTS} are put \
+                 to a person",
+                requests.len()
+            )));
+        }
         for (key, request) in requests {
             let InputRequest::Elicitation(elicit) = request else {
                 return Err(RequestError::Protocol(format!(

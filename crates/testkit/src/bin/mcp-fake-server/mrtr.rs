@@ -8,8 +8,8 @@ impl Server {
     /// `ask` in 2026-07-28 (SEP-2322): round one asks for a name, round two (its state
     /// carries the name) for a confirmation, and the third request is answered with both.
     /// An answer that is not `accept` ends the call with what came back. `mrtr-forever`
-    /// asks again every time; `mrtr-sampling` asks for sampling, which the client never
-    /// declared.
+    /// asks again every time; `mrtr-many` asks a thousand questions in one round;
+    /// `mrtr-sampling` asks for sampling, which the client never declared.
     pub(super) fn ask_in_rounds(&self, id: Value, params: &Value) {
         let form = |message: &str, schema: Value| json!({"method": "elicitation/create", "params": {"mode": "form", "message": message, "requestedSchema": schema}});
         let ask = |key: &str, request: Value, state: Option<String>| {
@@ -30,6 +30,12 @@ impl Server {
             }, "required": ["name"]});
             form("Who is asking?", schema)
         };
+        if self.has("mrtr-many") {
+            let requests: serde_json::Map<String, Value> =
+                (0..1000).map(|n| (format!("q{n}"), name_form())).collect();
+            let result = json!({"resultType": "input_required", "inputRequests": requests});
+            return self.send(json!({"jsonrpc": "2.0", "id": id, "result": result}));
+        }
         if self.has("mrtr-forever") {
             return ask("name", name_form(), Some("again".into()));
         }
