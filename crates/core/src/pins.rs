@@ -13,6 +13,13 @@ pub struct PinRecord {
     pub definition: String,
 }
 
+/// Pins one server may have before those of tools it no longer lists are forgotten: twice
+/// the tools one listing keeps. Pins are kept for tools that went away (one that comes back
+/// changed is a drift, not a new tool), but a server that lists new names at every
+/// `list_changed` would otherwise grow the pin file, and every start's read of it, without
+/// end. Past the bound, a tool that went away and comes back is pinned anew.
+pub const MAX_PINS_PER_SERVER: usize = 10_000;
+
 /// Pinned hashes: server, then tool, then the hash.
 pub type PinnedHashes =
     std::collections::HashMap<String, std::collections::HashMap<String, String>>;
@@ -38,5 +45,13 @@ pub trait PinRecords {
         server: &str,
         tool: &str,
         record: &PinRecord,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send;
+
+    /// Forgets the pins of `server` for every tool not in `listed`: called only past
+    /// [`MAX_PINS_PER_SERVER`], when a server has renamed its tools over and over.
+    fn forget_unlisted(
+        &self,
+        server: &str,
+        listed: &[&str],
     ) -> impl Future<Output = Result<(), Self::Error>> + Send;
 }

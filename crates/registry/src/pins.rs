@@ -190,7 +190,7 @@ pub async fn accept<P: PinRecords>(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
     use serde_json::json;
@@ -222,7 +222,7 @@ mod tests {
 
     /// Pins in memory, as the store keeps them on disk.
     #[derive(Default)]
-    struct Memory(Mutex<HashMap<(String, String), PinRecord>>);
+    pub(crate) struct Memory(Mutex<HashMap<(String, String), PinRecord>>);
 
     impl PinRecords for Memory {
         type Error = Infallible;
@@ -248,6 +248,12 @@ mod tests {
         ) -> Result<(), Infallible> {
             let key = (server.to_string(), tool.to_string());
             self.0.lock().unwrap().insert(key, record.clone());
+            Ok(())
+        }
+
+        async fn forget_unlisted(&self, server: &str, listed: &[&str]) -> Result<(), Infallible> {
+            (self.0.lock().unwrap())
+                .retain(|(s, tool), _| s != server || listed.contains(&tool.as_str()));
             Ok(())
         }
     }

@@ -16,7 +16,8 @@ use std::sync::Arc;
 /// A pin as read: server, tool, hash, and the rules its schema compiled under.
 type PinRow = (String, String, String, Option<String>);
 
-/// Servers whose pins one query reads: far below either database's limit on parameters.
+/// Servers whose pins one query reads (and tools one query forgets): far below either
+/// database's limit on parameters.
 const SERVERS_PER_READ: usize = 256;
 
 /// The pins file's own migrations (`pin_migrations/`).
@@ -182,6 +183,38 @@ impl PinRecords for PinStore {
         .await?;
         Ok(())
     }
+
+    async fn forget_unlisted(&self, server: &str, listed: &[&str]) -> Result<(), PinError> {
+        let pinned: Vec<(String,)> =
+            sqlx::query_as("SELECT tool FROM tool_pins WHERE scope = $1 AND server = $2")
+                .bind(&*self.scope)
+                .bind(server)
+                .fetch_all(&self.pool)
+                .await?;
+        let listed: HashSet<&str> = listed.iter().copied().collect();
+        let gone: Vec<&str> = (pinned.iter())
+            .map(|(tool,)| tool.as_str())
+            .filter(|tool| !listed.contains(tool))
+            .collect();
+        let mut tx = self.pool.begin().await?;
+        for some in gone.chunks(SERVERS_PER_READ) {
+            let marks: Vec<String> = (0..some.len()).map(|i| format!("${}", i + 3)).collect();
+            let sql = format!(
+                "DELETE FROM tool_pins WHERE scope = $1 AND server = $2 AND tool IN ({})",
+                marks.join(", ")
+            );
+            // Audited: constant but for the count of placeholders; names are bound.
+            let mut query = sqlx::query(AssertSqlSafe(sql))
+                .bind(&*self.scope)
+                .bind(server);
+            for tool in some {
+                query = query.bind(*tool);
+            }
+            query.execute(&mut *tx).await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -222,6 +255,35 @@ mod tests {
 
     /// A snapshot reads the pins of the servers it is of, not of every server ever pinned;
     /// many servers are read in more than one query.
+    #[tokio::test]
+    async fn forgetting_unlisted_pins_touches_one_server_of_one_scope() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = PinStore::open(&dir.path().join("pins.sqlite"))
+            .await
+            .unwrap();
+        let other = PinStore::scoped(store.pool.clone(), "someone else");
+        // More than one query's worth of tools to forget.
+        for n in 0..600 {
+            store
+                .pin("s", &format!("t{n}"), &record("h"))
+                .await
+                .unwrap();
+        }
+        store.pin("u", "t1", &record("h")).await.unwrap();
+        other.pin("s", "t1", &record("h")).await.unwrap();
+        other.pin("s", "t7", &record("h")).await.unwrap();
+        store
+            .forget_unlisted("s", &["t1", "t599", "absent"])
+            .await
+            .unwrap();
+        let mine = store.hashes().await.unwrap();
+        let mut left: Vec<&String> = mine["s"].keys().collect();
+        left.sort();
+        assert_eq!(left, ["t1", "t599"]);
+        assert_eq!(mine["u"].len(), 1);
+        assert_eq!(other.hashes().await.unwrap()["s"].len(), 2);
+    }
+
     #[tokio::test]
     async fn a_snapshot_reads_only_its_servers_pins() {
         let dir = tempfile::tempdir().unwrap();

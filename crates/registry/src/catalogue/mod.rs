@@ -13,7 +13,7 @@ use crate::search::DocText;
 use crate::search::hybrid::{Embedder, SemanticIndex};
 
 mod ranking;
-use mcp_host_core::pins::{PinRecords, PinnedHashes};
+use mcp_host_core::pins::{MAX_PINS_PER_SERVER, PinRecords, PinnedHashes};
 use mcp_host_core::{
     PromptDescriptor, ResourceDescriptor, ResourceTemplateDescriptor, ServerFacts, ServerId,
     ToolDefinition, ToolDescriptor,
@@ -497,6 +497,38 @@ impl Catalogue {
             );
             let check = check.await?;
             e.pin = Some(check);
+        }
+        self.forget_pins_past_bound(pins, known).await
+    }
+
+    /// Forgets the pins of tools a server no longer lists, for each server whose pins
+    /// (those read, and those made now) pass [`MAX_PINS_PER_SERVER`].
+    async fn forget_pins_past_bound<P: PinRecords>(
+        &self,
+        pins: &P,
+        known: &PinnedHashes,
+    ) -> Result<(), P::Error> {
+        // Nearly always no server is near the bound: nothing to count.
+        let made = self.entries.len();
+        if known.values().all(|t| t.len() + made <= MAX_PINS_PER_SERVER)
+            && made <= MAX_PINS_PER_SERVER
+        {
+            return Ok(());
+        }
+        let mut listed: HashMap<&str, Vec<&str>> = HashMap::new();
+        let mut new: HashMap<&str, usize> = HashMap::new();
+        for e in &self.entries {
+            let server = e.key.server.as_str();
+            listed.entry(server).or_default().push(&e.key.tool);
+            if matches!(e.pin, Some(PinCheck::New)) {
+                *new.entry(server).or_default() += 1;
+            }
+        }
+        for (server, tools) in listed {
+            let pinned = known.get(server).map_or(0, HashMap::len);
+            if pinned + new.get(server).copied().unwrap_or(0) > MAX_PINS_PER_SERVER {
+                pins.forget_unlisted(server, &tools).await?;
+            }
         }
         Ok(())
     }

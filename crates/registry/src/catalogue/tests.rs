@@ -338,3 +338,38 @@ fn allow_unvalidated_does_not_lift_a_budget_refusal() {
         Err(Refusal::Unavailable { .. })
     ));
 }
+
+/// A server that lists new names at every listing grows its pins to the bound and no
+/// further: past it, the pins of tools it no longer lists are forgotten. Below the bound
+/// they are kept (a tool that comes back changed is a drift), and so are another server's.
+#[tokio::test]
+async fn pins_of_tools_no_longer_listed_are_forgotten_past_the_bound() {
+    let record = |hash: &str| mcp_host_core::pins::PinRecord {
+        hash: hash.into(),
+        definition: "{}".into(),
+    };
+    for (earlier, kept) in [
+        (MAX_PINS_PER_SERVER - 2, MAX_PINS_PER_SERVER),
+        (MAX_PINS_PER_SERVER, 2),
+    ] {
+        let pins = crate::pins::tests::Memory::default();
+        for n in 0..earlier {
+            pins.pin("churn", &format!("old{n}"), &record("h"))
+                .await
+                .unwrap();
+        }
+        pins.pin("steady", "gone", &record("h")).await.unwrap();
+        let mut c = Catalogue::build(vec![
+            server(
+                "churn",
+                vec![tool("new1", "d", object()), tool("new2", "d", object())],
+            ),
+            server("steady", vec![tool("kept", "d", object())]),
+        ]);
+        c.check_pins(&pins).await.unwrap();
+        let hashes = pins.hashes().await.unwrap();
+        assert_eq!(hashes["churn"].len(), kept, "{earlier} pinned before");
+        assert!(hashes["churn"].contains_key("new1") && hashes["churn"].contains_key("new2"));
+        assert_eq!(hashes["steady"].len(), 2, "another server's pins stay");
+    }
+}
