@@ -5,14 +5,18 @@
 //! Gemini 3 rejects a replayed function call without the `thoughtSignature` it came with,
 //! and our `ToolCall` has no place for one, so the provider remembers signatures by call id
 //! (bounded) and, for a call it does not know, sends Google's documented "skip the
-//! validator" value instead.
+//! validator" value instead. A step's body extends the last one (`body.rs`), and the
+//! tools' lowered declarations are made once per tool list, as for the other providers.
 
+use crate::body::{Sent, close_with_tools, head, write_json};
 use crate::lowering::{Dialect, lower};
 use crate::retry::Retry;
 use crate::types::{
-    Message, ModelRequest, ModelResponse, Provider, ProviderError, StopReason, ToolCall, Usage,
+    Message, ModelRequest, ModelResponse, Provider, ProviderError, StopReason, ToolCall, ToolSpec,
+    Usage,
 };
 use crate::wire::{self, Auth, Flow, Framing, at};
+use bytes::{Bytes, BytesMut};
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
 use std::future::Future;
@@ -30,6 +34,13 @@ const MAX_SIGNATURES: usize = 4096;
 /// event allows (4 MiB), and 4,096 of those were 16 GiB kept for the session.
 const MAX_SIGNATURE_BYTES: usize = 64 * 1024 * 1024;
 
+/// Remembered signatures, and their bytes.
+#[derive(Debug, Default)]
+struct Signatures {
+    map: HashMap<String, String>,
+    bytes: usize,
+}
+
 #[derive(Clone, Debug)]
 pub struct Gemini {
     client: crate::http::ModelClient,
@@ -37,7 +48,10 @@ pub struct Gemini {
     api_key: Option<String>,
     pub retry: Retry,
     /// Thought signatures by call id, shared by clones.
-    signatures: Arc<Mutex<HashMap<String, String>>>,
+    signatures: Arc<Mutex<Signatures>>,
+    /// The last bodies sent, one for models that need signatures and one for those that do
+    /// not (an item is written for one of them), shared by clones.
+    sent: Arc<[Sent; 2]>,
     /// Made-up call ids count up across responses, so a signature finds its own call.
     next_id: Arc<AtomicU64>,
 }
@@ -60,119 +74,135 @@ impl Gemini {
             api_key,
             retry: Retry::default(),
             signatures: Arc::default(),
+            sent: Arc::default(),
             next_id: Arc::default(),
         }
     }
 
     fn signature(&self, id: &str) -> Option<String> {
-        self.signatures.lock().ok()?.get(id).cloned()
+        self.signatures.lock().ok()?.map.get(id).cloned()
     }
 
     fn remember_signature(&self, id: &str, signature: &str) {
-        if let Ok(mut map) = self.signatures.lock() {
-            let bytes: usize = map.values().map(String::len).sum::<usize>() + signature.len();
-            if map.len() >= MAX_SIGNATURES || bytes > MAX_SIGNATURE_BYTES {
-                map.clear();
+        if let Ok(mut kept) = self.signatures.lock() {
+            if kept.map.len() >= MAX_SIGNATURES
+                || kept.bytes + signature.len() > MAX_SIGNATURE_BYTES
+            {
+                *kept = Signatures::default();
             }
-            map.insert(id.to_string(), signature.to_string());
+            kept.bytes += signature.len();
+            if let Some(old) = kept.map.insert(id.to_string(), signature.to_string()) {
+                kept.bytes -= old.len();
+            }
         }
     }
 
-    fn body(&self, request: &ModelRequest) -> Value {
+    /// The request's JSON: the last step's body with the messages added since (see
+    /// `body.rs`), the tools' declarations lowered once per tool list. The system messages,
+    /// wherever they are, go first as one instruction; the history follows, each step's tool
+    /// results grouped into one `user` content; then the tools.
+    fn body(&self, request: &ModelRequest) -> Bytes {
         // Models before Gemini 3 never required signatures; do not send them a made-up one.
         let skip_signature = !["gemini-1", "gemini-2"]
             .iter()
             .any(|old| model_name(&request.model).starts_with(old));
-        let mut system = Vec::new();
-        let mut contents: Vec<Value> = Vec::new();
-        for m in request.messages.iter() {
-            match m {
-                Message::System { text } => system.push(json!({"text": text})),
-                Message::User { text } => {
-                    contents.push(json!({"role": "user", "parts": [{"text": text}]}));
-                }
-                Message::Assistant { text, tool_calls } => {
-                    let mut parts = Vec::new();
-                    if !text.is_empty() {
-                        parts.push(json!({"text": text}));
-                    }
-                    for (i, c) in tool_calls.iter().enumerate() {
-                        let mut call =
-                            json!({"name": c.name, "args": arguments_object(&c.arguments)});
-                        if !c.id.starts_with(SYNTHETIC_ID) {
-                            call["id"] = json!(c.id);
-                        }
-                        let mut part = json!({"functionCall": call});
-                        // Of parallel calls only the first carries a signature.
-                        let signature = self
-                            .signature(&c.id)
-                            .or_else(|| (i == 0 && skip_signature).then(|| SKIP_SIGNATURE.into()));
-                        if let Some(s) = signature {
-                            part["thoughtSignature"] = json!(s);
-                        }
-                        parts.push(part);
-                    }
-                    // Gemini rejects a content without parts.
-                    if !parts.is_empty() {
-                        contents.push(json!({"role": "model", "parts": parts}));
-                    }
-                }
-                Message::ToolResult {
-                    call_id,
-                    name,
-                    content,
-                    is_error,
-                } => {
-                    let response = if *is_error {
-                        json!({"error": content})
-                    } else {
-                        json!({"content": content})
-                    };
-                    let mut result = json!({"name": name, "response": response});
-                    if !call_id.starts_with(SYNTHETIC_ID) {
-                        result["id"] = json!(call_id);
-                    }
-                    let part = json!({"functionResponse": result});
-                    // The results of one step go back together, as one content.
-                    match contents.last_mut() {
-                        Some(last)
-                            if last["role"] == "user"
-                                && last["parts"][0].get("functionResponse").is_some() =>
-                        {
-                            if let Some(parts) = last["parts"].as_array_mut() {
-                                parts.push(part);
-                            }
-                        }
-                        _ => contents.push(json!({"role": "user", "parts": [part]})),
-                    }
-                }
-            }
-        }
-        let mut body = json!({"contents": contents});
+        // Items are written for one of the two, so each keeps its own body.
+        let sent = &self.sent[usize::from(skip_signature)];
+        let system: Vec<Value> = (request.messages.iter())
+            .filter_map(|m| match m {
+                Message::System { text } => Some(json!({"text": text})),
+                _ => None,
+            })
+            .collect();
+        let mut fields = json!({});
         if !system.is_empty() {
-            body["systemInstruction"] = json!({"parts": system});
+            fields["systemInstruction"] = json!({"parts": system});
         }
-        if !request.tools.is_empty() {
-            let declarations: Vec<Value> = request
-                .tools
-                .iter()
-                .map(|t| {
-                    let mut d = json!({"name": t.name, "description": t.description});
-                    let parameters = lower(&t.input_schema, Dialect::Gemini);
-                    // Gemini rejects an object schema with no properties: a tool without
-                    // parameters declares none.
-                    if parameters["properties"]
-                        .as_object()
-                        .is_some_and(|p| !p.is_empty())
-                    {
-                        d["parameters"] = parameters;
+        let head = head(&fields, "contents");
+        let tail = |out: &mut BytesMut| {
+            if matches!(
+                last_written(&request.messages),
+                Some(Message::ToolResult { .. })
+            ) {
+                out.extend_from_slice(b"]}");
+            }
+            let tools =
+                (!request.tools.is_empty()).then(|| sent.tools.get(&request.tools, declarations));
+            close_with_tools(out, tools.as_deref());
+        };
+        let item = |messages: &[Message], i: usize, out: &mut BytesMut| {
+            self.wire_item(messages, i, skip_signature, out);
+        };
+        sent.body
+            .body(&head, &request.messages, request.reuse, item, tail)
+    }
+
+    /// Message `i` as the items of `contents`, after those before it: nothing for a system
+    /// message or an empty assistant turn (Gemini rejects a content without parts); a tool
+    /// result joins the `user` content of the results just before it, or opens one.
+    fn wire_item(&self, messages: &[Message], i: usize, skip_signature: bool, out: &mut BytesMut) {
+        let message = &messages[i];
+        if !writes(message) {
+            return;
+        }
+        let before = last_written(&messages[..i]);
+        let after_result = matches!(before, Some(Message::ToolResult { .. }));
+        if let Message::ToolResult {
+            call_id,
+            name,
+            content,
+            is_error,
+        } = message
+        {
+            if after_result {
+                out.extend_from_slice(b",");
+            } else {
+                if before.is_some() {
+                    out.extend_from_slice(b",");
+                }
+                out.extend_from_slice(b"{\"role\":\"user\",\"parts\":[");
+            }
+            write_json(out, &function_response(call_id, name, content, *is_error));
+            return;
+        }
+        if after_result {
+            out.extend_from_slice(b"]}");
+        }
+        if before.is_some() {
+            out.extend_from_slice(b",");
+        }
+        write_json(out, &self.content(message, skip_signature));
+    }
+
+    /// A user or assistant message as a Gemini content.
+    fn content(&self, message: &Message, skip_signature: bool) -> Value {
+        match message {
+            Message::Assistant { text, tool_calls } => {
+                let mut parts = Vec::new();
+                if !text.is_empty() {
+                    parts.push(json!({"text": text}));
+                }
+                for (i, c) in tool_calls.iter().enumerate() {
+                    let mut call = json!({"name": c.name, "args": arguments_object(&c.arguments)});
+                    if !c.id.starts_with(SYNTHETIC_ID) {
+                        call["id"] = json!(c.id);
                     }
-                    d
-                })
-                .collect();
-            body["tools"] = json!([{"functionDeclarations": declarations}]);
+                    let mut part = json!({"functionCall": call});
+                    // Of parallel calls only the first carries a signature.
+                    let signature = self
+                        .signature(&c.id)
+                        .or_else(|| (i == 0 && skip_signature).then(|| SKIP_SIGNATURE.into()));
+                    if let Some(s) = signature {
+                        part["thoughtSignature"] = json!(s);
+                    }
+                    parts.push(part);
+                }
+                json!({"role": "model", "parts": parts})
+            }
+            Message::User { text } => json!({"role": "user", "parts": [{"text": text}]}),
+            // Never asked: `wire_item` writes these itself.
+            Message::System { .. } | Message::ToolResult { .. } => Value::Null,
         }
-        body
     }
 
     async fn send(&self, request: &ModelRequest) -> Result<ModelResponse, ProviderError> {
@@ -182,11 +212,11 @@ impl Gemini {
             model_name(&request.model)
         );
         let body = self.body(request);
-        let response = wire::post(
+        let response = wire::post_json(
             &self.client,
             self.retry,
-            &url,
-            &body,
+            &wire::Endpoint::new(&url, ""),
+            body,
             Auth::Header("x-goog-api-key", self.api_key.as_deref()),
             &[],
         )
@@ -292,9 +322,180 @@ impl Provider for Gemini {
     }
 }
 
+/// Whether `message` writes anything into `contents`.
+fn writes(message: &Message) -> bool {
+    match message {
+        Message::System { .. } => false,
+        Message::Assistant { text, tool_calls } => !text.is_empty() || !tool_calls.is_empty(),
+        Message::User { .. } | Message::ToolResult { .. } => true,
+    }
+}
+
+/// The last of `messages` that wrote anything.
+fn last_written(messages: &[Message]) -> Option<&Message> {
+    messages.iter().rfind(|m| writes(m))
+}
+
+/// A tool's result as a `functionResponse` part.
+fn function_response(call_id: &str, name: &str, content: &str, is_error: bool) -> Value {
+    let response = if is_error {
+        json!({"error": content})
+    } else {
+        json!({"content": content})
+    };
+    let mut result = json!({"name": name, "response": response});
+    if !call_id.starts_with(SYNTHETIC_ID) {
+        result["id"] = json!(call_id);
+    }
+    json!({"functionResponse": result})
+}
+
+/// The tools as Gemini declares them: each schema lowered to its dialect.
+fn declarations(tools: &[ToolSpec]) -> Value {
+    let declarations: Vec<Value> = tools
+        .iter()
+        .map(|t| {
+            let mut d = json!({"name": t.name, "description": t.description});
+            let parameters = lower(&t.input_schema, Dialect::Gemini);
+            // Gemini rejects an object schema with no properties: a tool without
+            // parameters declares none.
+            if parameters["properties"]
+                .as_object()
+                .is_some_and(|p| !p.is_empty())
+            {
+                d["parameters"] = parameters;
+            }
+            d
+        })
+        .collect();
+    json!([{"functionDeclarations": declarations}])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The body extended step by step is, at every step, the one the whole history makes.
+    #[test]
+    fn extended_bodies_are_the_bodies_encoded_afresh() {
+        let client = crate::http::ModelClient::new(std::time::Duration::from_secs(1));
+        let gemini = Gemini::new(client, "http://127.0.0.1:1", None);
+        gemini.remember_signature("b", "sig-b");
+        for model in ["gemini-3-pro", "gemini-2.5-flash"] {
+            let gemini = gemini.clone();
+            crate::body::assert_extends_as_afresh(
+                |sent, request| {
+                    let _ = sent;
+                    let mut request = request.clone();
+                    request.model = model.into();
+                    gemini.body(&request)
+                },
+                |request| {
+                    let mut request = request.clone();
+                    request.model = model.into();
+                    encoded_afresh(&gemini, &request)
+                },
+            );
+        }
+    }
+
+    fn encoded_afresh(gemini: &Gemini, request: &ModelRequest) -> Value {
+        let this = gemini;
+        // Models before Gemini 3 never required signatures; do not send them a made-up one.
+        let skip_signature = !["gemini-1", "gemini-2"]
+            .iter()
+            .any(|old| model_name(&request.model).starts_with(old));
+        let mut system = Vec::new();
+        let mut contents: Vec<Value> = Vec::new();
+        for m in request.messages.iter() {
+            match m {
+                Message::System { text } => system.push(json!({"text": text})),
+                Message::User { text } => {
+                    contents.push(json!({"role": "user", "parts": [{"text": text}]}));
+                }
+                Message::Assistant { text, tool_calls } => {
+                    let mut parts = Vec::new();
+                    if !text.is_empty() {
+                        parts.push(json!({"text": text}));
+                    }
+                    for (i, c) in tool_calls.iter().enumerate() {
+                        let mut call =
+                            json!({"name": c.name, "args": arguments_object(&c.arguments)});
+                        if !c.id.starts_with(SYNTHETIC_ID) {
+                            call["id"] = json!(c.id);
+                        }
+                        let mut part = json!({"functionCall": call});
+                        // Of parallel calls only the first carries a signature.
+                        let signature = this
+                            .signature(&c.id)
+                            .or_else(|| (i == 0 && skip_signature).then(|| SKIP_SIGNATURE.into()));
+                        if let Some(s) = signature {
+                            part["thoughtSignature"] = json!(s);
+                        }
+                        parts.push(part);
+                    }
+                    // Gemini rejects a content without parts.
+                    if !parts.is_empty() {
+                        contents.push(json!({"role": "model", "parts": parts}));
+                    }
+                }
+                Message::ToolResult {
+                    call_id,
+                    name,
+                    content,
+                    is_error,
+                } => {
+                    let response = if *is_error {
+                        json!({"error": content})
+                    } else {
+                        json!({"content": content})
+                    };
+                    let mut result = json!({"name": name, "response": response});
+                    if !call_id.starts_with(SYNTHETIC_ID) {
+                        result["id"] = json!(call_id);
+                    }
+                    let part = json!({"functionResponse": result});
+                    // The results of one step go back together, as one content.
+                    match contents.last_mut() {
+                        Some(last)
+                            if last["role"] == "user"
+                                && last["parts"][0].get("functionResponse").is_some() =>
+                        {
+                            if let Some(parts) = last["parts"].as_array_mut() {
+                                parts.push(part);
+                            }
+                        }
+                        _ => contents.push(json!({"role": "user", "parts": [part]})),
+                    }
+                }
+            }
+        }
+        let mut body = json!({"contents": contents});
+        if !system.is_empty() {
+            body["systemInstruction"] = json!({"parts": system});
+        }
+        if !request.tools.is_empty() {
+            let declarations: Vec<Value> = request
+                .tools
+                .iter()
+                .map(|t| {
+                    let mut d = json!({"name": t.name, "description": t.description});
+                    let parameters = lower(&t.input_schema, Dialect::Gemini);
+                    // Gemini rejects an object schema with no properties: a tool without
+                    // parameters declares none.
+                    if parameters["properties"]
+                        .as_object()
+                        .is_some_and(|p| !p.is_empty())
+                    {
+                        d["parameters"] = parameters;
+                    }
+                    d
+                })
+                .collect();
+            body["tools"] = json!([{"functionDeclarations": declarations}]);
+        }
+        body
+    }
 
     /// Signatures as long as an event allows are kept to their byte limit, however many.
     #[test]
@@ -305,8 +506,10 @@ mod tests {
         for i in 0..40 {
             gemini.remember_signature(&format!("c{i}"), &long);
         }
-        let map = gemini.signatures.lock().unwrap();
+        let kept = gemini.signatures.lock().unwrap();
+        let map = &kept.map;
         let bytes: usize = map.values().map(String::len).sum();
+        assert_eq!(bytes, kept.bytes);
         assert!(bytes <= MAX_SIGNATURE_BYTES, "{bytes}");
         assert!(map.contains_key("c39"), "the newest is kept");
     }

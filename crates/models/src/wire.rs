@@ -61,20 +61,6 @@ impl Endpoint {
     }
 }
 
-/// Sends `body` to `url` and returns the (successful) streaming response.
-pub(crate) async fn post(
-    client: &ModelClient,
-    retry: Retry,
-    url: &str,
-    body: &Value,
-    auth: Auth<'_>,
-    headers: &[(&'static str, &'static str)],
-) -> Result<Response, ProviderError> {
-    let bytes = serde_json::to_vec(body).map_err(|e| ProviderError::Stream(e.to_string()))?;
-    let endpoint = Endpoint::new(url, "");
-    post_json(client, retry, &endpoint, bytes.into(), auth, headers).await
-}
-
 /// Sends an already serialised JSON body (serialised once, whatever the retries).
 pub(crate) async fn post_json(
     client: &ModelClient,

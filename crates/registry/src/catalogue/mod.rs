@@ -510,7 +510,9 @@ impl Catalogue {
     ) -> Result<(), P::Error> {
         // Nearly always no server is near the bound: nothing to count.
         let made = self.entries.len();
-        if known.values().all(|t| t.len() + made <= MAX_PINS_PER_SERVER)
+        if known
+            .values()
+            .all(|t| t.len() + made <= MAX_PINS_PER_SERVER)
             && made <= MAX_PINS_PER_SERVER
         {
             return Ok(());
