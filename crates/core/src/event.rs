@@ -384,6 +384,11 @@ pub enum Event {
     ApprovalRequested(ApprovalPrompt),
     /// A server asks the person something, answered by the request's id.
     ElicitationRequested(ElicitationRequest),
+    /// A server stopped waiting for its question (its request ended: a deadline, a closed
+    /// connection): the question goes away unanswered.
+    ElicitationWithdrawn {
+        id: String,
+    },
     /// Something the user should know: a large result, a compaction, a background job done.
     Notice {
         text: String,

@@ -426,7 +426,8 @@ function setTitle(title) {
 
 const EVENT_TYPES = [
   'turn_started', 'text_delta', 'decided', 'call_begun', 'call_ended', 'call_refused',
-  'progress', 'approval_requested', 'elicitation_requested', 'elicitation_answered', 'notice', 'turn_ended',
+  'progress', 'approval_requested', 'elicitation_requested', 'elicitation_answered',
+  'elicitation_withdrawn', 'notice', 'turn_ended',
   'turn_failed', 'turn_interrupted', 'conversation_started', 'model_changed', 'servers',
   'tools', 'ended', 'message',
 ];
@@ -875,6 +876,12 @@ function apply(v, type, d, seq) {
       for (const [key, e] of v.elicitations) if (e.req && e.req.id === d.id) v.elicitations.delete(key);
       const said = { accept: 'answered', decline: 'declined', cancel: 'cancelled' }[d.action] || 'answered';
       addNotice(v, seq, `You ${said} the server's question.`);
+      break;
+    }
+    case 'elicitation_withdrawn': {
+      // The server stopped waiting (its request ended): the question goes away unanswered.
+      for (const [key, e] of v.elicitations) if (e.req && e.req.id === d.id) v.elicitations.delete(key);
+      addNotice(v, seq, 'The server stopped waiting for an answer to its question.');
       break;
     }
     case 'notice':

@@ -573,6 +573,9 @@ async fn route(hub: &Hub, link: &Link, event: Event) {
         Event::Decided { call_id, .. } => {
             state.waiting.remove(call_id);
         }
+        Event::ElicitationWithdrawn { id } => {
+            state.waiting.remove(id);
+        }
         _ => {}
     }
     let Some(turn) = state.turn.as_mut() else {

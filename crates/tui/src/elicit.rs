@@ -131,6 +131,22 @@ impl Elicit {
         }
     }
 
+    /// The asking server, as shown (cleaned).
+    pub(crate) fn server(&self) -> &str {
+        match self {
+            Elicit::Form(f) => &f.server,
+            Elicit::Url(u) => &u.server,
+        }
+    }
+
+    /// The question, as shown (cleaned).
+    pub(crate) fn message(&self) -> &str {
+        match self {
+            Elicit::Form(f) => &f.message,
+            Elicit::Url(u) => &u.message,
+        }
+    }
+
     pub(crate) fn on_key(&mut self, key: KeyEvent) -> Option<ElicitationAnswer> {
         match self {
             Elicit::Form(f) => f.on_key(key),
@@ -563,6 +579,12 @@ impl Elicitations {
 
     pub(crate) fn waiting(&self) -> usize {
         self.queue.len().saturating_sub(1)
+    }
+
+    /// Takes the question `id` away (its server stopped waiting), wherever it is in line.
+    pub(crate) fn withdraw(&mut self, id: &str) -> Option<Elicit> {
+        let at = self.queue.iter().position(|e| e.id() == id)?;
+        self.queue.remove(at)
     }
 }
 

@@ -78,6 +78,15 @@ impl App {
                 self.approvals.push(prompt);
             }
             Event::ElicitationRequested(request) => self.elicitations.push(request),
+            Event::ElicitationWithdrawn { id } => {
+                if let Some(gone) = self.elicitations.withdraw(id) {
+                    self.transcript.notice(&format!(
+                        "{} stopped waiting for an answer: {}",
+                        gone.server(),
+                        mcp_host_core::sanitize::one_line(gone.message(), 120)
+                    ));
+                }
+            }
             Event::Notice { text } => self.transcript.notice(text),
             Event::TurnEnded { report } => {
                 self.busy = false;

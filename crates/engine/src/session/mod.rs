@@ -300,6 +300,7 @@ impl Session {
                         None => std::future::pending().await,
                     }
                 } => self.question(ask),
+                id = self.asks.withdrawn() => self.emit(Event::ElicitationWithdrawn { id }),
                 Some((revisions, tools)) = async {
                     match refresh.as_mut() {
                         Some(r) => Some(r.await),

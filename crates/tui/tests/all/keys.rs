@@ -6,7 +6,7 @@ use crate::common::{
 };
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use mcp_host_core::decision::AnswerScope;
-use mcp_host_core::event::{ElicitationAnswer, ElicitationRequest};
+use mcp_host_core::event::{ElicitationAnswer, ElicitationRequest, Event};
 use mcp_host_tui::{Command, Update};
 use serde_json::json;
 
@@ -532,6 +532,27 @@ fn elicitation_decline_and_cancel() {
             answer: ElicitationAnswer::Cancel
         }]
     );
+}
+
+/// A question its server stopped waiting for goes away, the one showing or one in line,
+/// and the person is told; the next in line shows.
+#[test]
+fn a_withdrawn_question_goes_away_and_says_so() {
+    let (mut app, _) = app();
+    app.on_event(&elicitation(form()));
+    app.on_event(&elicitation(url_request()));
+    assert!(app.dialog_open());
+    app.on_event(&Event::ElicitationWithdrawn { id: "e1".into() });
+    assert!(app.dialog_open(), "the URL request is next");
+    let s = screen(&app, 80, 24);
+    assert!(s.contains("Log in"), "{s}");
+    app.on_event(&Event::ElicitationWithdrawn { id: "u1".into() });
+    assert!(!app.dialog_open());
+    let s = screen(&app, 80, 24);
+    assert!(s.contains("stopped waiting for an answer"), "{s}");
+    // One nobody shows any more changes nothing.
+    app.on_event(&Event::ElicitationWithdrawn { id: "u1".into() });
+    assert!(!app.dialog_open());
 }
 
 fn url_request() -> ElicitationRequest {
