@@ -452,12 +452,17 @@ impl Session {
         // The write is under the same deadlines: a server that stops reading its input
         // fills the pipe, and the write would wait for it forever.
         let sent = {
-            let send = line.send_direct(req);
-            tokio::select! {
-                biased;
-                sent = send => Some(sent),
-                () = cancel.cancelled() => None,
-                () = &mut idle => None,
+            let mut send = std::pin::pin!(line.send_direct(req));
+            // Nearly always written at once (the pipe has room): the deadlines are set up
+            // only for a write that has to wait.
+            match futures::poll!(send.as_mut()) {
+                std::task::Poll::Ready(sent) => Some(sent),
+                std::task::Poll::Pending => tokio::select! {
+                    biased;
+                    sent = send => Some(sent),
+                    () = cancel.cancelled() => None,
+                    () = &mut idle => None,
+                },
             }
         };
         let (id, token, answer) = match sent {
