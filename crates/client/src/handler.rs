@@ -1,21 +1,20 @@
 //! What a server may ask of the host, for one session: list-change notifications (which
-//! wake the manager's refresh), progress notifications (routed to the call they belong to,
-//! by the progress token rmcp put on that call), and elicitation (put to a person when a
+//! wake the manager's refresh), progress notifications (handed to [`crate::progress`]), and elicitation (put to a person when a
 //! front end can ask one, answered from the schema's defaults when config allows, declined
 //! otherwise). The capabilities declared match exactly what can be answered.
 
+use crate::progress::ProgressRoutes;
 use mcp_host_core::ServerId;
 use rmcp::ClientHandler;
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
     ElicitationCapability, FormElicitationCapability, Implementation, ProgressNotificationParam,
-    ProgressToken, ProtocolVersion, UrlElicitationCapability,
+    ProtocolVersion, UrlElicitationCapability,
 };
 use rmcp::service::{NotificationContext, RoleClient};
 use serde_json::Value;
-use std::collections::HashMap;
 use std::future::Future;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{Notify, mpsc, oneshot};
 
@@ -27,87 +26,6 @@ pub const ELICITATION_TIMEOUT: Duration = Duration::from_secs(600);
 /// a server asking without end (200,000 questions, 27 MB) held a gigabyte and buried the
 /// screen in forms.
 pub const MAX_QUESTIONS_WAITING: usize = 4;
-
-/// One progress notification, as a front end shows it.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Progress {
-    pub progress: f64,
-    pub total: Option<f64>,
-    pub message: Option<String>,
-}
-
-/// Where each in-flight request's progress goes, by its progress token.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct ProgressRoutes {
-    routes: Arc<Mutex<HashMap<ProgressToken, Route>>>,
-}
-
-/// Who hears of one request's progress.
-#[derive(Clone, Debug)]
-struct Route {
-    sink: Option<mpsc::UnboundedSender<Progress>>,
-    /// Told of each notification (a request whose idle deadline restarts on progress).
-    heard: Option<Arc<Notify>>,
-}
-
-impl ProgressRoutes {
-    pub(crate) fn add(&self, token: ProgressToken, sink: mpsc::UnboundedSender<Progress>) {
-        self.insert(token, Some(sink), None);
-    }
-
-    /// Routes progress for `token` to `sink`, if any, and tells `heard` of each one.
-    pub(crate) fn watch(
-        &self,
-        token: ProgressToken,
-        sink: Option<mpsc::UnboundedSender<Progress>>,
-        heard: Arc<Notify>,
-    ) {
-        self.insert(token, sink, Some(heard));
-    }
-
-    fn insert(
-        &self,
-        token: ProgressToken,
-        sink: Option<mpsc::UnboundedSender<Progress>>,
-        heard: Option<Arc<Notify>>,
-    ) {
-        if let Ok(mut r) = self.routes.lock() {
-            r.insert(token, Route { sink, heard });
-        }
-    }
-
-    pub(crate) fn remove(&self, token: &ProgressToken) {
-        if let Ok(mut r) = self.routes.lock() {
-            r.remove(token);
-        }
-    }
-
-    fn route(&self, params: &ProgressNotificationParam) {
-        let route = self
-            .routes
-            .lock()
-            .ok()
-            .and_then(|r| r.get(&params.progress_token).cloned());
-        let Some(route) = route else {
-            return;
-        };
-        if let Some(heard) = route.heard {
-            // A permit is kept when nobody waits at this instant: no notification is lost.
-            heard.notify_one();
-        }
-        if let Some(sink) = route.sink {
-            let message = params
-                .message
-                .as_deref()
-                .map(mcp_host_core::sanitize::strip_terminal_escapes);
-            let _ = sink.send(Progress {
-                progress: params.progress,
-                total: params.total,
-                message,
-            });
-        }
-    }
-}
 
 /// What a server asks a person.
 #[derive(Clone, Debug, PartialEq)]

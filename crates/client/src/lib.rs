@@ -20,6 +20,7 @@ pub mod listing;
 pub mod manager;
 mod pace;
 pub mod procs;
+mod progress;
 mod reading;
 mod runner;
 pub mod sandbox;
@@ -34,13 +35,14 @@ pub mod zygote;
 
 pub use handler::{
     ClientFeatures, ElicitationAsk, ElicitationKind, ElicitationReply, MAX_QUESTIONS_WAITING,
-    Progress, defaults_answer,
+    defaults_answer,
 };
 pub use http::{
     HttpClient, HttpWire, InProcessHttp, NetworkClient, http_client, install_crypto_provider,
 };
 pub use listing::{Listing, ToolList};
 pub use manager::{CallError, Expect, Manager, ManagerOptions, ServerSetup, ToolCaller};
+pub use progress::{Progress, ProgressFeed, ProgressSink, progress_channel};
 pub use reading::{PromptMessage, ResourceText};
 pub use session::{CallFailed, ConnectError, Endpoint, EraChoice, RequestError, Session};
 pub use stdio::{StdioLaunch, SupervisorCommand};

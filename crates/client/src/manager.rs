@@ -5,8 +5,9 @@
 //! task. This file owns the manager's API and the per-server slots the tasks fill.
 
 use crate::backoff::RetryPolicy;
-use crate::handler::{ElicitationAsk, Progress};
+use crate::handler::ElicitationAsk;
 use crate::listing::{Offers, ToolList};
+use crate::progress::ProgressSink;
 use crate::runner::Runner;
 use crate::sandbox::Confined;
 use crate::session::{RequestError, Session};
@@ -398,7 +399,7 @@ impl ToolCaller {
         arguments: Option<Map<String, Value>>,
         expect: Option<Expect>,
         cancel: CancellationToken,
-        progress: Option<tokio::sync::mpsc::UnboundedSender<Progress>>,
+        progress: Option<ProgressSink>,
     ) -> impl Future<Output = Result<CallOutcome, CallError>> + Send + use<> {
         let slots = self.slots.clone();
         let (id, tool) = (id.clone(), tool.to_string());

@@ -6,7 +6,7 @@
 
 use crate::host::Servers;
 use mcp_host_client::listing::Offers;
-use mcp_host_client::{CallError, Expect, Progress, ToolCaller, ToolList};
+use mcp_host_client::{CallError, Expect, ProgressSink, ToolCaller, ToolList};
 use mcp_host_core::{CallOutcome, ServerFacts, ServerId, ServerStatus};
 use serde_json::{Map, Value};
 use std::future::Future;
@@ -49,7 +49,7 @@ pub trait Caller: Send + Sync {
         arguments: Option<Map<String, Value>>,
         expect: Option<Expect>,
         cancel: CancellationToken,
-        progress: Option<tokio::sync::mpsc::UnboundedSender<Progress>>,
+        progress: Option<ProgressSink>,
     ) -> Sent;
 }
 
@@ -95,7 +95,7 @@ impl Caller for ToolCaller {
         arguments: Option<Map<String, Value>>,
         expect: Option<Expect>,
         cancel: CancellationToken,
-        progress: Option<tokio::sync::mpsc::UnboundedSender<Progress>>,
+        progress: Option<ProgressSink>,
     ) -> Sent {
         Box::pin(self.detached_call(server, tool, arguments, expect, cancel, progress))
     }

@@ -9,6 +9,7 @@
 use crate::Engine;
 use crate::events::{millis, subject};
 use crate::gate::{CallFailure, Permit};
+use crate::progress::PacedProgress;
 use mcp_host_core::event::{CallRecord, CallSource, Event};
 use mcp_host_core::{CallOutcome, ServerId};
 use mcp_host_models::Provider;
@@ -120,7 +121,7 @@ impl<P: Provider> Engine<'_, P> {
                 source: CallSource::Model,
             });
         }
-        let (progress_tx, mut progress) = tokio::sync::mpsc::unbounded_channel();
+        let (progress_tx, mut progress) = PacedProgress::channel();
         let span = crate::otlp::call_span(job.entry, "model");
         let sink = follows.then_some(progress_tx);
         let call = self.gate.send(job.permit, token.clone(), sink);
@@ -142,7 +143,7 @@ impl<P: Provider> Engine<'_, P> {
                     }
                     break Dispatched::Done { outcome, took };
                 }
-                Some(p) = progress.recv() => self.observer.event(progress_event(&job.call_id, p)),
+                Some(p) = progress.next() => self.observer.event(progress_event(&job.call_id, p)),
                 // An interrupt cancels the token; the task then ends at once and is joined
                 // above, so the threshold never moves a cancelled call to the background.
                 () = &mut threshold, if !cancel.is_cancelled() => {

@@ -13,7 +13,7 @@ use crate::connections::Caller;
 use crate::events::Observer;
 use crate::hooks::Hooks;
 use crate::tool_facts;
-use mcp_host_client::{CallError, Expect, Progress};
+use mcp_host_client::{CallError, Expect, ProgressSink};
 use mcp_host_core::decision::{DecidedBy, Decision, Mode, Verdict};
 use mcp_host_core::event::{CallRecord, CallSource};
 use mcp_host_core::{CallOutcome, Content, ServerId, ToolDescriptor};
@@ -210,7 +210,7 @@ impl Gate {
         &self,
         permit: Permit,
         cancel: CancellationToken,
-        progress: Option<tokio::sync::mpsc::UnboundedSender<Progress>>,
+        progress: Option<ProgressSink>,
     ) -> impl Future<Output = Result<CallOutcome, CallFailure>> + Send + use<> {
         let Permit {
             server,

@@ -34,6 +34,7 @@ pub mod hooks;
 pub mod host;
 pub mod otlp;
 pub mod person;
+mod progress;
 mod render;
 mod results;
 pub mod rules;

@@ -9,6 +9,7 @@ use crate::audit::args_hash;
 use crate::dispatch::{ended, progress_event};
 use crate::events::{Observer, subject};
 use crate::gate::{CallFacts, CallFailure, Gate, Gated, note_decision, note_outcome};
+use crate::progress::PacedProgress;
 use mcp_host_core::CallOutcome;
 use mcp_host_core::decision::{Decision, Mode};
 use mcp_host_core::event::{CallRecord, CallSource, Event};
@@ -97,22 +98,22 @@ impl Gate {
         let span = crate::otlp::call_span(entry, "person");
         let outcome = if follows {
             // A person's call shows its progress (a task's status among it) like a model's.
-            let (progress_tx, mut progress) = tokio::sync::mpsc::unbounded_channel();
-            // The call gets a clone, so its end does not close the channel under the loop
-            // below (see `forget_waker`).
+            let (progress_tx, mut progress) = PacedProgress::channel();
+            // The call gets a clone: its end does not close the feed under the loop below,
+            // which would wake this task once more for nothing.
             let call = self
                 .send(permit, cancel, Some(progress_tx.clone()))
                 .instrument(span.clone());
             tokio::pin!(call);
             let outcome = loop {
                 tokio::select! {
-                    // Progress that came before the answer is told before the call ends.
+                    // Progress told before the answer comes first; one held back by the
+                    // pace is not worth the wait (the call's end says more).
                     biased;
-                    Some(p) = progress.recv() => observer.event(progress_event(&call_id, p)),
+                    Some(p) = progress.next() => observer.event(progress_event(&call_id, p)),
                     outcome = &mut call => break outcome,
                 }
             };
-            forget_waker(&mut progress);
             drop(progress_tx);
             outcome
         } else {
@@ -140,14 +141,4 @@ impl Gate {
         }
         result
     }
-}
-
-/// Leaves a no-op waker where `progress` had this task's, before its last sender goes.
-/// Closing a channel wakes the waker last registered on it: this task, which would then be
-/// polled again for nothing (through every future it awaits) and make one more trip to the
-/// reactor before its next call can wait. Progress still queued came after the answer and
-/// is dropped, as the receiver's own drop would.
-fn forget_waker<T>(progress: &mut tokio::sync::mpsc::UnboundedReceiver<T>) {
-    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-    while let std::task::Poll::Ready(Some(_)) = progress.poll_recv(&mut cx) {}
 }

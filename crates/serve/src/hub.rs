@@ -89,9 +89,6 @@ struct ActiveTurn {
     records_engine_id: bool,
     /// Call id → server, for latency by server.
     calls: HashMap<String, String>,
-    /// When each running call's progress was last written: a server may send progress as
-    /// fast as it likes, and every row lands in the shared database.
-    progress_at: HashMap<String, Instant>,
 }
 
 #[derive(Default)]
@@ -301,7 +298,6 @@ impl Hub {
             next_seq,
             records_engine_id,
             calls: HashMap::new(),
-            progress_at: HashMap::new(),
         });
         state.last_used = Some(Instant::now());
         link.handle.submit(Op::UserTurn(text));
@@ -512,9 +508,6 @@ async fn record(hub: &Hub, link: &Link, turn: &mut ActiveTurn, body: serde_json:
     written
 }
 
-/// The shortest time between two logged progress events of one call.
-const PROGRESS_EVERY: Duration = Duration::from_millis(250);
-
 /// Moves a session's events into the database and its state, until the session ends.
 async fn pump(
     hub: Arc<Hub>,
@@ -593,20 +586,9 @@ async fn route(hub: &Hub, link: &Link, event: Event) {
             took_ms,
             ..
         } => {
-            turn.progress_at.remove(call_id);
             if let Some(server) = turn.calls.remove(call_id) {
                 hub.metrics.call(&server, *took_ms, *is_error);
             }
-        }
-        Event::Progress { call_id, .. } => {
-            // At most one progress row per call per interval; the ones between are dropped
-            // (the next one says as much, and the call's end says more).
-            let now = Instant::now();
-            let last = turn.progress_at.get(call_id);
-            if last.is_some_and(|t| now.duration_since(*t) < PROGRESS_EVERY) {
-                return;
-            }
-            turn.progress_at.insert(call_id.clone(), now);
         }
         _ => {}
     }

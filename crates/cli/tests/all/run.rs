@@ -497,6 +497,55 @@ fn stream_json_prints_one_event_per_line_then_the_result() {
     assert_eq!(result["conversation_id"].as_str().unwrap().len(), 32);
 }
 
+/// A server that floods progress (20,000 notifications at once) costs a script reading
+/// `stream-json` a few lines: at most one per call per 200 ms, the last of them the latest
+/// progress the server sent.
+#[test]
+fn a_flood_of_progress_is_a_few_lines_ending_with_the_latest() {
+    let flood = 20_000;
+    let args = json!({"ms": 1500, "progressFlood": flood}).to_string();
+    let (url, _) = fake_model(vec![
+        tool_calls_stream(&[("a", "f__slow", &args)]),
+        text_stream("ok"),
+    ]);
+    let sb = Sandbox::new();
+    let cfg = sb.config("c.json", json!({"f": fake_server(&[])}));
+    let out = sb.run_with(
+        &[
+            "run",
+            "-p",
+            "go",
+            "-m",
+            "openai-compatible:m",
+            "--base-url",
+            &format!("{url}/v1"),
+            "--allowed-tools",
+            "f__slow",
+            "--output-format",
+            "stream-json",
+        ],
+        &cfg,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let events: Vec<Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let progress: Vec<&Value> = events.iter().filter(|e| e["type"] == "progress").collect();
+    let result = events.iter().find(|e| e["type"] == "tool_result").unwrap();
+    let took = result["duration_ms"].as_u64().unwrap();
+    assert!(
+        !progress.is_empty() && progress.len() as u64 <= took / 200 + 2,
+        "{} progress lines in a call of {took} ms",
+        progress.len()
+    );
+    assert_eq!(
+        progress.last().unwrap()["progress"].as_f64(),
+        Some(f64::from(flood - 1))
+    );
+    assert!(progress.iter().all(|p| p["call_id"] == "a"));
+}
+
 #[test]
 fn continue_and_resume_carry_the_conversation_into_the_next_run() {
     let (url, seen) = fake_model(vec![

@@ -40,7 +40,7 @@ impl Session {
         make: impl Fn(Retry) -> ClientRequest,
         timeout: Duration,
         cancel: &CancellationToken,
-        progress: Option<mpsc::UnboundedSender<Progress>>,
+        progress: Option<ProgressSink>,
         rounds: &mut Vec<InputRound>,
     ) -> Result<ServerResult, RequestError> {
         let mut retry = Retry::default();

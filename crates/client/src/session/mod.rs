@@ -4,9 +4,10 @@
 //! the era. With `wire`, `listing`, `reading`, `handler` and `http`, the only code in this
 //! crate that touches rmcp (OAuth's use of it is in `mcp-host-auth`).
 
-use crate::handler::{ClientFeatures, HostHandler, Progress, ProgressRoutes, client_config};
+use crate::handler::{ClientFeatures, HostHandler, client_config};
 use crate::http::{self, HttpFailure};
 use crate::lenient;
+use crate::progress::{ProgressRoutes, ProgressSink};
 use crate::stdio::{ProcessExit, SpawnError, StdioLaunch, StdioProcess, SupervisorCommand};
 use crate::wire::{Correlated, DirectAnswer, Wire};
 use mcp_host_auth::{OAuth, OAuthError, auth_failure};
@@ -27,7 +28,7 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{Notify, OnceCell, mpsc};
+use tokio::sync::{Notify, OnceCell};
 use tokio_util::sync::CancellationToken;
 
 mod connect;
@@ -353,7 +354,7 @@ impl Session {
         req: ClientRequest,
         timeout: Duration,
         cancel: &CancellationToken,
-        progress: Option<mpsc::UnboundedSender<Progress>>,
+        progress: Option<ProgressSink>,
     ) -> Result<ServerResult, RequestError> {
         match (&self.line, req) {
             (Some(line), ClientRequest::CallToolRequest(call)) => {
@@ -372,7 +373,7 @@ impl Session {
         req: ClientRequest,
         timeout: Duration,
         cancel: &CancellationToken,
-        progress: Option<mpsc::UnboundedSender<Progress>>,
+        progress: Option<ProgressSink>,
     ) -> Result<ServerResult, RequestError> {
         let options = PeerRequestOptions::with_timeout(timeout)
             .reset_timeout_on_progress()
@@ -443,7 +444,7 @@ impl Session {
         mut req: CallToolRequest,
         timeout: Duration,
         cancel: &CancellationToken,
-        progress: Option<mpsc::UnboundedSender<Progress>>,
+        progress: Option<ProgressSink>,
     ) -> Result<ServerResult, RequestError> {
         self.stamp_stateless_meta(&mut req);
         let idle = tokio::time::sleep(timeout);
@@ -581,7 +582,7 @@ impl Session {
         arguments: Option<serde_json::Map<String, Value>>,
         timeout: Duration,
         cancel: &CancellationToken,
-        progress: Option<mpsc::UnboundedSender<Progress>>,
+        progress: Option<ProgressSink>,
     ) -> Result<CallOutcome, CallFailed> {
         // Inside the host's span of this call, when traces are recorded: the server learns
         // where its own spans belong, and the span which era the server spoke.

@@ -47,7 +47,7 @@ impl Session {
         rounds: &mut Vec<InputRound>,
         timeout: Duration,
         cancel: &CancellationToken,
-        progress: Option<mpsc::UnboundedSender<Progress>>,
+        progress: Option<ProgressSink>,
     ) -> Result<Value, RequestError> {
         let task_id = created.task.task_id.clone();
         let started = Instant::now();
@@ -59,7 +59,7 @@ impl Session {
             let message = status_line(&status);
             if last_message.as_ref() != Some(&message) {
                 if let Some(sink) = &progress {
-                    let _ = sink.send(Progress {
+                    sink.send(crate::progress::Progress {
                         progress: f64::from(polls),
                         total: None,
                         message: Some(message.clone()),

@@ -2,7 +2,7 @@
 //! that answers `echo` with its message and records every call it was asked to send.
 
 use mcp_host_client::listing::Offers;
-use mcp_host_client::{CallError, Expect, Progress, ToolList};
+use mcp_host_client::{CallError, Expect, ProgressSink, ToolList};
 use mcp_host_core::{
     CallOutcome, Content, ServerFacts, ServerId, ServerState, ServerStatus, ToolDescriptor,
 };
@@ -78,7 +78,7 @@ impl Caller for FakeCaller {
         arguments: Option<Map<String, Value>>,
         expect: Option<Expect>,
         cancel: CancellationToken,
-        _progress: Option<tokio::sync::mpsc::UnboundedSender<Progress>>,
+        _progress: Option<ProgressSink>,
     ) -> Sent {
         let args = Value::Object(arguments.unwrap_or_default());
         // The gate always says which definition it decided on.

@@ -4,7 +4,7 @@
 //! to the reactor before the next one could wait.
 
 use crate::fakes::{FakeServers, echo_tool};
-use mcp_host_client::{CallError, Expect, Progress};
+use mcp_host_client::{CallError, Expect, ProgressSink};
 use mcp_host_core::{CallOutcome, Content, ServerId};
 use mcp_host_engine::connections::{Caller, Sent};
 use mcp_host_engine::person::{DirectCall, DirectOutcome};
@@ -32,7 +32,7 @@ impl Caller for HeldCaller {
         _arguments: Option<Map<String, Value>>,
         _expect: Option<Expect>,
         _cancel: CancellationToken,
-        progress: Option<tokio::sync::mpsc::UnboundedSender<Progress>>,
+        progress: Option<ProgressSink>,
     ) -> Sent {
         let release = self.release.clone();
         Box::pin(async move {

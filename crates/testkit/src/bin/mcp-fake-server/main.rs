@@ -40,7 +40,7 @@ faults: crash-at-start, hang, garbage, stderr-flood, exit-on-probe,
   expansion-schema (tool `expand`), slow-schema (tool `deep`), hidden-instructions (tool `notes`)
   tasks (modern: tool `research{topic,polls,ask}` runs as a task; see tasks.rs), with
     task-forever, task-fail, task-wrong-id, task-repeat-ask
-tools: echo{message}, add{a,b}, crash, hang, huge, slow{ms,progressEvery}, grow, error, evil, ask (elicitation), plus toolN";
+tools: echo{message}, add{a,b}, crash, hang, huge, slow{ms,progressEvery,progressFlood}, grow, error, evil, ask (elicitation), plus toolN";
 
 #[derive(Clone, Copy, PartialEq)]
 enum EraMode {

@@ -16,7 +16,7 @@ impl Server {
             json!({"name": "hang", "description": "Never answers", "inputSchema": obj(json!({}))}),
             json!({"name": "huge", "description": "Answers with a 65 MiB line", "inputSchema": obj(json!({}))}),
             json!({"name": "big", "description": "Answers with a large numbered text", "inputSchema": obj(json!({"bytes": {"type": "integer"}}))}),
-            json!({"name": "slow", "description": "Answers after ms, with progress every progressEvery ms if asked", "inputSchema": obj(json!({"ms": {"type": "integer"}, "progressEvery": {"type": "integer"}}))}),
+            json!({"name": "slow", "description": "Answers after ms, with progress every progressEvery ms if asked (and progressFlood notifications at once)", "inputSchema": obj(json!({"ms": {"type": "integer"}, "progressEvery": {"type": "integer"}, "progressFlood": {"type": "integer"}}))}),
             json!({"name": "grow", "description": "Adds a tool and says so", "inputSchema": obj(json!({}))}),
             json!({"name": "mutate", "description": "Changes the echo tool's description and says so", "inputSchema": obj(json!({}))}),
             json!({"name": "error", "description": "Fails as a tool", "inputSchema": obj(json!({}))}),
@@ -162,8 +162,19 @@ impl Server {
                 // the token the client put in `_meta` (none without one).
                 let every = args["progressEvery"].as_u64().filter(|e| *e > 0);
                 let token = params.pointer("/_meta/progressToken").cloned();
+                // With `progressFlood`, that many notifications first, as fast as they
+                // can be written.
+                let flood = args["progressFlood"].as_u64().unwrap_or(0);
                 let out = self.out.clone();
                 std::thread::spawn(move || {
+                    if let Some(token) = token.as_ref().filter(|_| flood > 0) {
+                        let mut o = out.lock().unwrap();
+                        for n in 0..flood {
+                            let p = json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": token, "progress": n, "total": flood}});
+                            let _ = writeln!(o, "{p}");
+                        }
+                        let _ = o.flush();
+                    }
                     let mut waited = 0;
                     while let (Some(every), Some(token)) = (every, &token) {
                         if waited + every >= ms {
