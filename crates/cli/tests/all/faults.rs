@@ -176,14 +176,19 @@ async fn a_call_to_a_server_that_stopped_reading_ends_at_its_deadline() {
         .await
         .expect("the call ends at its deadline")
         .unwrap_err();
-    let timed_out = matches!(
+    // Said as what it is: the server, not the call, stopped.
+    let not_reading = matches!(
         err,
         CallError::Request {
-            source: RequestError::Timeout(_),
+            source: RequestError::NotReading(_),
             ..
         }
     );
-    assert!(timed_out, "{err:?}");
+    assert!(not_reading, "{err:?}");
+    assert!(
+        err.to_string().contains("stopped reading its input"),
+        "{err}"
+    );
     // Ended at once, not at the next call: the stream cannot be used again.
     wait_until(&m, "d", |s| s.restarts == 1 && s.state.label() == "ready").await;
     assert!(echo(&calls, "d").await.unwrap().contains("still here"));

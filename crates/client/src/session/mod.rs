@@ -163,6 +163,9 @@ pub const MAX_TOTAL_FACTOR: u32 = 10;
 pub enum RequestError {
     #[error("no response within {0:?} (request cancelled)")]
     Timeout(Duration),
+    /// The request could not even be written: the server stopped reading its input.
+    #[error("the server stopped reading its input: the request could not be sent within {0:?}")]
+    NotReading(Duration),
     #[error("request cancelled")]
     Cancelled,
     #[error("connection to the server is closed")]
@@ -531,7 +534,7 @@ impl Session {
         if cancel.is_cancelled() {
             RequestError::Cancelled
         } else {
-            RequestError::Timeout(timeout)
+            RequestError::NotReading(timeout)
         }
     }
 
