@@ -5,7 +5,8 @@
 # sign-in, an approval shown whole, a reload while it waits, the answer streamed through a
 # real network drop, markdown and hostile text, an elicitation form, switching
 # conversations, the server panel, a restart of the service under the page (SIGTERM, the
-# stream's `reconnect`, started again on the same address) and sign-out. Each SIGTERM must
+# stream's `reconnect`, started again on the same address), a question its server stops
+# waiting for, and sign-out. Each SIGTERM must
 # stop the service with exit 0 within a deadline. The markdown renderer's unit tests
 # (tests/web/*.test.mjs, node's test runner) run first.
 # Needs `cargo build --workspace --bins --features mcp-host/hosted` and scripts/install-test-deps.sh (playwright-core,

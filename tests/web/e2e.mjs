@@ -462,7 +462,27 @@ try {
     console.log('SKIP step 9: MCP_HOST_E2E_CONTROL is not set (scripts/web-e2e.sh sets it)');
   }
 
-  await step(10, 'signed-out', 'sign-out shows the signed-out view, also after a reload', async () => {
+  await step(10, 'withdrawn', 'a question its server stops waiting for goes away by itself, and the page says so, also after a reload', async () => {
+    const turn = await page.locator(t('turn')).count();
+    await page.fill(t('composer-input'), 'call f__ask {"withdrawAfterMs": 1500}');
+    await page.click(t('send'));
+    await visible(t('approval-dialog'), 'the approval dialog opens for f__ask');
+    await page.click(t('approve-once'));
+    await visible(t('elicitation-dialog'), 'the elicitation form opens');
+    await shot('step-10a-asked');
+    await until('the page says the server stopped waiting', (i) => {
+      const notices = document.querySelectorAll('[data-testid="turn"]')[i]?.querySelectorAll('[data-testid="notice"]') || [];
+      return [...notices].some((n) => n.textContent.includes('stopped waiting for an answer'));
+    }, turn);
+    await turnFinished(turn);
+    assert.equal(await page.locator('dialog[open]').count(), 0, 'the withdrawn question is still open');
+    await page.reload();
+    await turnFinished(turn);
+    assert.equal(await page.locator('dialog[open]').count(), 0, 'the withdrawn question came back after a reload');
+    await everyEventOnce(conversation);
+  });
+
+  await step(11, 'signed-out', 'sign-out shows the signed-out view, also after a reload', async () => {
     await page.click(t('sign-out'));
     await visible(t('signed-out'), 'signing out shows the signed-out view');
     assert.equal(await page.locator('dialog[open]').count(), 0, 'a dialog is open after signing out');

@@ -198,9 +198,16 @@ impl ClientHandler for HostHandler {
     async fn create_elicitation(
         &self,
         request: ElicitRequestParams,
-        _context: rmcp::service::RequestContext<RoleClient>,
+        context: rmcp::service::RequestContext<RoleClient>,
     ) -> Result<ElicitResult, rmcp::ErrorData> {
-        Ok(self.elicit(request).await)
+        // rmcp runs this on a task of its own, which nothing ends: a server that stops
+        // waiting (it cancelled this request, or its connection ended, both of which cancel
+        // `ct`) would leave its question before the person for ten minutes. Dropping the
+        // wait drops the person's reply channel, which the front ends see as withdrawn.
+        tokio::select! {
+            result = self.elicit(request) => Ok(result),
+            () = context.ct.cancelled() => Ok(ElicitResult::new(ElicitationAction::Cancel)),
+        }
     }
 
     /// Roots are never declared (they are deprecated in 2026-07-28), so a server that asks

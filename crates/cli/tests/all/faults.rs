@@ -450,6 +450,52 @@ async fn a_servers_question_reaches_the_person_and_their_answer_reaches_the_serv
     m.shutdown().await;
 }
 
+/// A question its server stopped waiting for is withdrawn from the person at once: when
+/// the server cancels it (here 300 ms after asking), and when its connection ends. Before,
+/// each stayed before the person for ten minutes.
+#[tokio::test]
+async fn a_question_its_server_stopped_waiting_for_is_withdrawn() {
+    let (asks_tx, mut asks) = tokio::sync::mpsc::unbounded_channel();
+    let mut opts = options();
+    opts.ask_person = Some(asks_tx);
+    let (m, calls) = Manager::start(vec![setup("s", &["--era", "legacy"], 5000, 5000)], opts);
+    wait_until(&m, "s", is("ready")).await;
+    let id = ServerId::new("s");
+    let never = CancellationToken::new();
+    let deadline = Duration::from_secs(20);
+    let gives_up = serde_json::json!({"withdrawAfterMs": 300})
+        .as_object()
+        .cloned();
+    let call = calls.call(&id, "ask", gives_up, &never);
+    let person = async {
+        let mut ask = tokio::time::timeout(deadline, asks.recv())
+            .await
+            .expect("the question reaches the person")
+            .unwrap();
+        tokio::time::timeout(deadline, ask.reply.closed())
+            .await
+            .expect("the cancelled question is withdrawn");
+    };
+    let (out, ()) = tokio::join!(call, person);
+    assert!(format!("{:?}", out.unwrap().content).contains("withdrawn"));
+
+    // Waiting when its server is stopped.
+    let call = calls.call(&id, "ask", None, &never);
+    let person = async {
+        let mut ask = tokio::time::timeout(deadline, asks.recv())
+            .await
+            .expect("the question reaches the person")
+            .unwrap();
+        assert!(m.set_enabled(&id, false));
+        tokio::time::timeout(deadline, ask.reply.closed())
+            .await
+            .expect("the question of a stopped server is withdrawn");
+    };
+    let (out, ()) = tokio::join!(call, person);
+    assert!(out.is_err(), "{out:?}");
+    m.shutdown().await;
+}
+
 /// A server that asks fifty questions at once gets four of them before the person; the
 /// rest are declined at once, not queued behind them.
 #[tokio::test]

@@ -21,7 +21,7 @@ impl Server {
             json!({"name": "mutate", "description": "Changes the echo tool's description and says so", "inputSchema": obj(json!({}))}),
             json!({"name": "error", "description": "Fails as a tool", "inputSchema": obj(json!({}))}),
             json!({"name": "evil", "description": "Returns terminal escapes", "inputSchema": obj(json!({}))}),
-            json!({"name": "ask", "description": "Asks the user through elicitation and returns the answer", "inputSchema": obj(json!({}))}),
+            json!({"name": "ask", "description": "Asks the user through elicitation and returns the answer (or gives up after withdrawAfterMs)", "inputSchema": obj(json!({"withdrawAfterMs": {"type": "integer"}}))}),
         ];
         if self.opts.broken_tool {
             tools.push(json!({"name": "broken", "description": "no schema"}));
@@ -252,6 +252,21 @@ impl Server {
                 }, "required": ["name"]});
                 self.send(json!({"jsonrpc": "2.0", "id": "ask", "method": "elicitation/create",
                     "params": {"mode": "form", "message": "Who is asking?", "requestedSchema": schema}}));
+                // With `withdrawAfterMs`, the server stops waiting for the answer then: it
+                // cancels its question and ends the call without it.
+                if let Some(ms) = args.get("withdrawAfterMs").and_then(Value::as_u64) {
+                    let call = self.asking.take();
+                    let out = self.out.clone();
+                    std::thread::spawn(move || {
+                        std::thread::sleep(Duration::from_millis(ms));
+                        let cancelled = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                            "params": {"requestId": "ask", "reason": "no answer in time"}});
+                        let done = json!({"jsonrpc": "2.0", "id": call, "result": {"content": [{"type": "text", "text": "withdrawn"}]}});
+                        let mut o = out.lock().unwrap();
+                        let _ = writeln!(o, "{cancelled}\n{done}");
+                        let _ = o.flush();
+                    });
+                }
             }
             "error" => self.reply(
                 id,
