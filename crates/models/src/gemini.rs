@@ -445,16 +445,7 @@ mod tests {
                     content,
                     is_error,
                 } => {
-                    let response = if *is_error {
-                        json!({"error": content})
-                    } else {
-                        json!({"content": content})
-                    };
-                    let mut result = json!({"name": name, "response": response});
-                    if !call_id.starts_with(SYNTHETIC_ID) {
-                        result["id"] = json!(call_id);
-                    }
-                    let part = json!({"functionResponse": result});
+                    let part = function_response(call_id, name, content, *is_error);
                     // The results of one step go back together, as one content.
                     match contents.last_mut() {
                         Some(last)
@@ -475,24 +466,7 @@ mod tests {
             body["systemInstruction"] = json!({"parts": system});
         }
         if !request.tools.is_empty() {
-            let declarations: Vec<Value> = request
-                .tools
-                .iter()
-                .map(|t| {
-                    let mut d = json!({"name": t.name, "description": t.description});
-                    let parameters = lower(&t.input_schema, Dialect::Gemini);
-                    // Gemini rejects an object schema with no properties: a tool without
-                    // parameters declares none.
-                    if parameters["properties"]
-                        .as_object()
-                        .is_some_and(|p| !p.is_empty())
-                    {
-                        d["parameters"] = parameters;
-                    }
-                    d
-                })
-                .collect();
-            body["tools"] = json!([{"functionDeclarations": declarations}]);
+            body["tools"] = declarations(&request.tools);
         }
         body
     }

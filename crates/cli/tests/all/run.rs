@@ -423,29 +423,7 @@ fn stream_json_prints_one_event_per_line_then_the_result() {
         ]),
         text_stream("ok"),
     ]);
-    let sb = Sandbox::new();
-    let cfg = sb.config("c.json", json!({"f": fake_server(&[])}));
-    let out = sb.run_with(
-        &[
-            "run",
-            "-p",
-            "go",
-            "-m",
-            "openai-compatible:m",
-            "--base-url",
-            &format!("{url}/v1"),
-            "--allowed-tools",
-            "f__echo",
-            "--output-format",
-            "stream-json",
-        ],
-        &cfg,
-    );
-    assert!(out.status.success(), "{}", stderr(&out));
-    let events: Vec<Value> = stdout(&out)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let (events, out) = stream_json_turn(&url, "f__echo");
     let kinds: Vec<&str> = events
         .iter()
         .map(|e| e["type"].as_str().unwrap())
@@ -508,29 +486,7 @@ fn a_flood_of_progress_is_a_few_lines_ending_with_the_latest() {
         tool_calls_stream(&[("a", "f__slow", &args)]),
         text_stream("ok"),
     ]);
-    let sb = Sandbox::new();
-    let cfg = sb.config("c.json", json!({"f": fake_server(&[])}));
-    let out = sb.run_with(
-        &[
-            "run",
-            "-p",
-            "go",
-            "-m",
-            "openai-compatible:m",
-            "--base-url",
-            &format!("{url}/v1"),
-            "--allowed-tools",
-            "f__slow",
-            "--output-format",
-            "stream-json",
-        ],
-        &cfg,
-    );
-    assert!(out.status.success(), "{}", stderr(&out));
-    let events: Vec<Value> = stdout(&out)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let (events, _) = stream_json_turn(&url, "f__slow");
     let progress: Vec<&Value> = events.iter().filter(|e| e["type"] == "progress").collect();
     let result = events.iter().find(|e| e["type"] == "tool_result").unwrap();
     let took = result["duration_ms"].as_u64().unwrap();
@@ -609,4 +565,33 @@ fn continue_and_resume_carry_the_conversation_into_the_next_run() {
     );
     assert!(!out.status.success());
     assert!(stderr(&out).contains("nope"), "{}", stderr(&out));
+}
+
+/// A `run -p go` against the fake model at `url` and the fake server `f`, with `allowed`
+/// allowed, printing `stream-json`: its events, and how it ended.
+fn stream_json_turn(url: &str, allowed: &str) -> (Vec<Value>, std::process::Output) {
+    let sb = Sandbox::new();
+    let cfg = sb.config("c.json", json!({"f": fake_server(&[])}));
+    let out = sb.run_with(
+        &[
+            "run",
+            "-p",
+            "go",
+            "-m",
+            "openai-compatible:m",
+            "--base-url",
+            &format!("{url}/v1"),
+            "--allowed-tools",
+            allowed,
+            "--output-format",
+            "stream-json",
+        ],
+        &cfg,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let events = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    (events, out)
 }
