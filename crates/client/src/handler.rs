@@ -1,7 +1,8 @@
 //! What a server may ask of the host, for one session: list-change notifications (which
-//! wake the manager's refresh), progress notifications (handed to [`crate::progress`]), and elicitation (put to a person when a
-//! front end can ask one, answered from the schema's defaults when config allows, declined
-//! otherwise). The capabilities declared match exactly what can be answered.
+//! wake the manager's refresh), progress notifications (handed to [`crate::progress`]), and
+//! elicitation (put to a person when a front end can ask one, answered from the schema's
+//! defaults when config allows, declined otherwise; withdrawn when the server stops waiting).
+//! The capabilities declared match exactly what can be answered.
 
 use crate::progress::ProgressRoutes;
 use mcp_host_core::ServerId;

@@ -1,8 +1,8 @@
 //! One protocol session with one server, behind host-owned types: it puts a deadline on
 //! every request, cancels what it gives up on, turns the wire's verdicts into typed errors
 //! (a refused answer, a server that exited) and decodes results leniently; `connect` picks
-//! the era. With `wire`, `listing`, `reading`, `handler` and `http`, the only code in this
-//! crate that touches rmcp (OAuth's use of it is in `mcp-host-auth`).
+//! the era. With `wire`, `listing`, `reading`, `handler`, `progress` and `http`, the only
+//! code in this crate that touches rmcp (OAuth's use of it is in `mcp-host-auth`).
 
 use crate::handler::{ClientFeatures, HostHandler, client_config};
 use crate::http::{self, HttpFailure};
