@@ -205,9 +205,11 @@ impl ClientHandler for HostHandler {
         // waiting (it cancelled this request, or its connection ended, both of which cancel
         // `ct`) would leave its question before the person for ten minutes. Dropping the
         // wait drops the person's reply channel, which the front ends see as withdrawn.
+        // Biased: a question cancelled before this task first ran is never shown at all.
         tokio::select! {
-            result = self.elicit(request) => Ok(result),
+            biased;
             () = context.ct.cancelled() => Ok(ElicitResult::new(ElicitationAction::Cancel)),
+            result = self.elicit(request) => Ok(result),
         }
     }
 
