@@ -413,30 +413,11 @@ mod tests {
                 Message::User { text } => {
                     contents.push(json!({"role": "user", "parts": [{"text": text}]}));
                 }
-                Message::Assistant { text, tool_calls } => {
-                    let mut parts = Vec::new();
-                    if !text.is_empty() {
-                        parts.push(json!({"text": text}));
-                    }
-                    for (i, c) in tool_calls.iter().enumerate() {
-                        let mut call =
-                            json!({"name": c.name, "args": arguments_object(&c.arguments)});
-                        if !c.id.starts_with(SYNTHETIC_ID) {
-                            call["id"] = json!(c.id);
-                        }
-                        let mut part = json!({"functionCall": call});
-                        // Of parallel calls only the first carries a signature.
-                        let signature = this
-                            .signature(&c.id)
-                            .or_else(|| (i == 0 && skip_signature).then(|| SKIP_SIGNATURE.into()));
-                        if let Some(s) = signature {
-                            part["thoughtSignature"] = json!(s);
-                        }
-                        parts.push(part);
-                    }
+                Message::Assistant { .. } => {
+                    let content = this.content(m, skip_signature);
                     // Gemini rejects a content without parts.
-                    if !parts.is_empty() {
-                        contents.push(json!({"role": "model", "parts": parts}));
+                    if content["parts"].as_array().is_some_and(|p| !p.is_empty()) {
+                        contents.push(content);
                     }
                 }
                 Message::ToolResult {
